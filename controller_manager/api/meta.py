@@ -1,0 +1,67 @@
+"""Object-metadata helpers: keys, controller references, API timestamps.
+
+Objects are the API's JSON as plain dicts and are never mutated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+Obj = Mapping[str, Any]
+
+
+def meta(obj: Obj) -> Mapping[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def key_of(obj: Obj) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones (client-go's key)."""
+    m = meta(obj)
+    ns = m.get("namespace")
+    name = m.get("name", "")
+    return f"{ns}/{name}" if ns else str(name)
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``("ns", "name")`` from ``ns/name``; ``("", "name")`` for a cluster-scoped key."""
+    ns, sep, name = key.partition("/")
+    return (ns, name) if sep else ("", ns)
+
+
+def controller_ref(obj: Obj) -> Mapping[str, Any] | None:
+    """The ownerReference with ``controller: true``, if any."""
+    refs = meta(obj).get("ownerReferences") or ()
+    for ref in refs:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def is_being_deleted(obj: Obj) -> bool:
+    return meta(obj).get("deletionTimestamp") is not None
+
+
+def format_time(ts: float) -> str:
+    """RFC 3339 with second precision, as metav1.Time serialises (``2024-05-01T10:00:00Z``)."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(ts: float) -> str:
+    """RFC 3339 with microseconds, as metav1.MicroTime serialises (Lease renewTime, events.k8s.io eventTime)."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str | None) -> float | None:
+    """Epoch seconds of an RFC 3339 timestamp (either precision); None for None/empty/unparsable."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import pytest
+
+from controller_manager.api.meta import (
+    controller_ref,
+    format_micro_time,
+    format_time,
+    key_of,
+    parse_time,
+    split_key,
+)
+
+
+@pytest.mark.parametrize(
+    ("obj", "key"),
+    [
+        pytest.param({"metadata": {"namespace": "ns", "name": "a"}}, "ns/a", id="namespaced"),
+        pytest.param({"metadata": {"name": "node-1"}}, "node-1", id="cluster-scoped"),
+    ],
+)
+def test_key_round_trip(obj: dict[str, dict[str, str]], key: str) -> None:
+    assert key_of(obj) == key
+    ns, name = split_key(key)
+    assert name == obj["metadata"]["name"]
+    assert ns == obj["metadata"].get("namespace", "")
+
+
+def test_controller_ref_picks_the_controller() -> None:
+    obj = {"metadata": {"ownerReferences": [{"uid": "1"}, {"uid": "2", "controller": True}]}}
+    ref = controller_ref(obj)
+    assert ref is not None
+    assert ref["uid"] == "2"
+    assert controller_ref({"metadata": {}}) is None
+
+
+def test_time_formats_round_trip() -> None:
+    ts = 1_700_000_000.5
+    assert format_time(ts) == "2023-11-14T22:13:20Z"
+    assert parse_time(format_micro_time(ts)) == ts
+    assert parse_time("garbage") is None
+    assert parse_time(None) is None
