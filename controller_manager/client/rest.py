@@ -1,0 +1,477 @@
+"""ApiClient: raw-JSON REST verbs for any group/version/resource over one aiohttp session.
+
+Guarantees:
+- Objects go out and come back as the API's JSON in plain dicts, encoded and parsed with orjson.
+  No model classes. Caller-owned dicts are never mutated.
+- One ``aiohttp.ClientSession`` per client with keep-alive and no connection-count cap, so
+  long-lived watches never starve ordinary requests of a connection.
+- Every HTTP attempt (retries and watch opens included) first takes a token from the client-side
+  limiter (``qps``/``burst``, as ``--kube-api-qps``/``--kube-api-burst``; ``qps <= 0`` disables it).
+- Retries, bounded by ``max_retries`` (client-go's 10), with exponential backoff unless the server
+  sends ``Retry-After``, which is honoured:
+    * 429 on any verb (the server rejected it before doing anything);
+    * 5xx on reads and on writes that are safe to repeat (PUT, DELETE, merge/strategic PATCH); on a
+      POST or JSON-patch only when the server says ``Retry-After``, since a create that timed out may
+      have happened and repeating it could act twice (two pods from one generateName);
+    * a connection failure on GET, or on any verb when the connection was never established (so
+      the request was never sent). A write that may have reached the server is never re-sent.
+  Nothing else is retried: the first 4xx raises its typed error at once.
+- Failures raise the :mod:`~controller_manager.client.errors` tree; transport failures raise
+  ``ApiConnectionError``. Metrics use client-go's names (see :mod:`.metrics`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+import orjson
+import structlog
+
+from controller_manager.api.resources import Resource
+from controller_manager.client.config import ClientConfig
+from controller_manager.client.discovery import group_versions, resources_from_list
+from controller_manager.client.errors import ApiConnectionError, ApiError, Gone, error_from_response
+from controller_manager.client.metrics import RequestMetrics
+from controller_manager.client.ratelimit import TokenBucket
+from controller_manager.client.watch import WatchStream
+from controller_manager.client.wire import (
+    JSON,
+    METADATA_LIST_ACCEPT,
+    METADATA_WATCH_ACCEPT,
+    PATCH_CONTENT_TYPES,
+    default_user_agent,
+    parse_retry_after,
+)
+from controller_manager.clock import Clock, RealClock
+
+log = structlog.get_logger("controller_manager.client")
+
+# Module-level aliases: inside ApiClient the name ``list`` is the verb, not the builtin.
+_Items = list[dict[str, Any]]
+_Resources = list[Resource]
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+class ApiClient:
+    """Talks to one API server. Use ``async with ApiClient(config) as client`` or ``await client.close()``."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        qps: float = 20.0,
+        burst: int = 30,
+        *,
+        clock: Clock | None = None,
+        max_retries: int = 10,
+        backoff_base: float = 0.1,
+        backoff_cap: float = 5.0,
+        request_timeout: float = 120.0,
+        user_agent: str | None = None,
+    ) -> None:
+        self.config = config
+        self._clock: Clock = clock or RealClock()
+        self._limiter = TokenBucket(qps, burst, self._clock)
+        self._max_retries = max(0, max_retries)
+        self._backoff_base = backoff_base
+        self._backoff_cap = backoff_cap
+        self._base = config.host.rstrip("/")
+        self._metrics = RequestMetrics(config.host_label)
+        self._user_agent = user_agent or default_user_agent()
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=request_timeout)
+        self._extra: dict[str, Any] = {}
+        if config.tls_server_name:
+            self._extra["server_hostname"] = config.tls_server_name
+        if config.proxy:
+            self._extra["proxy"] = config.proxy
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    @property
+    def rate_limiter(self) -> TokenBucket:
+        return self._limiter
+
+    async def __aenter__(self) -> ApiClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is not None:
+            return self._session
+        if self._closed:
+            raise RuntimeError("ApiClient is closed")
+        # limit=0: watches hold a connection each for minutes; a cap would queue requests behind them.
+        connector = aiohttp.TCPConnector(
+            limit=0, limit_per_host=0, ssl=self.config.ssl_context or True, keepalive_timeout=30.0
+        )
+        headers = {"User-Agent": self._user_agent, "Accept": JSON}
+        if self.config.source is None and self.config.authorization:
+            headers["Authorization"] = self.config.authorization
+        self._session = aiohttp.ClientSession(connector=connector, headers=headers, auto_decompress=True)
+        return self._session
+
+    def _backoff(self, attempt: int) -> float:
+        return float(min(self._backoff_cap, self._backoff_base * (2 ** (attempt - 1))))
+
+    # --- the one HTTP exchange every verb goes through -------------------------------------------
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+        content_type: str | None = None,
+        accept: str | None = None,
+        idempotent: bool = True,
+        stream: bool = False,
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> tuple[aiohttp.ClientResponse, bytes]:
+        session = self._get_session()
+        url = self._base + path
+        safe = method == "GET"
+        headers: dict[str, str] = {}
+        if accept is not None:
+            headers["Accept"] = accept
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        limiter = self._limiter
+        metrics = self._metrics
+        attempt = 0
+        while True:
+            if limiter.enabled:
+                metrics.rate_limited(method, await limiter.acquire())
+            if self.config.source is not None:
+                auth = await self.config.authorization_header()
+                if auth:
+                    headers["Authorization"] = auth
+            start = time.perf_counter()
+            try:
+                resp = await session.request(
+                    method, url, params=params, data=data, headers=headers, timeout=timeout or self._timeout,
+                    **self._extra,
+                )
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                metrics.request(method, None, time.perf_counter() - start)
+                never_sent = isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
+                    exc, aiohttp.ClientSSLError
+                )
+                retry = never_sent or (safe and not isinstance(exc, aiohttp.ClientSSLError))
+                if attempt < self._max_retries and retry:
+                    attempt += 1
+                    delay = self._backoff(attempt)
+                    log.info("retrying after connection error", method=method, path=path, attempt=attempt,
+                             delay=delay, error=f"{type(exc).__name__}: {exc}")
+                    await self._clock.sleep(delay)
+                    continue
+                raise ApiConnectionError(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+            status = resp.status
+            metrics.request(method, status, time.perf_counter() - start)
+            if 200 <= status < 300:
+                if stream:
+                    return resp, b""
+                try:
+                    return resp, await resp.read()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    resp.close()
+                    if safe and attempt < self._max_retries:
+                        attempt += 1
+                        await self._clock.sleep(self._backoff(attempt))
+                        continue
+                    raise ApiConnectionError(f"{method} {url}: reading the response: {exc}") from exc
+            try:
+                body = await resp.read()
+            except (aiohttp.ClientError, TimeoutError):
+                body = b""
+            finally:
+                resp.release()
+            retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+            retryable = status == 429 or (status >= 500 and (idempotent or retry_after is not None))
+            if retryable and attempt < self._max_retries:
+                attempt += 1
+                delay = retry_after if retry_after is not None else self._backoff(attempt)
+                log.info("retrying after server response", method=method, path=path, code=status, attempt=attempt,
+                         delay=delay)
+                await self._clock.sleep(delay)
+                continue
+            raise error_from_response(status, body, method, retry_after)
+
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str | None = None,
+        idempotent: bool = True,
+    ) -> Any:
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else orjson.dumps(body)
+            content_type = content_type or JSON
+        _, raw = await self._exchange(method, path, params=params, data=data, content_type=content_type,
+                                      accept=accept, idempotent=idempotent)
+        return orjson.loads(raw) if raw else {}
+
+    # --- verbs -------------------------------------------------------------------------------------
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("GET", res.path(namespace, name))
+        return result
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        metadata_only: bool = False,
+    ) -> dict[str, Any]:
+        """One page of the collection: a List with ``items`` and ``metadata.continue``/``resourceVersion``."""
+        params: dict[str, str] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if limit:
+            params["limit"] = str(limit)
+        if continue_token:
+            params["continue"] = continue_token
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        result: dict[str, Any] = await self._json(
+            "GET", res.path(namespace), params=params or None,
+            accept=METADATA_LIST_ACCEPT if metadata_only else None,
+        )
+        return result
+
+    async def list_all(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        metadata_only: bool = False,
+    ) -> tuple[_Items, str]:
+        """Every item, paging through ``continue``; and the list's resourceVersion (to watch from).
+
+        As client-go's pager: if a continue token expires mid-way (410), fall back to one unpaged list.
+        """
+        items: _Items = []
+        token: str | None = None
+        version = ""
+        while True:
+            try:
+                page = await self.list(res, namespace, label_selector=label_selector, field_selector=field_selector,
+                                       limit=page_size or None, continue_token=token, metadata_only=metadata_only)
+            except Gone:
+                if token is None:
+                    raise
+                log.info("continue token expired, listing in full", resource=res.group_resource)
+                page = await self.list(res, namespace, label_selector=label_selector, field_selector=field_selector,
+                                       metadata_only=metadata_only)
+                return list(page.get("items") or ()), str(_meta(page).get("resourceVersion") or "")
+            meta = _meta(page)
+            if token is None:
+                version = str(meta.get("resourceVersion") or "")
+            items.extend(page.get("items") or ())
+            token = meta.get("continue") or None
+            if not token:
+                return items, version
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        metadata_only: bool = False,
+    ) -> WatchStream:
+        """A stream of WatchEvents; the request is sent on first iteration (see :mod:`.watch`)."""
+        params: dict[str, str] = {"watch": "true"}
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        # The server ends the watch at timeoutSeconds; a read gap much longer than that means a dead peer.
+        sock_read = None
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = str(timeout_seconds)
+            sock_read = timeout_seconds * 1.5 + 30.0
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=sock_read)
+        path = res.path(namespace)
+        accept = METADATA_WATCH_ACCEPT if metadata_only else None
+
+        async def open_response() -> aiohttp.ClientResponse:
+            resp, _ = await self._exchange("GET", path, params=params, accept=accept, stream=True, timeout=timeout)
+            return resp
+
+        return WatchStream(open_response)
+
+    async def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        ns = namespace or _meta(obj).get("namespace")
+        result: dict[str, Any] = await self._json("POST", res.path(ns), body=obj, idempotent=False)
+        return result
+
+    async def update(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; its ``metadata.resourceVersion`` makes a stale write a 409 Conflict."""
+        m = _meta(obj)
+        result: dict[str, Any] = await self._json("PUT", res.path(m.get("namespace"), m["name"]), body=obj)
+        return result
+
+    async def update_status(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+        m = _meta(obj)
+        result: dict[str, Any] = await self._json("PUT", res.path(m.get("namespace"), m["name"], "status"), body=obj)
+        return result
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """PATCH with ``patch_type`` "merge", "strategic" or "json" (RFC 6902); ``patch`` may be pre-encoded bytes."""
+        try:
+            content_type = PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(f"unknown patch type {patch_type!r}: expected merge, strategic or json") from None
+        body = patch.encode() if isinstance(patch, str) else patch
+        result: dict[str, Any] = await self._json(
+            "PATCH", res.path(namespace, name, subresource), body=body, content_type=content_type,
+            idempotent=patch_type != "json",
+        )
+        return result
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """DELETE with a DeleteOptions body; ``uid``/``resource_version`` are preconditions (409 if unmet)."""
+        options: dict[str, Any] | None = None
+        if propagation_policy or grace_period_seconds is not None or uid or resource_version:
+            options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+            if propagation_policy:
+                options["propagationPolicy"] = propagation_policy
+            if grace_period_seconds is not None:
+                options["gracePeriodSeconds"] = grace_period_seconds
+            if uid or resource_version:
+                pre: dict[str, str] = {}
+                if uid:
+                    pre["uid"] = uid
+                if resource_version:
+                    pre["resourceVersion"] = resource_version
+                options["preconditions"] = pre
+        result: dict[str, Any] = await self._json("DELETE", res.path(namespace, name), body=options)
+        return result
+
+    async def get_scale(self, res: Resource, name: str, namespace: str | None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("GET", res.path(namespace, name, "scale"))
+        return result
+
+    async def update_scale(self, res: Resource, name: str, namespace: str | None, replicas: int) -> dict[str, Any]:
+        """Set ``spec.replicas`` through the ``/scale`` subresource (an autoscaling/v1 Scale)."""
+        scale: dict[str, Any] = {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {"name": name, **({"namespace": namespace} if namespace else {})},
+            "spec": {"replicas": replicas},
+        }
+        result: dict[str, Any] = await self._json("PUT", res.path(namespace, name, "scale"), body=scale)
+        return result
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        accept: str | None = None,
+    ) -> Any:
+        """Any request: JSON in (dict/list, or raw bytes), JSON out (or text when the server sends text)."""
+        method = method.upper()
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else orjson.dumps(body)
+            content_type = content_type or JSON
+        idempotent = method != "POST" and content_type != PATCH_CONTENT_TYPES["json"]
+        resp, raw = await self._exchange(method, path, params=params, data=data, content_type=content_type,
+                                         accept=accept, idempotent=idempotent)
+        if not raw:
+            return None
+        if "json" in resp.headers.get("Content-Type", "json"):
+            return orjson.loads(raw)
+        return raw.decode("utf-8", "replace")
+
+    async def discover(self) -> _Resources:
+        """Every resource every group/version serves. A group/version that fails (an aggregated API
+        that is down) is logged and skipped, as client-go's discovery returns partial results; a
+        failure of ``/api``, ``/apis`` or the core ``v1`` raises."""
+        core = await self._json("GET", "/api")
+        groups = await self._json("GET", "/apis")
+        gvs = group_versions(core, groups)
+        found = await asyncio.gather(*(self._discover_gv(group, version) for group, version in gvs))
+        out: _Resources = []
+        for (group, version), result in zip(gvs, found, strict=True):
+            if isinstance(result, ApiError):
+                if not group:
+                    raise result
+                log.warning("discovery failed for a group version", group_version=f"{group}/{version}",
+                            error=str(result))
+                continue
+            out.extend(result)
+        return out
+
+    async def _discover_gv(self, group: str, version: str) -> _Resources | ApiError:
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        try:
+            doc = await self._json("GET", path)
+        except ApiError as exc:
+            return exc
+        return resources_from_list(group, version, doc)

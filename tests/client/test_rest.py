@@ -1,0 +1,258 @@
+"""The REST verbs as the API server sees them: paths, query, headers, bodies; paging and discovery."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from controller_manager.api.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
+from controller_manager.client import ApiClient, ClientConfig, Conflict, Forbidden, NotFound
+from controller_manager.client.wire import METADATA_LIST_ACCEPT
+from tests.client.conftest import FakeApiServer, fail, reply, sequence, status_object
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": "ns", "resourceVersion": "7"},
+    "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+}
+
+
+async def test_get_sends_path_and_headers(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    assert await client.get(PODS, "web-1", "ns") == POD
+    (req,) = fake.requests
+    assert req.headers["Authorization"] == "Bearer t0ken"
+    assert req.headers["Accept"] == "application/json"
+    assert re.fullmatch(r"controller-manager/0\.1\.0 \([a-z0-9]+/[a-z0-9_]+\)", req.headers["User-Agent"])
+
+
+async def test_cluster_scoped_and_grouped_paths(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api/v1/namespaces/kube-system", reply({"kind": "Namespace"}))
+    fake.on("GET", "/apis/apps/v1/namespaces/ns/deployments/d", reply({"kind": "Deployment"}))
+    assert (await client.get(NAMESPACES, "kube-system"))["kind"] == "Namespace"
+    assert (await client.get(DEPLOYMENTS, "d", "ns"))["kind"] == "Deployment"
+
+
+async def test_list_one_page_sends_query(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api/v1/namespaces/ns/pods", reply({"kind": "PodList", "metadata": {"resourceVersion": "9"},
+                                                        "items": [POD]}))
+    page = await client.list(PODS, "ns", label_selector="app=web,tier!=db", field_selector="spec.nodeName=n1",
+                             limit=50, continue_token="abc", resource_version="0")
+    assert page["items"] == [POD]
+    assert fake.requests[0].query == {"labelSelector": "app=web,tier!=db", "fieldSelector": "spec.nodeName=n1",
+                                      "limit": "50", "continue": "abc", "resourceVersion": "0"}
+
+
+async def test_list_all_pages_through_continue(fake: FakeApiServer, client: ApiClient) -> None:
+    pods = [{"metadata": {"name": f"p{i}"}} for i in range(7)]
+
+    async def pages(request: web.Request) -> web.StreamResponse:
+        start = int(request.query.get("continue", "0"))
+        limit = int(request.query["limit"])
+        chunk = pods[start:start + limit]
+        meta: dict[str, Any] = {"resourceVersion": "100"}
+        if start + limit < len(pods):
+            meta["continue"] = str(start + limit)
+        return web.json_response({"kind": "PodList", "metadata": meta, "items": chunk})
+
+    fake.on("GET", "/api/v1/pods", pages)
+    items, version = await client.list_all(PODS, label_selector="app=web", page_size=3)
+    assert [p["metadata"]["name"] for p in items] == [f"p{i}" for i in range(7)]
+    assert version == "100"
+    assert [r.query.get("continue") for r in fake.requests] == [None, "3", "6"]
+    assert all(r.query["labelSelector"] == "app=web" and r.query["limit"] == "3" for r in fake.requests)
+
+
+async def test_list_all_falls_back_to_full_list_when_continue_expires(fake: FakeApiServer, client: ApiClient) -> None:
+    async def pages(request: web.Request) -> web.StreamResponse:
+        if "continue" in request.query:
+            return web.json_response(status_object(410, "Expired", "continue token too old"), status=410)
+        if "limit" in request.query:
+            return web.json_response({"metadata": {"resourceVersion": "5", "continue": "x"}, "items": [{"n": 1}]})
+        return web.json_response({"metadata": {"resourceVersion": "8"}, "items": [{"n": 1}, {"n": 2}]})
+
+    fake.on("GET", "/api/v1/namespaces/ns/pods", pages)
+    items, version = await client.list_all(PODS, "ns", page_size=1)
+    assert (items, version) == ([{"n": 1}, {"n": 2}], "8")
+    assert "limit" not in fake.requests[-1].query
+
+
+async def test_metadata_only_list_accept_header(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api/v1/pods", reply({"kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "1"},
+                                          "items": [{"kind": "PartialObjectMetadata", "metadata": {"name": "a"}}]}))
+    items, _ = await client.list_all(PODS, metadata_only=True)
+    assert items[0]["kind"] == "PartialObjectMetadata"
+    assert fake.requests[0].headers["Accept"] == METADATA_LIST_ACCEPT
+    assert METADATA_LIST_ACCEPT == "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+async def test_create_posts_to_the_objects_namespace(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("POST", "/api/v1/namespaces/ns/pods", reply({**POD, "metadata": {**POD["metadata"], "uid": "u1"}}, 201))
+    created = await client.create(PODS, POD)
+    assert created["metadata"]["uid"] == "u1"
+    (req,) = fake.requests
+    assert req.json() == POD
+    assert req.headers["Content-Type"] == "application/json"
+    assert "uid" not in POD["metadata"]  # the caller's dict is untouched
+
+
+async def test_create_with_explicit_namespace(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("POST", "/api/v1/namespaces/other/pods", reply(POD, 201))
+    await client.create(PODS, {"metadata": {"generateName": "web-"}}, namespace="other")
+    assert fake.requests[0].path == "/api/v1/namespaces/other/pods"
+
+
+async def test_update_and_update_status(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("PUT", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    fake.on("PUT", "/api/v1/namespaces/ns/pods/web-1/status", reply(POD))
+    await client.update(PODS, POD)
+    await client.update_status(PODS, POD)
+    assert [r.path for r in fake.requests] == ["/api/v1/namespaces/ns/pods/web-1",
+                                               "/api/v1/namespaces/ns/pods/web-1/status"]
+    assert all(r.json()["metadata"]["resourceVersion"] == "7" for r in fake.requests)
+
+
+@pytest.mark.parametrize(
+    ("patch_type", "content_type", "patch"),
+    [
+        pytest.param("merge", "application/merge-patch+json", {"metadata": {"labels": {"a": "b"}}}, id="merge"),
+        pytest.param("strategic", "application/strategic-merge-patch+json", {"spec": {"replicas": 3}},
+                     id="strategic"),
+        pytest.param("json", "application/json-patch+json", [{"op": "replace", "path": "/spec/replicas",
+                                                             "value": 3}], id="json"),
+        pytest.param("merge", "application/merge-patch+json", '{"spec":{"paused":true}}', id="pre-encoded-str"),
+        pytest.param("merge", "application/merge-patch+json", b'{"spec":{"paused":true}}', id="pre-encoded-bytes"),
+    ],
+)
+async def test_patch_content_types(fake: FakeApiServer, client: ApiClient, patch_type: str, content_type: str,
+                                   patch: Any) -> None:
+    fake.on("PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", reply({"kind": "Deployment"}))
+    await client.patch(DEPLOYMENTS, "d", patch, "ns", patch_type=patch_type)
+    (req,) = fake.requests
+    assert req.headers["Content-Type"] == content_type
+    expected = orjson.loads(patch) if isinstance(patch, str | bytes) else patch
+    assert req.json() == expected
+
+
+async def test_patch_subresource_and_bad_type(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", reply({"kind": "Deployment"}))
+    await client.patch(DEPLOYMENTS, "d", {"status": {"replicas": 1}}, "ns", subresource="status")
+    assert fake.requests[0].path.endswith("/d/status")
+    with pytest.raises(ValueError, match="unknown patch type 'apply'"):
+        await client.patch(DEPLOYMENTS, "d", {}, "ns", patch_type="apply")
+
+
+async def test_delete_sends_delete_options(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("DELETE", "/api/v1/namespaces/ns/pods/web-1", reply({"kind": "Status", "status": "Success"}))
+    result = await client.delete(PODS, "web-1", "ns", propagation_policy="Background", grace_period_seconds=0,
+                                 uid="u-1", resource_version="7")
+    assert result["status"] == "Success"
+    (req,) = fake.requests
+    assert req.headers["Content-Type"] == "application/json"
+    assert req.json() == {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background",
+                          "gracePeriodSeconds": 0, "preconditions": {"uid": "u-1", "resourceVersion": "7"}}
+
+
+async def test_delete_without_options_sends_no_body(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("DELETE", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    await client.delete(PODS, "web-1", "ns")
+    assert fake.requests[0].body == b""
+
+
+async def test_delete_precondition_failure_is_conflict(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("DELETE", "/api/v1/namespaces/ns/pods/web-1",
+            fail(409, "Conflict", "Precondition failed: UID in precondition: u-1, UID in object meta: u-2"))
+    with pytest.raises(Conflict, match="Precondition failed"):
+        await client.delete(PODS, "web-1", "ns", uid="u-1")
+    assert len(fake.requests) == 1
+
+
+async def test_scale_subresource(fake: FakeApiServer, client: ApiClient) -> None:
+    scale = {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "d", "namespace": "ns"},
+             "spec": {"replicas": 2}, "status": {"replicas": 2, "selector": "app=web"}}
+    fake.on("GET", "/apis/apps/v1/namespaces/ns/deployments/d/scale", reply(scale))
+    fake.on("PUT", "/apis/apps/v1/namespaces/ns/deployments/d/scale", reply(scale))
+    assert (await client.get_scale(DEPLOYMENTS, "d", "ns"))["status"]["selector"] == "app=web"
+    await client.update_scale(DEPLOYMENTS, "d", "ns", 5)
+    assert fake.requests[1].json() == {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                                       "metadata": {"name": "d", "namespace": "ns"}, "spec": {"replicas": 5}}
+
+
+async def test_raw_request(fake: FakeApiServer, client: ApiClient) -> None:
+    async def text(request: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok", content_type="text/plain")
+
+    fake.on("GET", "/healthz", text)
+    fake.on("POST", "/apis/authentication.k8s.io/v1/tokenreviews", reply({"status": {"authenticated": True}}, 201))
+    assert await client.request("GET", "/healthz") == "ok"
+    review = await client.request("post", "/apis/authentication.k8s.io/v1/tokenreviews",
+                                  body={"spec": {"token": "x"}}, params={"dryRun": "All"})
+    assert review == {"status": {"authenticated": True}}
+    assert fake.requests[1].query == {"dryRun": "All"}
+    assert fake.requests[1].json() == {"spec": {"token": "x"}}
+    with pytest.raises(NotFound):
+        await client.request("GET", "/nowhere")
+
+
+async def test_closed_client_refuses_work(fake: FakeApiServer) -> None:
+    api = ApiClient(ClientConfig(host=fake.url), qps=0)
+    await api.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await api.get(PODS, "x", "ns")
+
+
+def _resource_list(group_version: str, resources: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
+
+
+async def test_discovery_walks_every_group_version(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api", reply({"kind": "APIVersions", "versions": ["v1"]}))
+    fake.on("GET", "/apis", reply({"kind": "APIGroupList", "groups": [
+        {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}},
+        {"name": "example.com", "versions": [{"groupVersion": "example.com/v2", "version": "v2"},
+                                             {"groupVersion": "example.com/v1", "version": "v1"}]},
+        {"name": "metrics.k8s.io", "versions": [{"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}]},
+    ]}))
+    fake.on("GET", "/api/v1", reply(_resource_list("v1", [
+        {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "shortNames": ["po"],
+         "categories": ["all"], "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+        {"name": "pods/status", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get", "patch"]},
+        {"name": "pods/eviction", "namespaced": True, "group": "policy", "version": "v1", "kind": "Eviction",
+         "verbs": ["create"]},
+        {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node", "verbs": ["get", "list"]},
+    ])))
+    fake.on("GET", "/apis/apps/v1", reply(_resource_list("apps/v1", [
+        {"name": "deployments", "namespaced": True, "kind": "Deployment", "verbs": ["get"]},
+        {"name": "deployments/scale", "namespaced": True, "group": "autoscaling", "version": "v1", "kind": "Scale",
+         "verbs": ["get", "update"]},
+        {"name": "deployments/status", "namespaced": True, "kind": "Deployment", "verbs": ["get"]},
+    ])))
+    fake.on("GET", "/apis/example.com/v2", reply(_resource_list("example.com/v2", [
+        {"name": "widgets", "namespaced": True, "kind": "Widget", "verbs": ["get", "list", "watch"]}])))
+    fake.on("GET", "/apis/example.com/v1", reply(_resource_list("example.com/v1", [
+        {"name": "widgets", "namespaced": True, "kind": "Widget", "verbs": ["get"]}])))
+    # An aggregated API that is down: skipped, not fatal.
+    fake.on("GET", "/apis/metrics.k8s.io/v1beta1", fail(503, "ServiceUnavailable", "metrics-server unavailable"))
+    client._max_retries = 0
+
+    found = await client.discover()
+    by_id = {(r.group, r.version, r.plural): r for r in found}
+    assert list(by_id) == [("", "v1", "pods"), ("", "v1", "nodes"), ("apps", "v1", "deployments"),
+                           ("example.com", "v2", "widgets"), ("example.com", "v1", "widgets")]
+    assert by_id[("", "v1", "pods")] == Resource("", "v1", "pods", "Pod", True, ("po",), ("status", "eviction"),
+                                                 ("create", "delete", "get", "list", "patch", "update", "watch"),
+                                                 ("all",), "pod")
+    assert by_id[("", "v1", "nodes")].namespaced is False
+    assert by_id[("apps", "v1", "deployments")].subresources == ("scale", "status")
+
+
+async def test_discovery_core_failure_raises(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api", reply({"versions": ["v1"]}))
+    fake.on("GET", "/apis", reply({"groups": []}))
+    fake.on("GET", "/api/v1", sequence(fail(403, "Forbidden", "no discovery for you")))
+    with pytest.raises(Forbidden):
+        await client.discover()
