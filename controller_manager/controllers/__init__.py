@@ -1,0 +1,19 @@
+"""The controllers this project implements, one package each; they never import each other.
+
+``ALL`` lists every implemented Controller class, in no particular order: the manager's registry joins it
+with kube-controller-manager's table of names (``controller_manager.manager.registry``), so adding a
+controller is adding its class here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controller_manager.controllers.replicaset import ReplicaSetController
+
+if TYPE_CHECKING:
+    from controller_manager.runtime.controller import Controller
+
+ALL: list[type[Controller]] = [
+    ReplicaSetController,
+]
