@@ -1,0 +1,190 @@
+"""Validation of writes, as the apiserver's registries run it before storing an object.
+
+``validate(resource, obj, old)`` returns the :class:`FieldError` list (empty when valid) for a
+create (``old`` None) or an update; ``invalid_status(resource, name, errors)`` turns it into the 422
+Status the real server answers with. Rules per kind live in :mod:`validation_pods` (metadata,
+pods, pod templates) and :mod:`validation_workloads` (apps and batch); the smaller kinds (Node,
+Namespace, Service, Lease) are here. Kinds without rules get the metadata checks only.
+
+A ``/status`` update (``subresource="status"``) checks metadata only: status strategies keep the
+stored spec, so spec rules and spec immutability do not apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controller_manager.api.resources import Resource
+from controller_manager.api.selectors import is_label_key
+from controller_manager.sim.apiserver.validation_errors import (
+    FieldError,
+    duplicate,
+    invalid,
+    invalid_status,
+    not_supported,
+    required,
+)
+from controller_manager.sim.apiserver.validation_pods import (
+    NameFn,
+    name_is_dns1035_label,
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    validate_labels,
+    validate_object_meta,
+    validate_object_meta_update,
+    validate_pod_spec,
+    validate_pod_template,
+    validate_pod_update,
+)
+from controller_manager.sim.apiserver.validation_workloads import (
+    nonneg,
+    validate_apps_update,
+    validate_cronjob,
+    validate_daemonset,
+    validate_deployment,
+    validate_job,
+    validate_job_update,
+    validate_replicaset,
+    validate_statefulset,
+)
+
+__all__ = ["FieldError", "invalid_status", "validate"]
+
+Obj = Mapping[str, Any]
+
+_NAME_FNS: dict[str, NameFn] = {
+    "Namespace": name_is_dns_label,
+    "Service": name_is_dns1035_label,
+}
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _pod(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs = validate_pod_spec(obj.get("spec"), "spec")
+    if old is not None:
+        errs.extend(validate_pod_update(obj.get("spec"), old.get("spec")))
+    return errs
+
+
+def _node(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs: list[FieldError] = []
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(_dict(obj.get("spec")).get("taints") or []):
+        t = _dict(taint)
+        path = f"spec.taints[{i}]"
+        key = str(t.get("key") or "")
+        errs.extend(invalid(f"{path}.key", key, msg) for msg in is_label_key(key))
+        effect = str(t.get("effect") or "")
+        if not effect:
+            errs.append(required(f"{path}.effect"))
+        elif effect not in _EFFECTS:
+            errs.append(not_supported(f"{path}.effect", effect, _EFFECTS))
+        if (key, effect) in seen:
+            errs.append(duplicate(f"{path}", f"{key}:{effect}"))
+        seen.add((key, effect))
+    return errs
+
+
+def _namespace(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for f in _dict(obj.get("spec")).get("finalizers") or []:
+        msgs = is_label_key(str(f))
+        errs.extend(invalid("spec.finalizers", f, m) for m in msgs)
+        if not msgs and f != "kubernetes" and "/" not in str(f):
+            errs.append(invalid("spec.finalizers", f,
+                                "name is neither a standard finalizer name nor is it fully qualified"))
+    return errs
+
+
+def _service(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec = _dict(obj.get("spec"))
+    errs: list[FieldError] = []
+    svc_type = spec.get("type")
+    if svc_type not in _SERVICE_TYPES:
+        errs.append(not_supported("spec.type", svc_type, _SERVICE_TYPES))
+    ports = spec.get("ports") or []
+    if not ports and svc_type != "ExternalName" and spec.get("clusterIP") != "None":
+        errs.append(required("spec.ports"))
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        p = _dict(port)
+        path = f"spec.ports[{i}]"
+        name = str(p.get("name") or "")
+        if len(ports) > 1 and not name:
+            errs.append(required(f"{path}.name"))
+        elif name in names:
+            errs.append(duplicate(f"{path}.name", name))
+        names.add(name)
+        number = p.get("port")
+        if not isinstance(number, int) or not 1 <= number <= 65535:
+            errs.append(invalid(f"{path}.port", number, "must be between 1 and 65535, inclusive"))
+        if p.get("protocol") not in _PROTOCOLS:
+            errs.append(not_supported(f"{path}.protocol", p.get("protocol"), _PROTOCOLS))
+    errs.extend(validate_labels(spec.get("selector"), "spec.selector"))
+    return errs
+
+
+def _lease(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec = _dict(obj.get("spec"))
+    errs: list[FieldError] = []
+    duration = spec.get("leaseDurationSeconds")
+    if isinstance(duration, int) and duration <= 0:
+        errs.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    errs.extend(nonneg(spec.get("leaseTransitions"), "spec.leaseTransitions"))
+    return errs
+
+
+def _apps(check: Callable[[Obj], list[FieldError]], kind: str) -> Callable[[Obj, Obj | None], list[FieldError]]:
+    def run(obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs = check(obj)
+        if old is not None:
+            errs.extend(validate_apps_update(kind, obj, old))
+        return errs
+    return run
+
+
+def _job(obj: Obj, old: Obj | None) -> list[FieldError]:
+    errs = validate_job(obj)
+    if old is not None:
+        errs.extend(validate_job_update(obj, old))
+    return errs
+
+
+def _pod_template_kind(obj: Obj, old: Obj | None) -> list[FieldError]:
+    return validate_pod_template(obj.get("template"), "template")
+
+
+_RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
+    "Pod": _pod,
+    "PodTemplate": _pod_template_kind,
+    "Node": _node,
+    "Namespace": _namespace,
+    "Service": _service,
+    "Lease": _lease,
+    "Deployment": _apps(validate_deployment, "Deployment"),
+    "ReplicaSet": _apps(validate_replicaset, "ReplicaSet"),
+    "DaemonSet": _apps(validate_daemonset, "DaemonSet"),
+    "StatefulSet": _apps(validate_statefulset, "StatefulSet"),
+    "Job": _job,
+    "CronJob": validate_cronjob,
+}
+
+
+def validate(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None, *,
+             subresource: str | None = None) -> list[FieldError]:
+    kind = resource.kind
+    errs = validate_object_meta(obj.get("metadata"), resource.namespaced, _NAME_FNS.get(kind, name_is_dns_subdomain))
+    if old is not None:
+        errs.extend(validate_object_meta_update(obj.get("metadata"), old.get("metadata")))
+    if subresource is None:
+        rule = _RULES.get(kind)
+        if rule is not None:
+            errs.extend(rule(obj, old))
+    return errs
