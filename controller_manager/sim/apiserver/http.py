@@ -1,0 +1,396 @@
+"""The HTTP face of :class:`ApiServer`: routing, authentication, negotiation, and list/watch streaming.
+
+Guarantees:
+- Paths, verbs and codes as kube-apiserver answers them: 201 on create, 200 otherwise; failures are
+  Status bodies (400 bad JSON, 401, 403, 404 unknown paths and objects, 405 unsupported verbs, 406, 409,
+  410, 415 non-JSON bodies, 422, 429).
+- JSON only (``application/json``); the patch content types for PATCH. Lists and watch events are
+  written from each object's stored bytes, never re-encoded per request or per watcher.
+- ``Accept`` may ask for ``as=PartialObjectMetadata[List]`` (metadata only) or ``as=Table`` (server-side
+  printing); aggregated discovery (``as=APIGroupDiscoveryList``) is served when asked for, classic
+  discovery otherwise.
+- A watch answers 200 and streams events; a resourceVersion too old becomes one ERROR event carrying the
+  410 Status, then the stream ends. Watches started by this app end when it shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import auth, discovery, errors, openapi, subresources, tables
+from controller_manager.sim.apiserver.objects import Obj, encode
+from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
+from controller_manager.sim.apiserver.server import ApiServer, ListResult
+from controller_manager.sim.apiserver.watch import Watcher
+
+JSON = "application/json"
+_BODY_TYPES = (JSON,)
+_PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
+                "application/strategic-merge-patch+json": "strategic"}
+_HEALTH = ("/healthz", "/livez", "/readyz")
+API_KEY = web.AppKey("api", ApiServer)
+_LIVENESS_CHECK = 5.0
+
+
+class _Accept:
+    """What the client's Accept header asks for: plain JSON, metadata only, or a Table."""
+
+    def __init__(self, header: str) -> None:
+        self.table = False
+        self.partial = False
+        self.aggregated = False
+        self.json_ok = not header
+        for part in header.split(","):
+            fields = [f.strip() for f in part.split(";")]
+            mime = fields[0].lower()
+            params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+            if mime not in ("application/json", "*/*", "application/*", "application/json-seq"):
+                continue
+            as_ = params.get("as")
+            if as_ is None:
+                self.json_ok = True
+            elif as_ == "Table" and params.get("g") == "meta.k8s.io":
+                self.table = self.table or not self.partial
+            elif as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and params.get("g") == "meta.k8s.io":
+                self.partial = self.partial or not self.table
+            elif as_ == "APIGroupDiscoveryList" and params.get("v") == "v2":
+                self.aggregated = True
+
+    def check(self) -> None:
+        if not (self.json_ok or self.table or self.partial):
+            raise errors.not_acceptable((JSON,))
+
+
+def _response(body: bytes, status: int = 200, content_type: str = JSON) -> web.Response:
+    return web.Response(body=body, status=status, headers={"Content-Type": content_type})
+
+
+def _status_response(err: errors.StatusError) -> web.Response:
+    resp = _response(encode(err.status), err.code)
+    retry = (err.status.get("details") or {}).get("retryAfterSeconds")
+    if retry:
+        resp.headers["Retry-After"] = str(retry)
+    return resp
+
+
+def _int_param(query: Any, name: str) -> int | None:
+    value = query.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(f'invalid value for {name}: "{value}"') from None
+
+
+def _dry_run(query: Any) -> bool:
+    values = query.getall("dryRun", [])
+    for v in values:
+        if v != "All":
+            raise errors.bad_request(f'Invalid value: "{v}": supported values: "All"')
+    return bool(values)
+
+
+class _Handlers:
+    def __init__(self, api: ApiServer) -> None:
+        self.api = api
+        self.auth = auth.Authenticator(api.options.admin_token, api.options.viewer_token)
+        self.watchers: set[Watcher] = set()
+
+    async def on_shutdown(self, _app: web.Application) -> None:
+        for watcher in list(self.watchers):
+            watcher.close("server shutting down")
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._dispatch(request)
+        except errors.StatusError as e:
+            return _status_response(e)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        user = self.auth.authenticate(request.headers.get("Authorization"))
+        info = parse(request.method, request.path, request.query)
+        accept = _Accept(request.headers.get("Accept", ""))
+        if not info.is_resource:
+            if not auth.allowed_path(user, info.verb if info.verb != "get" else "get", request.path):
+                raise auth.path_forbidden(user, info.verb, request.path)
+            return self._non_resource(request, info, accept)
+        res = self.api.lookup(info.group, info.version, info.resource)
+        if res is None or info.extra_parts:
+            raise errors.path_not_found()
+        ns = info.namespace if res.namespaced else ""
+        if not auth.allowed_resource(user, info.verb):
+            raise auth.resource_forbidden(user, info.verb, info.group, info.resource, info.subresource, ns, info.name)
+        accept.check()
+        if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
+                                                                                  "create")):
+            raise errors.method_not_allowed()
+        if info.verb == "watch":
+            return await self._watch(request, res, ns or None, accept)
+        if info.verb == "list":
+            return self._list(request, res, ns or None, accept)
+        return await self._object(request, res, info, ns or None, accept)
+
+    # --- non-resource paths -----------------------------------------------------------------------
+
+    def _non_resource(self, request: web.Request, info: RequestInfo, accept: _Accept) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        resources = self.api.resources
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed() if path in ("/api", "/apis", "/version") else errors.path_not_found()
+        if any(path == p or path.startswith(p + "/") for p in _HEALTH):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return _response(encode(discovery.version_info(self.api.options.git_version)))
+        if path == "/metrics":
+            return web.Response(text=self._metrics(), content_type="text/plain")
+        if path == "/openapi/v3":
+            return _response(encode(openapi.root(resources)))
+        if path.startswith("/openapi/v3/"):
+            gv_doc = openapi.group_version(resources, path[len("/openapi/v3/"):], self.api.options.git_version)
+            if gv_doc is None:
+                raise errors.path_not_found()
+            return _response(encode(gv_doc))
+        if path in ("/api", "/apis") and accept.aggregated:
+            doc = discovery.aggregated(resources, core=path == "/api")
+            return _response(encode(doc), content_type=discovery.AGGREGATED_CONTENT_TYPE)
+        if path == "/api":
+            return _response(encode(discovery.api_versions(request.host)))
+        if path == "/apis":
+            return _response(encode(discovery.api_group_list(resources)))
+        found: Obj | None = None
+        if info.version:
+            found = discovery.api_resource_list(resources, info.group, info.version)
+        elif path.startswith("/apis/") and path.count("/") == 2:
+            found = discovery.api_group(resources, path.split("/")[2])
+        if found is None:
+            raise errors.path_not_found()
+        return _response(encode(found))
+
+    def _metrics(self) -> str:
+        lines = ["# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.",
+                 "# TYPE apiserver_storage_objects gauge"]
+        for r in self.api.resources:
+            if "get" in r.verbs:
+                lines.append(f'apiserver_storage_objects{{resource="{r.group_resource}"}} {len(self.api.store(r))}')
+        return "\n".join(lines) + "\n"
+
+    # --- list / watch ------------------------------------------------------------------------------
+
+    def _list(self, request: web.Request, res: Resource, namespace: str | None, accept: _Accept) -> web.Response:
+        q = request.query
+        result = self.api.list_page(res, namespace, label_selector=q.get("labelSelector") or None,
+                                    field_selector=q.get("fieldSelector") or None, limit=_int_param(q, "limit") or 0,
+                                    continue_token=q.get("continue") or None,
+                                    resource_version=q.get("resourceVersion") or None,
+                                    resource_version_match=q.get("resourceVersionMatch") or None)
+        if accept.table:
+            view = self.api.view(res)
+            doc = tables.table(res, [view(s)[0] for s in result.items], self.api.clock.now(),
+                               str(result.resource_version), include_object=q.get("includeObject", "Metadata"),
+                               continue_token=result.continue_token)
+            return _response(encode(doc))
+        view = self.api.view(res, accept.partial)
+        if accept.partial:
+            head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
+        else:
+            head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
+        return _response(_list_bytes(head, result, (view(s)[1] for s in result.items)))
+
+    async def _watch(self, request: web.Request, res: Resource, namespace: str | None,
+                     accept: _Accept) -> web.StreamResponse:
+        q = request.query
+        send_initial = q.get("sendInitialEvents")
+        try:
+            watcher = self.api.watch(
+                res, namespace, resource_version=q.get("resourceVersion") or None,
+                label_selector=q.get("labelSelector") or None, field_selector=q.get("fieldSelector") or None,
+                allow_bookmarks=q.get("allowWatchBookmarks", "").lower() in ("1", "true"),
+                timeout_seconds=_int_param(q, "timeoutSeconds"),
+                send_initial_events=None if send_initial is None else send_initial.lower() in ("1", "true"),
+                metadata_only=accept.partial)
+        except errors.StatusError as e:
+            if e.code == 400:
+                raise
+            resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+            await resp.prepare(request)
+            await resp.write(b'{"type":"ERROR","object":' + encode(e.status) + b"}\n")
+            await resp.write_eof()
+            return resp
+        self.watchers.add(watcher)
+        try:
+            resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            first = True
+            while True:
+                # A client that went away is noticed within a few seconds even when nothing is written.
+                if request.transport is None or request.transport.is_closing():
+                    break
+                try:
+                    await asyncio.wait_for(watcher.wait_ready(), _LIVENESS_CHECK)
+                except TimeoutError:
+                    continue
+                if accept.table:
+                    batch = await watcher.next_batch()
+                    if batch is None:
+                        break
+                    now = self.api.clock.now()
+                    chunk = b""
+                    for type_, obj, _raw in batch:
+                        row = (tables.table(res, [obj or {}], now, "", with_columns=first) if type_ != "BOOKMARK"
+                               else obj)
+                        first = False
+                        chunk += b'{"type":"' + type_.encode() + b'","object":' + encode(row) + b"}\n"
+                else:
+                    lines = await watcher.next_lines()
+                    if lines is None:
+                        break
+                    chunk = lines
+                await resp.write(chunk)
+            with contextlib.suppress(ConnectionResetError):
+                await resp.write_eof()
+            return resp
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        finally:
+            watcher.close()
+            self.watchers.discard(watcher)
+
+    # --- single objects ----------------------------------------------------------------------------
+
+    async def _body(self, request: web.Request, patch: bool = False) -> Any:
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        raw = await request.read()
+        if patch:
+            if ctype not in _PATCH_TYPES:
+                raise errors.unsupported_media_type(tuple(_PATCH_TYPES))
+            return raw
+        if ctype and ctype not in _BODY_TYPES:
+            raise errors.unsupported_media_type(_BODY_TYPES)
+        if not raw.strip():
+            return None
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+    async def _object(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                      accept: _Accept) -> web.Response:
+        api = self.api
+        q = request.query
+        verb, sub, name = info.verb, info.subresource or None, info.name
+        dry_run = _dry_run(q)
+        if sub is not None and sub not in res.subresources:
+            raise errors.path_not_found()
+        if verb in ("update", "patch") and not name:
+            raise errors.method_not_allowed()
+        if verb == "get":
+            if sub == "scale":
+                return _response(encode(subresources.get_scale(api, res, namespace, name)))
+            if sub not in (None, "status"):
+                raise errors.method_not_allowed()
+            stored = api.get_stored(res, namespace, name)
+            raw = api.view(res, accept.partial)(stored)[1]
+            if accept.table:
+                raw = encode(tables.table(res, [api.view(res)(stored)[0]], api.clock.now(), str(stored.rv),
+                                          include_object=q.get("includeObject", "Metadata")))
+            return _response(raw)
+        if verb == "create":
+            body = await self._body(request)
+            if res.kind in ("TokenReview", "SubjectAccessReview"):
+                if not isinstance(body, dict):
+                    raise errors.bad_request("the object provided is not a JSON object")
+                doc = (auth.token_review(self.auth, body) if res.kind == "TokenReview"
+                       else auth.subject_access_review(body))
+                return _response(encode(doc), 201)
+            if sub == "binding" and namespace:
+                return _response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)), 201)
+            if sub == "eviction" and namespace:
+                return _response(encode(subresources.evict(api, namespace, name, body, dry_run=dry_run)), 201)
+            if sub is not None or name:
+                raise errors.method_not_allowed()
+            if body is None:
+                raise errors.bad_request("the body of the request is empty")
+            return _response(encode(api.create(res, body, namespace, dry_run=dry_run)), 201)
+        if verb == "update":
+            body = await self._body(request)
+            if sub == "scale":
+                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run)))
+            if sub not in (None, "status", "finalize"):
+                raise errors.method_not_allowed()
+            if not isinstance(body, dict):
+                raise errors.bad_request("the body of the request is empty" if body is None
+                                         else "the object provided is not a JSON object")
+            return _response(encode(api.update(res, body, subresource=sub, dry_run=dry_run, namespace=namespace,
+                                               name=name)))
+        if verb == "patch":
+            body = await self._body(request, patch=True)
+            if sub not in (None, "status", "scale"):
+                raise errors.method_not_allowed()
+            ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            return _response(encode(api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub,
+                                              dry_run=dry_run)))
+        if verb == "delete":
+            if sub is not None:
+                raise errors.method_not_allowed()
+            return _response(encode(self._delete(res, namespace, name, await self._body(request), q, dry_run)))
+        if verb == "deletecollection":
+            return self._delete_collection(request, res, namespace, await self._body(request), dry_run)
+        raise errors.method_not_allowed()
+
+    def _delete(self, res: Resource, namespace: str | None, name: str, body: Any, q: Any, dry_run: bool) -> Obj:
+        opts = body if isinstance(body, dict) else {}
+        grace = opts.get("gracePeriodSeconds", _int_param(q, "gracePeriodSeconds"))
+        policy = opts.get("propagationPolicy") or q.get("propagationPolicy") or None
+        orphan = opts.get("orphanDependents")
+        if orphan is None and q.get("orphanDependents") is not None:
+            orphan = q.get("orphanDependents", "").lower() == "true"
+        dry_run = dry_run or "All" in (opts.get("dryRun") or [])
+        return self.api.delete(res, namespace, name, grace_period_seconds=grace, propagation_policy=policy,
+                               preconditions=opts.get("preconditions"), orphan_dependents=orphan, dry_run=dry_run)
+
+    def _delete_collection(self, request: web.Request, res: Resource, namespace: str | None, body: Any,
+                           dry_run: bool) -> web.Response:
+        q = request.query
+        result = self.api.list_page(res, namespace, label_selector=q.get("labelSelector") or None,
+                                    field_selector=q.get("fieldSelector") or None)
+        deleted: list[bytes] = []
+        for stored in result.items:
+            meta = stored.obj["metadata"]
+            try:
+                out = self._delete(res, meta.get("namespace"), meta["name"], body, q, dry_run)
+            except errors.StatusError as e:
+                if e.code != 404:
+                    raise
+                continue
+            deleted.append(encode(out))
+        head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
+        return _response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted))
+
+
+def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:
+    meta: Obj = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+        if result.remaining is not None:
+            meta["remainingItemCount"] = result.remaining
+    prefix = encode({**head, "metadata": meta})[:-1]
+    return prefix + b',"items":[' + b",".join(items) + b"]}"
+
+
+def build_app(api: ApiServer, *, middlewares: Iterable[Any] = ()) -> web.Application:
+    """The aiohttp application serving ``api``; ``middlewares`` run before the API handlers (fault injection)."""
+    app = web.Application(middlewares=list(middlewares), client_max_size=64 * 1024 * 1024)
+    handlers = _Handlers(api)
+    app[API_KEY] = api
+    app.on_shutdown.append(handlers.on_shutdown)
+    app.router.add_route("*", "/{tail:.*}", handlers.dispatch)
+    return app

@@ -1,0 +1,485 @@
+"""ApiServer: the in-memory API server with the real apiserver's storage semantics.
+
+Guarantees:
+- One cluster-wide resourceVersion counter; every write (create, update, patch, delete, subresource)
+  takes the next one; a write that changes nothing takes none and emits no event (as etcd3's
+  GuaranteedUpdate skips identical data).
+- Create fills uid, creationTimestamp, generation and a generateName suffix; refuses existing names
+  (409 AlreadyExists), missing namespaces (404) and namespaces being terminated (403).
+- Update with a stale resourceVersion is a 409 Conflict; without one it is unconditional. Status and
+  spec are each only written through their own endpoint (see :mod:`strategy`). An update that
+  removes the last finalizer of an object marked for deletion deletes it.
+- Deletion follows ``registry.Store.Delete`` (see :mod:`deletion`); ``dry_run`` runs every check and
+  stores nothing.
+- The in-process calls are the same code the HTTP face uses. Single objects returned are private
+  copies; objects from ``list`` and ``watch`` are shared and must not be mutated.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import controller_manager.sim.apiserver.defaults as defaults
+import controller_manager.sim.apiserver.validation as validation
+from controller_manager.api import selectors
+from controller_manager.api.fields import FieldSelector, parse_field_selector
+from controller_manager.api.meta import format_time
+from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
+from controller_manager.clock import Clock, RealClock
+from controller_manager.sim.apiserver import errors, events, strategy
+from controller_manager.sim.apiserver.fieldsel import compile_selector
+from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
+from controller_manager.sim.apiserver.storage import ResourceStore
+from controller_manager.sim.apiserver.watch import View, Watcher, full_view
+
+# utilrand's alphabet: no vowels or look-alike characters, so generated names never spell words.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_GENERATE_ATTEMPTS = 8
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+_REVIEW_KINDS = frozenset({"TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview",
+                           "LocalSubjectAccessReview", "SelfSubjectReview"})
+
+
+PatchBody = bytes | str | dict[str, Any] | list[Any]
+
+
+@dataclass
+class ApiServerOptions:
+    watch_history_size: int = 10_000      # changes kept per resource (the watch cache's capacity)
+    watch_buffer_size: int = 10_000       # events a watcher may fall behind before it is closed
+    bookmark_interval: float = 60.0       # seconds between BOOKMARKs to watchers that allow them
+    min_request_timeout: float = 1800.0   # a watch without timeoutSeconds lasts 1-2x this
+    admin_token: str | None = None        # None: no authentication, everyone is admin
+    viewer_token: str | None = None       # get/list/watch only
+    git_version: str = "v1.37.0"
+    namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
+    resources: tuple[Resource, ...] = field(default_factory=lambda: BUILTIN)
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Stored]
+    resource_version: int
+    continue_token: str = ""
+    remaining: int | None = None
+
+
+def is_events_v1(res: Resource) -> bool:
+    return res.kind == "Event" and res.group == "events.k8s.io"
+
+
+def random_suffix(n: int = 5) -> str:
+    return "".join(random.choice(NAME_ALPHABET) for _ in range(n))
+
+
+def as_selector(value: str | selectors.Selector | None) -> selectors.Selector | None:
+    if value is None or isinstance(value, selectors.Selector):
+        return value
+    try:
+        return selectors.parse(value)
+    except selectors.InvalidSelector as e:
+        raise errors.bad_request(f"unable to parse requirement: {e}") from None
+
+
+def as_field_selector(value: str | FieldSelector | None) -> FieldSelector | None:
+    if value is None or isinstance(value, FieldSelector):
+        return value
+    try:
+        return parse_field_selector(value)
+    except selectors.InvalidSelector as e:
+        raise errors.bad_request(str(e)) from None
+
+
+def encode_continue(rv: int, start: str) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        if data.get("v") != "meta.k8s.io/v1":
+            raise ValueError("unknown version")
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion "
+                                 "(version meta.k8s.io/v1)") from None
+
+
+class ApiServer:
+    def __init__(self, clock: Clock | None = None, options: ApiServerOptions | None = None) -> None:
+        self.clock: Clock = clock or RealClock()
+        self.options = options or ApiServerOptions()
+        self.rv = 0
+        self.resources: tuple[Resource, ...] = self.options.resources
+        self._by_gvr = {(r.group, r.version, r.plural): r for r in self.resources}
+        self._stores: dict[tuple[str, str], ResourceStore] = {}
+        for res in self.resources:
+            self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
+        for ns in self.options.namespaces:
+            self.create(NAMESPACES, {"metadata": {"name": ns}})
+
+    # --- lookup ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _store_key(res: Resource) -> tuple[str, str]:
+        # Both Event APIs read and write one store, as upstream stores both in core/v1 form.
+        if res.kind == "Event" and res.group in ("", "events.k8s.io"):
+            return ("", "events")
+        return (res.group, res.plural)
+
+    def lookup(self, group: str, version: str, plural: str) -> Resource | None:
+        return self._by_gvr.get((group, version, plural))
+
+    def store(self, res: Resource) -> ResourceStore:
+        store = self._stores.get(self._store_key(res))
+        if store is None:
+            raise errors.path_not_found()
+        return store
+
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def current_rv(self) -> int:
+        return self.rv
+
+    @staticmethod
+    def key(res: Resource, namespace: str | None, name: str) -> str:
+        return f"{namespace}/{name}" if res.namespaced else name
+
+    def view(self, res: Resource, metadata_only: bool = False) -> View:
+        """How this resource's stored versions are shown to a client (full, events.k8s.io, metadata only)."""
+        if metadata_only:
+            return lambda s: s.view("partial", partial_metadata)
+        if is_events_v1(res):
+            return lambda s: s.view("events.k8s.io/v1", events.to_v1)
+        return full_view
+
+    def _out(self, res: Resource, stored: Stored) -> Obj:
+        """A private copy of one object, as this resource shows it."""
+        result: Obj = decode(self.view(res)(stored)[1])
+        return result
+
+    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool) -> Stored:
+        rv = self.rv + 1 if dry_run else self._next_rv()
+        meta = {**obj["metadata"], "resourceVersion": str(rv)}
+        stored = Stored(key, {**obj, "metadata": meta}, rv)
+        if not dry_run:
+            store.put(stored)
+        return stored
+
+    def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
+        existing = store.objects[key]
+        if dry_run:
+            return existing
+        return store.remove(key, self._next_rv()).new
+
+    # --- admission ----------------------------------------------------------------------------------
+
+    def admit_namespace(self, res: Resource, namespace: str | None, name: str, *, create: bool) -> None:
+        """NamespaceLifecycle: no writes into missing namespaces, no creates into terminating ones."""
+        if not res.namespaced or res.kind in _REVIEW_KINDS or not namespace:
+            return
+        ns = self.store(NAMESPACES).get(namespace)
+        if ns is None:
+            raise errors.not_found("", "namespaces", namespace)
+        if create and (ns.obj.get("status") or {}).get("phase") == "Terminating":
+            raise errors.forbidden(
+                res.group, res.plural, name,
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+                causes=[{"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated",
+                         "field": "metadata.namespace"}])
+
+    def _type_meta(self, res: Resource, obj: Any) -> Obj:
+        if not isinstance(obj, dict):
+            raise errors.bad_request("the object provided is not a JSON object")
+        api_version = obj.get("apiVersion") or res.api_version
+        kind = obj.get("kind") or res.kind
+        if api_version != res.api_version or kind != res.kind:
+            raise errors.bad_request(f"the API version in the data ({api_version}) does not match the expected "
+                                     f"API version ({res.api_version})" if api_version != res.api_version else
+                                     f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+        meta = obj.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        return {"kind": kind, "apiVersion": api_version, "metadata": dict(meta or {}),
+                **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")}}
+
+    def _validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
+        errs = validation.validate(res, obj, old)
+        if errs:
+            raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
+
+    # --- verbs -----------------------------------------------------------------------------------------
+
+    def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
+        store = self.store(res)
+        obj = self._type_meta(res, obj)
+        meta = obj["metadata"]
+        if res.namespaced:
+            namespace = namespace or meta.get("namespace") or "default"
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
+                                         "on the request")
+            meta["namespace"] = namespace
+        else:
+            namespace = None
+            meta.pop("namespace", None)
+        if meta.get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+        generate = bool(meta.get("generateName")) and not meta.get("name")
+        if generate:
+            meta["name"] = meta["generateName"] + random_suffix()
+        for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+            meta.pop(f, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = format_time(self.clock.now())
+        obj = defaults.apply_defaults(res, obj)
+        if res.kind == "Job" and res.group == "batch":
+            obj = defaults.job_selector_defaults(obj, meta["uid"])
+        stored_res = res
+        if is_events_v1(res):
+            self._validate(res, obj, None)
+            obj = strategy.prepare_for_create(EVENTS, events.to_core(obj))
+            stored_res = EVENTS
+        else:
+            obj = strategy.prepare_for_create(res, events.normalize_core(obj) if res is EVENTS else obj)
+            self._validate(res, obj, None)
+        self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
+        meta = obj["metadata"]
+        for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
+            key = self.key(stored_res, namespace, meta["name"])
+            existing = store.get(key)
+            if existing is None:
+                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run)
+                if dry_run:
+                    stored = Stored(key, {**obj, "metadata": meta}, stored.rv)
+                return self._out(res, stored)
+            if generate:
+                meta = {**meta, "name": meta["generateName"] + random_suffix()}
+        err = errors.already_exists(res.group, res.plural, meta["name"])
+        if existing is not None and existing.obj["metadata"].get("deletionTimestamp"):
+            err.status["message"] = "object is being deleted: " + err.status["message"]
+        raise err
+
+    def get_stored(self, res: Resource, namespace: str | None, name: str) -> Stored:
+        stored = self.store(res).get(self.key(res, namespace, name))
+        if stored is None:
+            raise errors.not_found(res.group, res.plural, name)
+        return stored
+
+    def get(self, res: Resource, namespace: str | None, name: str) -> Obj:
+        return self._out(res, self.get_stored(res, namespace, name))
+
+    def list(self, res: Resource, namespace: str | None = None, *,
+             label_selector: str | selectors.Selector | None = None,
+             field_selector: str | FieldSelector | None = None) -> tuple[list[Obj], str]:
+        """Every matching object (shared, read-only) and the list's resourceVersion."""
+        result = self.list_page(res, namespace, label_selector=label_selector, field_selector=field_selector)
+        view = self.view(res)
+        return [view(s)[0] for s in result.items], str(result.resource_version)
+
+    def list_page(self, res: Resource, namespace: str | None = None, *,
+                  label_selector: str | selectors.Selector | None = None,
+                  field_selector: str | FieldSelector | None = None, limit: int = 0,
+                  continue_token: str | None = None, resource_version: str | None = None,
+                  resource_version_match: str | None = None) -> ListResult:
+        store = self.store(res)
+        labels = as_selector(label_selector)
+        labels = None if labels is None or labels.is_empty() else labels
+        fsel = as_field_selector(field_selector)
+        fields = compile_selector(res, fsel) if fsel is not None else None
+        start = ""
+        snapshot_rv: int | None = None
+        if continue_token:
+            snapshot_rv, start = decode_continue(continue_token)
+        elif resource_version_match == "Exact" and resource_version:
+            snapshot_rv = self._parse_rv(resource_version)
+        if snapshot_rv is not None and snapshot_rv != self.rv:
+            items = store.state_at(snapshot_rv, namespace, start)
+            if items is None:
+                if continue_token:
+                    raise errors.expired(_CONTINUE_EXPIRED)
+                raise errors.too_old_resource_version(snapshot_rv, store.floor)
+            source: Any = iter(items)
+            list_rv = snapshot_rv
+        else:
+            source = store.iter_from(namespace, start)
+            list_rv = self.rv
+        out: list[Stored] = []
+        ns = namespace if res.namespaced else None
+        for stored in source:
+            if ns and stored.namespace != ns:
+                continue
+            if labels is not None and not labels.matches(stored.labels):
+                continue
+            if fields is not None and not fields(stored.obj):
+                continue
+            if limit and len(out) >= limit:
+                token = encode_continue(list_rv, out[-1].key + "\x00")
+                remaining = None
+                if labels is None and fields is None:
+                    remaining = 1 + sum(1 for _ in source)
+                return ListResult(out, list_rv, token, remaining)
+            out.append(stored)
+        return ListResult(out, list_rv)
+
+    @staticmethod
+    def _parse_rv(value: str) -> int:
+        try:
+            rv = int(value)
+            if rv < 0:
+                raise ValueError
+            return rv
+        except ValueError:
+            raise errors.bad_request(f"invalid resource version: {value}") from None
+
+    def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
+               namespace: str | None = None, name: str | None = None) -> Obj:
+        """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given)."""
+        store = self.store(res)
+        obj = self._type_meta(res, obj)
+        meta = obj["metadata"]
+        name = name or meta.get("name") or ""
+        if meta.get("name") and meta["name"] != name:
+            raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                                     f"({name})")
+        if res.namespaced:
+            namespace = namespace or meta.get("namespace") or "default"
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
+                                         "on the request")
+            meta["namespace"] = namespace
+        else:
+            namespace = None
+        meta["name"] = name
+        existing = store.get(self.key(res, namespace, name))
+        if existing is None:
+            raise errors.not_found(res.group, res.plural, name)
+        new_rv = meta.get("resourceVersion")
+        if new_rv and str(new_rv) != str(existing.rv):
+            raise errors.conflict(res.group, res.plural, name)
+        obj = defaults.apply_defaults(res, obj)
+        stored_res = res
+        old = existing.obj
+        if is_events_v1(res):
+            self._validate(res, obj, events.to_v1(old))
+            new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)
+            stored_res = EVENTS
+        else:
+            new = strategy.prepare_for_update(res, events.normalize_core(obj) if res is EVENTS else obj, old,
+                                              subresource)
+            self._validate(res, new, old)
+        self.admit_namespace(res, namespace, name, create=False)
+        return self._out(res, self.write_update(stored_res, existing, new, dry_run))
+
+    def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool) -> Stored:
+        """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
+        object left without finalizers after its deletion was requested is deleted."""
+        store = self.store(res)
+        new = {**new, "metadata": {**new["metadata"], "resourceVersion": str(existing.rv)}}
+        if new == existing.obj:
+            return existing
+        old_meta = existing.obj["metadata"]
+        if (not new["metadata"].get("finalizers") and old_meta.get("deletionTimestamp")
+                and not old_meta.get("deletionGracePeriodSeconds")
+                and (res.kind != "Namespace" or not (new.get("spec") or {}).get("finalizers"))):
+            self._remove(store, existing.key, dry_run)
+            return Stored(existing.key, new, existing.rv)
+        return self._commit(store, existing.key, new, dry_run)
+
+    def patch(self, res: Resource, namespace: str | None, name: str, patch: PatchBody,
+              patch_type: str, *, subresource: str | None = None, dry_run: bool = False) -> Obj:
+        from controller_manager.sim.apiserver import patch as patching
+        from controller_manager.sim.apiserver import subresources
+
+        if subresource == "scale":
+            return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run)
+        existing = self.get_stored(res, namespace if res.namespaced else None, name)
+        original = self.view(res)(existing)[0]
+        try:
+            patched = patching.apply_patch(original, patch, patch_type, res.kind)
+        except patching.PatchError as e:
+            raise errors.StatusError(e.status()) from None
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        meta = patched.get("metadata")
+        if isinstance(meta, dict) and meta.get("name") not in (None, name):
+            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
+                                     f"URL ({name})")
+        return self.update(res, patched, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name)
+
+    def delete(self, res: Resource, namespace: str | None, name: str, *, grace_period_seconds: int | None = None,
+               propagation_policy: str | None = None, preconditions: dict[str, Any] | None = None,
+               orphan_dependents: bool | None = None, dry_run: bool = False) -> Obj:
+        """DELETE: the object as it now is (still there while graceful deletion or finalizers are pending),
+        or, for kinds that do not return deleted objects, a Success Status."""
+        from controller_manager.sim.apiserver import deletion
+
+        options = deletion.DeleteOptions(grace_period_seconds, propagation_policy, orphan_dependents,
+                                         dict(preconditions or {}), dry_run)
+        result = deletion.delete(self, res, namespace if res.namespaced else None, name, options)
+        return result if isinstance(result, dict) else self._out(res, result)
+
+    def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,
+              label_selector: str | selectors.Selector | None = None,
+              field_selector: str | FieldSelector | None = None, allow_bookmarks: bool = False,
+              timeout_seconds: float | None = None, send_initial_events: bool | None = None,
+              metadata_only: bool = False) -> Watcher:
+        """A watch from ``resource_version`` (``None``/``"0"``: the current state as ADDED events first).
+        Raises StatusError 410 when the version is older than the kept history."""
+        store = self.store(res)
+        labels = as_selector(label_selector)
+        fsel = as_field_selector(field_selector)
+        fields = compile_selector(res, fsel) if fsel is not None else None
+        initial: list[Stored] = []
+        ns = namespace if res.namespaced else None
+        view = self.view(res, metadata_only)
+        bookmark_kind = ("meta.k8s.io/v1", "PartialObjectMetadata") if metadata_only else (res.api_version, res.kind)
+        replay: list[Any] = []
+        if send_initial_events or not resource_version or resource_version == "0":
+            initial = list(store.iter_from(ns))
+        else:
+            rv = self._parse_rv(resource_version)
+            if rv > self.rv:
+                raise errors.timeout(f"Too large resource version: {rv}, current: {self.rv}", 1,
+                                     [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
+            if rv < store.floor:
+                raise errors.too_old_resource_version(rv, store.floor)
+            replay = store.changes_after(rv)
+        timeout = timeout_seconds if timeout_seconds is not None else (
+            self.options.min_request_timeout * (1 + random.random()))
+        watcher = Watcher(store, namespace=ns, labels=labels, fields=fields, view=view,
+                          bookmark_kind=bookmark_kind, current_rv=self.current_rv, clock=self.clock,
+                          buffer_limit=self.options.watch_buffer_size, bookmarks=allow_bookmarks,
+                          bookmark_interval=self.options.bookmark_interval, timeout=timeout)
+        watcher.start(initial, replay, initial_events_end=bool(send_initial_events and allow_bookmarks))
+        return watcher
+
+    # --- simulated restarts ------------------------------------------------------------------------------
+
+    def close_all_watches(self) -> None:
+        for store in self._stores.values():
+            for watcher in list(store.watchers):
+                watcher.close("server closed")
+
+    def forget_history(self) -> None:
+        """Drop every resource's change history, as a restarted apiserver's fresh watch cache has none:
+        a watch from any earlier resourceVersion now gets 410 Gone."""
+        for store in self._stores.values():
+            store.forget_history(self.rv)
+
+
+_CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list.")

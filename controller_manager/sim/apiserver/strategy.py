@@ -1,0 +1,172 @@
+"""Per-kind write rules, as each registry's strategy (``pkg/registry/<group>/<kind>/strategy.go``) applies them.
+
+Guarantees (all functions build new dicts; inputs are never mutated):
+- Create clears server-owned status (Pods start ``Pending`` with their QoS class, Namespaces ``Active``
+  with the ``kubernetes`` finalizer in ``spec.finalizers``; Nodes keep the status their kubelet sends)
+  and starts ``metadata.generation`` at 1 for kinds that track it.
+- A main-resource update keeps the stored status; ``generation`` is bumped only when the spec changes
+  (Deployments: also on annotation changes). A ``/status`` update keeps the stored spec and the
+  metadata the kind's status strategy resets (labels for apps workloads, ownerReferences for Pods).
+- ``/finalize`` on a Namespace changes only ``spec.finalizers``.
+- The generic metadata rules of ``rest.BeforeUpdate``: uid, creationTimestamp, deletionTimestamp,
+  deletionGracePeriodSeconds and generation cannot be changed by a client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller_manager.api.resources import Resource
+
+Obj = dict[str, Any]
+
+# Kinds whose metadata.generation the API server maintains.
+GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
+                              "PodDisruptionBudget", "Pod", "ReplicationController", "HorizontalPodAutoscaler"})
+# metadata fields a /status update may not change, per kind (the status strategies' reset fields).
+_STATUS_RESET_META: dict[str, tuple[str, ...]] = {
+    "Deployment": ("labels",),
+    "ReplicaSet": ("labels",),
+    "StatefulSet": ("labels",),
+    "DaemonSet": ("labels",),
+    "Pod": ("ownerReferences",),
+}
+_NOT_SPEC = frozenset({"metadata", "status", "kind", "apiVersion"})
+
+
+def has_status(res: Resource) -> bool:
+    return "status" in res.subresources
+
+
+def spec_of(obj: Obj) -> Obj:
+    """Everything a user declares: all top-level fields but metadata, status and type meta."""
+    return {k: v for k, v in obj.items() if k not in _NOT_SPEC}
+
+
+def prepare_for_create(res: Resource, obj: Obj) -> Obj:
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    kind = res.kind
+    if kind == "Namespace":
+        spec = dict(out.get("spec") or {})
+        finalizers = list(spec.get("finalizers") or [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+        spec["finalizers"] = finalizers
+        out["spec"] = spec
+        out["status"] = {"phase": "Active"}
+    elif kind == "Pod":
+        out["status"] = {"phase": "Pending", "qosClass": pod_qos(out)}
+    elif has_status(res) and kind != "Node":
+        out["status"] = {}
+    if kind in GENERATION_KINDS:
+        meta["generation"] = 1
+    if kind == "DaemonSet":
+        spec = dict(out.get("spec") or {})
+        if int(spec.get("templateGeneration") or 0) < 1:
+            spec["templateGeneration"] = 1
+        out["spec"] = spec
+    out["metadata"] = meta
+    return out
+
+
+def prepare_for_update(res: Resource, new: Obj, old: Obj, subresource: str | None) -> Obj:
+    """The object to store, from the client's ``new`` and the stored ``old`` (generation not yet final)."""
+    if subresource == "status":
+        out = {**new, **{k: v for k, v in old.items() if k not in _NOT_SPEC}}
+        for k in [k for k in out if k not in _NOT_SPEC and k not in old]:
+            del out[k]
+        meta = dict(out.get("metadata") or {})
+        old_meta = old.get("metadata") or {}
+        for field in _STATUS_RESET_META.get(res.kind, ()):
+            _copy_field(meta, old_meta, field)
+        out["metadata"] = meta
+    elif subresource == "finalize":
+        out = dict(old)
+        spec = dict(old.get("spec") or {})
+        spec["finalizers"] = list((new.get("spec") or {}).get("finalizers") or [])
+        out["spec"] = spec
+    else:
+        out = dict(new)
+        if has_status(res):
+            if "status" in old:
+                out["status"] = old["status"]
+            else:
+                out.pop("status", None)
+        if res.kind == "Namespace":
+            spec = dict(out.get("spec") or {})
+            old_finalizers = (old.get("spec") or {}).get("finalizers")
+            if old_finalizers is None:
+                spec.pop("finalizers", None)
+            else:
+                spec["finalizers"] = old_finalizers
+            out["spec"] = spec
+        if res.kind == "DaemonSet":
+            out = _bump_template_generation(out, old)
+    return _carry_system_metadata(res, out, old, main=subresource is None)
+
+
+def _copy_field(meta: Obj, old_meta: Any, field: str) -> None:
+    if field in old_meta:
+        meta[field] = old_meta[field]
+    else:
+        meta.pop(field, None)
+
+
+def _carry_system_metadata(res: Resource, new: Obj, old: Obj, *, main: bool) -> Obj:
+    meta = dict(new.get("metadata") or {})
+    old_meta = old.get("metadata") or {}
+    for field in ("creationTimestamp", "deletionTimestamp"):
+        _copy_field(meta, old_meta, field)
+    if not meta.get("uid"):
+        meta["uid"] = old_meta.get("uid")
+    if "deletionGracePeriodSeconds" in old_meta and meta.get("deletionGracePeriodSeconds") is None:
+        meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+    elif "deletionGracePeriodSeconds" not in old_meta:
+        meta.pop("deletionGracePeriodSeconds", None)
+    generation = old_meta.get("generation")
+    if generation is not None:
+        spec_changed = res.kind in GENERATION_KINDS and spec_of(new) != spec_of(old)
+        # Deployments also count annotation changes: they are copied to the ReplicaSets.
+        annotations_changed = main and res.kind == "Deployment" and meta.get("annotations") != old_meta.get(
+            "annotations")
+        if spec_changed or annotations_changed:
+            generation += 1
+        meta["generation"] = generation
+    else:
+        meta.pop("generation", None)
+    meta.pop("selfLink", None)
+    return {**new, "metadata": meta}
+
+
+def _bump_template_generation(new: Obj, old: Obj) -> Obj:
+    new_spec = new.get("spec") or {}
+    old_spec = old.get("spec") or {}
+    tg = old_spec.get("templateGeneration")
+    if tg is None:
+        return new
+    if new_spec.get("template") != old_spec.get("template"):
+        tg = int(tg) + 1
+    return {**new, "spec": {**new_spec, "templateGeneration": tg}}
+
+
+def pod_qos(pod: Obj) -> str:
+    """v1.PodQOSClass as ``qos.GetPodQOS`` computes it from cpu/memory requests and limits."""
+    containers = list((pod.get("spec") or {}).get("containers") or [])
+    containers += list((pod.get("spec") or {}).get("initContainers") or [])
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        resources = c.get("resources") or {}
+        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in ("cpu", "memory")}
+        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")}
+        if requests or limits:
+            any_set = True
+        if set(limits) != {"cpu", "memory"}:
+            guaranteed = False
+        for name, value in requests.items():
+            if str(limits.get(name)) != str(value):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
