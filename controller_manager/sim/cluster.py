@@ -1,0 +1,233 @@
+"""SimCluster: the API server emulator served over HTTP, with a scheduler and kubelets, as one unit.
+
+Guarantees:
+- ``async with SimCluster(...) as cluster`` returns once the API answers on ``cluster.url``
+  (127.0.0.1, ``port`` or a free one), every initial node is registered (Ready) and the kubeconfig
+  at ``cluster.kubeconfig_path`` is written (admin context current, a "viewer" context beside it).
+- Leaving the block stops everything it started: HTTP watches are ended first (so the server can
+  close at once), then the scheduler and kubelet tasks are cancelled and awaited, then the server.
+- ``cluster.api`` is the in-process ApiServer (same semantics as HTTP), ``cluster.faults`` the
+  FaultInjector wired into the HTTP app, ``cluster.kubelets`` the KubeletManager (None without
+  kubelets), ``cluster.scheduler`` the Scheduler (None without one).
+- Nodes are named ``node-1`` ... ``node-N`` and spread round-robin over zones ``zone-a``,
+  ``zone-b``, ...
+- Plain HTTP acts like the old apiserver's insecure port for requests that carry no credentials:
+  they are served as the admin. client-go (so kubectl) never sends a bearer token over plain HTTP
+  (kubernetes/kubectl#744), so without this kubectl could not use the kubeconfig at all. Requests
+  that do carry a token (the Python clients send it) are authenticated as that token's user, so the
+  viewer token still only reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import shutil
+import string
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from controller_manager.api.meta import meta
+from controller_manager.api.resources import NODES
+from controller_manager.clock import Clock, RealClock
+from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
+from controller_manager.sim.faults import FaultInjector
+from controller_manager.sim.kubeconfig import write_kubeconfig
+from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
+from controller_manager.sim.scheduler import Scheduler
+
+__all__ = ["SimCluster", "zone_names"]
+
+log = structlog.get_logger("kube-sim")
+
+
+def zone_names(count: int) -> list[str]:
+    """``zone-a``, ``zone-b``, ... (then ``zone-aa``-style names past 26)."""
+    letters = string.ascii_lowercase
+    out = []
+    for i in range(max(1, count)):
+        name = ""
+        n = i
+        while True:
+            name = letters[n % 26] + name
+            n = n // 26 - 1
+            if n < 0:
+                break
+        out.append(f"zone-{name}")
+    return out
+
+
+class SimCluster:
+    """A simulated cluster: API server (HTTP + in-process), scheduler, kubelets, fault injection."""
+
+    def __init__(
+        self,
+        nodes: int = 3,
+        zones: int = 1,
+        scheduler: bool = True,
+        kubelets: bool = True,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        kubeconfig_path: str | Path | None = None,
+        clock: Clock | None = None,
+        kubelet_config: KubeletConfig | None = None,
+        api_options: ApiServerOptions | None = None,
+        scheduler_retry_interval: float = 15.0,
+        ready_timeout: float = 30.0,
+    ) -> None:
+        if nodes < 0:
+            raise ValueError("nodes must be >= 0")
+        self.clock: Clock = clock or RealClock()
+        options = api_options or ApiServerOptions(admin_token=_token(), viewer_token=_token())
+        self.api = ApiServer(self.clock, options)
+        self.faults = FaultInjector(self.api, self.clock)
+        self.scheduler = Scheduler(self.api, self.clock, retry_interval=scheduler_retry_interval) if scheduler else None
+        self.kubelets = KubeletManager(self.api, self.clock, kubelet_config) if kubelets else None
+        self._zones = zone_names(zones)
+        self._initial_nodes = nodes
+        self._host = host
+        self._port = port
+        self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path is not None else None
+        self._tmpdir: str | None = None
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ready_timeout = ready_timeout
+        self.url = ""
+        self.kubeconfig_path: Path = Path()
+
+    # ---- lifecycle
+
+    async def __aenter__(self) -> SimCluster:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        app = build_app(self.api, middlewares=[self._insecure_port_admin, self.faults.middleware])
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        server = site._server  # the bound socket tells which port --port 0 got
+        sockets = getattr(server, "sockets", None) or ()
+        port = sockets[0].getsockname()[1] if sockets else self._port
+        self.url = f"http://{self._host}:{port}"
+        if self.kubelets is not None:
+            for i in range(self._initial_nodes):
+                self.kubelets.add_node(f"node-{i + 1}", self._zones[i % len(self._zones)])
+            self._tasks.append(asyncio.create_task(self.kubelets.run(), name="sim-kubelets"))
+        if self.scheduler is not None:
+            self._tasks.append(asyncio.create_task(self.scheduler.run(), name="sim-scheduler"))
+        if self.kubelets is not None:
+            names = self.kubelets.node_names
+            await self._wait(lambda: all(self._node_ready(n) for n in names), "nodes to register")
+        self.kubeconfig_path = self._kubeconfig_arg or Path(self._make_tmpdir()) / "kubeconfig"
+        await asyncio.to_thread(write_kubeconfig, self.kubeconfig_path, self.url,
+                                self.api.options.admin_token or "", self.api.options.viewer_token or "")
+        log.info("kube-sim ready", url=self.url, nodes=self._initial_nodes, kubeconfig=str(self.kubeconfig_path))
+
+    async def stop(self) -> None:
+        self.faults.clear()
+        self.api.close_all_watches()  # streaming handlers end, so the server can shut down at once
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        if self._runner is not None:
+            self.api.close_all_watches()
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    @web.middleware
+    async def _insecure_port_admin(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        token = self.api.options.admin_token
+        if token and "Authorization" not in request.headers:
+            request = request.clone(headers={**request.headers, "Authorization": f"Bearer {token}"})
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    def _make_tmpdir(self) -> str:
+        self._tmpdir = tempfile.mkdtemp(prefix="kube-sim-")
+        return self._tmpdir
+
+    async def _wait(self, predicate: Any, what: str) -> None:
+        deadline = asyncio.get_running_loop().time() + self._ready_timeout
+        while not predicate():
+            for task in self._tasks:
+                if task.done():
+                    task.result()  # an actor died: say why, now
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"kube-sim: timed out waiting for {what}")
+            await asyncio.sleep(0.005)
+
+    def _node_ready(self, name: str) -> bool:
+        try:
+            node = self.api.get(NODES, None, name)
+        except Exception:
+            return False
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in (node.get("status") or {}).get("conditions") or ())
+
+    # ---- conveniences
+
+    @property
+    def admin_token(self) -> str:
+        return self.api.options.admin_token or ""
+
+    @property
+    def viewer_token(self) -> str:
+        return self.api.options.viewer_token or ""
+
+    async def add_node(self, name: str, zone: str | None = None) -> None:
+        """Add a node with a kubelet; returns once it is registered and Ready."""
+        if self.kubelets is None:
+            raise RuntimeError("this SimCluster runs no kubelets")
+        self.kubelets.add_node(name, zone or self._zones[len(self.kubelets.node_names) % len(self._zones)])
+        await self._wait(lambda: self._node_ready(name), f"node {name} to register")
+
+    async def stop_kubelet(self, node: str) -> None:
+        """Kill the node's kubelet (heartbeats, lease renewals and pod progress stop), as
+        ``kubectl annotate node <node> sim.controller-manager.io/kubelet=stopped`` does."""
+        await self._set_kubelet(node, "stopped")
+
+    async def start_kubelet(self, node: str) -> None:
+        """Bring a stopped kubelet back (it re-posts Ready and picks its pods up again)."""
+        await self._set_kubelet(node, "running")
+
+    async def _set_kubelet(self, node: str, state: str) -> None:
+        self.api.patch(NODES, None, node, {"metadata": {"annotations": {KUBELET_ANNOTATION: state}}}, "merge")
+        if self.kubelets is not None:
+            kubelets = self.kubelets
+            await self._wait(lambda: kubelets.is_stopped(node) == (state == "stopped"), f"kubelet {node} {state}")
+            if state == "running":
+                await self._wait(lambda: self._node_ready(node), f"node {node} Ready")
+
+    def node(self, name: str) -> dict[str, Any]:
+        node: dict[str, Any] = self.api.get(NODES, None, name)
+        return node
+
+    def node_uid(self, name: str) -> str:
+        return str(meta(self.node(name)).get("uid", ""))
+
+
+def _token() -> str:
+    return secrets.token_hex(16)

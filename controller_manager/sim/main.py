@@ -1,0 +1,133 @@
+"""``kube-sim``: serve a simulated cluster until SIGTERM/SIGINT.
+
+Guarantees:
+- Once the API answers and every node is registered, the kubeconfig is written and exactly one line,
+  ``kube-sim ready: <url>``, is printed on stdout (flushed). Everything else (logs) goes to stderr.
+- SIGTERM or SIGINT stops the cluster cleanly and exits 0. Bad flags print one error line on
+  stderr and exit 2; a failure to start exits 1.
+- Runs on uvloop when it is importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+import structlog
+
+from controller_manager.sim.cluster import SimCluster
+from controller_manager.sim.faults import parse_fault_spec
+from controller_manager.sim.kubelet import KubeletConfig
+
+__all__ = ["main", "parse_args"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be within 0-65535, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {text}")
+    return value
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = _Parser(prog="kube-sim", description="A simulated Kubernetes cluster: API server, scheduler, kubelets.")
+    p.add_argument("--nodes", type=_non_negative_int, default=3, help="number of nodes (default 3)")
+    p.add_argument("--zones", type=_non_negative_int, default=1, help="spread nodes over this many zones")
+    p.add_argument("--port", type=_port, default=0, help="port to serve on (0: pick a free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--kubeconfig", default="kube-sim.kubeconfig", help="where to write the kubeconfig")
+    p.add_argument("--no-scheduler", action="store_true", help="run no scheduler")
+    p.add_argument("--no-kubelets", action="store_true", help="run no kubelets (and so no nodes)")
+    p.add_argument("--faults", default="", metavar="SPEC",
+                   help="faults to inject, e.g. 'error:code=500:p=0.05,latency:seconds=0.01,slow-watch:seconds=2'")
+    p.add_argument("--node-status-update-frequency", type=_positive_float, default=10.0, metavar="SECONDS")
+    p.add_argument("--node-lease-renew-interval", type=_positive_float, default=10.0, metavar="SECONDS")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    args = p.parse_args(argv)
+    try:
+        args.fault_actions = parse_fault_spec(args.faults)
+    except ValueError as exc:
+        p.error(f"--faults: {exc}")
+    return args
+
+
+def _configure_logging(level: str) -> None:
+    numeric = getattr(logging, level.upper())
+    logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
+    structlog.configure(
+        processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
+                    structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"])],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+async def serve(args: argparse.Namespace) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    config = KubeletConfig(node_status_update_frequency=args.node_status_update_frequency,
+                           lease_renew_interval=args.node_lease_renew_interval)
+    cluster = SimCluster(nodes=args.nodes, zones=args.zones, scheduler=not args.no_scheduler,
+                         kubelets=not args.no_kubelets, port=args.port, host=args.host,
+                         kubeconfig_path=args.kubeconfig, kubelet_config=config)
+    for action in args.fault_actions:
+        action(cluster.faults)
+    async with cluster:
+        sys.stdout.write(f"kube-sim ready: {cluster.url}\n")
+        sys.stdout.flush()
+        await stop.wait()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    _configure_logging(args.log_level)
+    try:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(serve(args))
+    except OSError as exc:  # e.g. the port is taken
+        sys.stderr.write(f"kube-sim: error: {exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
