@@ -1,0 +1,337 @@
+"""`make demo`: kube-sim and controller-manager as real processes, sample workloads, a live view.
+
+What a newcomer sees, in order:
+1. kube-sim starts (4 nodes over 2 zones) and writes a kubeconfig under ``.demo/``;
+2. controller-manager starts against it (leader election on, metrics on a local HTTPS port);
+3. the workloads in ``deploy/examples/`` are applied with the real ``kubectl``;
+4. a live table shows them converging (replicas, rollout progress, jobs, recent events); once the
+   Deployment is available the demo rolls it to a new image so a rolling update is visible;
+5. the kubeconfig path and ``kubectl`` commands to try are printed, and everything keeps running
+   until Ctrl-C, which stops both processes (SIGTERM, then waits) and leaves nothing behind.
+
+``--exit-after SECONDS`` ends the demo by itself (used by the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import ssl
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from controller_manager.api.meta import parse_time
+from controller_manager.api.resources import CRONJOBS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NODES, PODS
+from controller_manager.client import ApiClient, ApiError, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "deploy" / "examples"
+NEW_IMAGE = "nginx:1.28"
+CLEAR = "\x1b[H\x1b[2J"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tool(name: str) -> str:
+    """A console script installed beside this interpreter (the venv's), else one on PATH."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit(f"demo: {name} not found; run `make demo` so the venv has it")
+    return found
+
+
+class Demo:
+    def __init__(self, workdir: Path, nodes: int, zones: int, exit_after: float | None) -> None:
+        self.workdir = workdir
+        self.kubeconfig = workdir / "kubeconfig"
+        self.nodes = nodes
+        self.zones = zones
+        self.exit_after = exit_after
+        self.metrics_port = free_port()
+        self.procs: list[asyncio.subprocess.Process] = []
+        self.sim_url = ""
+        self.rolled = False
+        self.tty = sys.stdout.isatty()
+        self._last_frame = ""
+
+    # -- processes -------------------------------------------------------------------------------
+
+    async def start_sim(self) -> None:
+        log = (self.workdir / "kube-sim.log").open("wb")
+        proc = await asyncio.create_subprocess_exec(
+            tool("kube-sim"), "--nodes", str(self.nodes), "--zones", str(self.zones), "--port", "0",
+            "--kubeconfig", str(self.kubeconfig),
+            stdout=asyncio.subprocess.PIPE, stderr=log, start_new_session=True,
+        )
+        self.procs.append(proc)
+        assert proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        except TimeoutError:
+            raise SystemExit("demo: kube-sim did not become ready in 30 s (see .demo/kube-sim.log)") from None
+        text = line.decode().strip()
+        if not text.startswith("kube-sim ready:"):
+            raise SystemExit(f"demo: kube-sim failed to start: {text or 'no output'} (see .demo/kube-sim.log)")
+        self.sim_url = text.split(":", 1)[1].strip()
+
+    async def start_manager(self) -> None:
+        log = (self.workdir / "controller-manager.log").open("wb")
+        proc = await asyncio.create_subprocess_exec(
+            tool("controller-manager"), "--kubeconfig", str(self.kubeconfig),
+            "--secure-port", str(self.metrics_port), "--bind-address", "127.0.0.1",
+            "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+            "--leader-elect-retry-period", "1s", "--node-monitor-grace-period", "20s",
+            stdout=log, stderr=log, start_new_session=True,
+        )
+        self.procs.append(proc)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        deadline = time.monotonic() + 30
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if proc.returncode is not None:
+                    raise SystemExit("demo: controller-manager exited; see .demo/controller-manager.log")
+                with contextlib.suppress(aiohttp.ClientError, OSError):
+                    async with http.get(f"https://127.0.0.1:{self.metrics_port}/healthz", ssl=ctx) as resp:
+                        if resp.status == 200:
+                            return
+                await asyncio.sleep(0.2)
+        raise SystemExit("demo: controller-manager did not answer /healthz in 30 s")
+
+    async def kubectl(self, *args: str) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            tool("kubectl"), "--kubeconfig", str(self.kubeconfig), *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await proc.communicate()
+        text = out.decode().strip()
+        if proc.returncode != 0:
+            raise SystemExit(f"demo: kubectl {' '.join(args)} failed: {text}")
+        return text
+
+    async def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                await asyncio.wait_for(proc.wait(), 15)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+
+    # -- the live view ---------------------------------------------------------------------------
+
+    async def snapshot(self, client: ApiClient) -> dict[str, list[dict[str, Any]]]:
+        kinds = {"nodes": NODES, "deployments": DEPLOYMENTS, "daemonsets": DAEMONSETS, "jobs": JOBS,
+                 "cronjobs": CRONJOBS, "pods": PODS, "events": EVENTS}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name, res in kinds.items():
+            items, _ = await client.list_all(res)
+            out[name] = items
+        return out
+
+    def render(self, snap: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+        now = time.time()
+        ready_nodes = sum(1 for n in snap["nodes"] if _condition(n, "Ready") == "True")
+        lines = [
+            f"kube-sim {self.sim_url}   nodes {ready_nodes}/{len(snap['nodes'])} Ready   "
+            f"controller-manager metrics https://127.0.0.1:{self.metrics_port}/metrics",
+            "",
+            f"{'DEPLOYMENT':<24}{'READY':>8}{'UP-TO-DATE':>12}{'AVAILABLE':>11}{'REV':>5}  PROGRESS",
+        ]
+        for d in snap["deployments"]:
+            spec, st = d.get("spec", {}), d.get("status", {})
+            want = spec.get("replicas", 1)
+            rev = d["metadata"].get("annotations", {}).get("deployment.kubernetes.io/revision", "-")
+            lines.append(
+                f"{_ns_name(d):<24}{st.get('readyReplicas', 0):>5}/{want:<2}{st.get('updatedReplicas', 0):>12}"
+                f"{st.get('availableReplicas', 0):>11}{rev:>5}  {_rollout_text(d)}"
+            )
+        lines += ["", f"{'DAEMONSET':<24}{'DESIRED':>8}{'CURRENT':>8}{'READY':>8}{'UP-TO-DATE':>12}{'AVAILABLE':>11}"]
+        for ds in snap["daemonsets"]:
+            st = ds.get("status", {})
+            counts = [st.get(f, 0) for f in ("desiredNumberScheduled", "currentNumberScheduled", "numberReady")]
+            lines.append(
+                f"{_ns_name(ds):<24}" + "".join(f"{c:>8}" for c in counts)
+                + f"{st.get('updatedNumberScheduled', 0):>12}{st.get('numberAvailable', 0):>11}"
+            )
+        lines += ["", f"{'JOB':<24}{'COMPLETIONS':>12}{'ACTIVE':>8}  STATUS"]
+        for job in snap["jobs"]:
+            st = job.get("status", {})
+            done = next((c["type"] for c in st.get("conditions", []) if c.get("status") == "True"
+                         and c.get("type") in ("Complete", "Failed")), "Running" if st.get("active") else "-")
+            lines.append(f"{_ns_name(job):<24}{st.get('succeeded', 0):>8}/{job['spec'].get('completions', 1):<3}"
+                         f"{st.get('active', 0):>8}  {done}")
+        for cj in snap["cronjobs"]:
+            last = cj.get("status", {}).get("lastScheduleTime", "never")
+            lines.append(f"{'cronjob ' + _ns_name(cj):<24}  schedule {cj['spec'].get('schedule')!r}, last run {last}")
+        phases: dict[str, int] = {}
+        for pod in snap["pods"]:
+            phase = "Terminating" if pod["metadata"].get("deletionTimestamp") else pod.get("status", {}).get(
+                "phase", "Pending")
+            phases[phase] = phases.get(phase, 0) + 1
+        lines += ["", "pods: " + (", ".join(f"{k} {v}" for k, v in sorted(phases.items())) or "none"), "",
+                  "recent events:"]
+        events = sorted(snap["events"], key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        for ev in events[-10:]:
+            stamp = parse_time(ev.get("lastTimestamp") or ev.get("eventTime"))
+            if not stamp:
+                age = "?"
+            elif self.tty:
+                age = f"{int(now - stamp)}s"
+            else:  # a log reads better with clock times, and unchanged frames stay unchanged
+                age = time.strftime("%H:%M:%S", time.localtime(stamp))
+            obj = ev.get("involvedObject", {})
+            lines.append(f"  {age:>8}  {obj.get('kind', '')}/{obj.get('name', '')}  {ev.get('reason', '')}: "
+                         f"{ev.get('message', '')}"[:160])
+        return lines
+
+    def show(self, lines: list[str], footer: list[str]) -> None:
+        frame = "\n".join(lines + footer)
+        if self.tty:
+            sys.stdout.write(CLEAR + frame + "\n")
+            sys.stdout.flush()
+        elif frame != self._last_frame:
+            # Not a terminal (a log, a test): print the table only when something changed.
+            print("\n".join(lines[2:]), "\n", flush=True)
+        self._last_frame = frame
+
+    def footer(self) -> list[str]:
+        kc = self.kubeconfig
+        return [
+            "",
+            f"kubeconfig: {kc}",
+            "try:",
+            f"  export KUBECONFIG={kc}; export PATH={Path(sys.executable).parent}:$PATH",
+            "  kubectl get deploy,rs,pods -o wide",
+            "  kubectl rollout status deployment/web",
+            "  kubectl scale deployment/web --replicas=10",
+            f"  kubectl set image deployment/web nginx={NEW_IMAGE}-alpine && kubectl rollout status deployment/web",
+            "  kubectl rollout undo deployment/web",
+            "  kubectl annotate node node-1 sim.controller-manager.io/kubelet=stopped   # a node dies",
+            "  kubectl describe deployment web",
+            f"logs: {self.workdir}/controller-manager.log, {self.workdir}/kube-sim.log      Ctrl-C to stop",
+        ]
+
+    async def maybe_roll(self, snap: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        """Once ``web`` is fully available on its first revision, roll it to a new image."""
+        if self.rolled:
+            return
+        for d in snap["deployments"]:
+            if d["metadata"]["name"] == "web" and _rollout_text(d) == "complete":
+                self.rolled = True
+                await self.kubectl("set", "image", "deployment/web", f"nginx={NEW_IMAGE}")
+                await self.kubectl("annotate", "deployment/web", "--overwrite",
+                                   f"kubernetes.io/change-cause=rolling update to {NEW_IMAGE}")
+
+    async def run(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        print("starting kube-sim ...", flush=True)
+        await self.start_sim()
+        print(f"kube-sim ready at {self.sim_url}; starting controller-manager ...", flush=True)
+        await self.start_manager()
+        print("controller-manager is serving; applying deploy/examples/ with kubectl ...", flush=True)
+        print(await self.kubectl("apply", "-f", str(EXAMPLES)), flush=True)
+        config = await load_config(str(self.kubeconfig))
+        started = time.monotonic()
+        async with ApiClient(config, qps=0, burst=0) as client:
+            while self.exit_after is None or time.monotonic() - started < self.exit_after:
+                try:
+                    snap = await self.snapshot(client)
+                except ApiError as exc:
+                    print(f"demo: reading the cluster failed: {exc}", flush=True)
+                    await asyncio.sleep(1)
+                    continue
+                await self.maybe_roll(snap)
+                self.show(self.render(snap), self.footer())
+                for proc in self.procs:
+                    if proc.returncode is not None:
+                        raise SystemExit("demo: a process exited unexpectedly; see the logs in .demo/")
+                await asyncio.sleep(1)
+
+
+def _condition(obj: Mapping[str, Any], kind: str) -> str | None:
+    for cond in obj.get("status", {}).get("conditions", []) or []:
+        if cond.get("type") == kind:
+            return str(cond.get("status"))
+    return None
+
+
+def _ns_name(obj: Mapping[str, Any]) -> str:
+    m = obj["metadata"]
+    return f"{m.get('namespace', '')}/{m['name']}" if m.get("namespace") not in (None, "default") else m["name"]
+
+
+def _rollout_text(d: Mapping[str, Any]) -> str:
+    """What `kubectl rollout status` would say, in a few words."""
+    spec, st = d.get("spec", {}), d.get("status", {})
+    want = spec.get("replicas", 1)
+    if st.get("observedGeneration", 0) < d["metadata"].get("generation", 0):
+        return "waiting for the controller"
+    for cond in st.get("conditions", []) or []:
+        if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":
+            return "progress deadline exceeded"
+    updated, total, avail = st.get("updatedReplicas", 0), st.get("replicas", 0), st.get("availableReplicas", 0)
+    if updated < want:
+        return f"rolling out: {updated} of {want} updated"
+    if total > updated:
+        return f"rolling out: {total - updated} old replicas pending termination"
+    if avail < updated:
+        return f"rolling out: {avail} of {updated} updated replicas available"
+    return "complete"
+
+
+async def amain(args: argparse.Namespace) -> int:
+    demo = Demo(args.workdir, args.nodes, args.zones, args.exit_after)
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main_task.cancel)
+    try:
+        await demo.run()
+    except asyncio.CancelledError:
+        print("\nstopping ...", flush=True)
+    finally:
+        await demo.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    print("demo stopped; nothing left running.", flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="demo", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--workdir", default=str(ROOT / ".demo"))
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--zones", type=int, default=2)
+    parser.add_argument("--exit-after", type=float, default=None, help="stop by itself after this many seconds")
+    args = parser.parse_args(argv)
+    args.workdir = Path(args.workdir).resolve()
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    return asyncio.run(amain(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
