@@ -1,0 +1,257 @@
+"""The shared informer: one reflector feeding one store, and handlers told of every change.
+
+Guarantees (client-go ``tools/cache/shared_informer.go`` with a DeltaFIFO in front of the indexer):
+- Every object passes through the transform before it is cached or handed to a handler.
+- Handlers are called synchronously, in the order they were added, after the store shows the change; a handler
+  that raises is logged and the next ones still run. Handlers must not await (they enqueue keys).
+- The first list delivers ``Added`` for everything. A re-list (after 410 Gone) delivers exactly the
+  differences from the cache: ``Added`` for new keys, ``Updated(old, new)`` where the resourceVersion changed,
+  ``Deleted(last known, final_state_unknown=True)`` for keys the list no longer has. Unchanged objects keep
+  their cached instance and produce no event.
+- A watch ADDED for a cached key is an ``Updated``; a MODIFIED for an unknown key is an ``Added``; a DELETED for
+  an unknown key changes nothing and is logged at debug level (client-go drops it the same way).
+- ``has_synced`` turns True once the first list is in the store, and stays True.
+- A handler added when objects are already cached first receives ``Added`` for each of them (client-go replays
+  the cache to late handlers), then live events.
+- With a resync period, every period (jittered between 1x and 2x, as kube-controller-manager's
+  ``--min-resync-period`` does) each cached object is delivered again as ``Updated(old=obj, new=obj)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from controller_manager.api.meta import key_of
+from controller_manager.api.resources import PODS, Resource
+from controller_manager.clock import Clock
+
+from . import metrics
+from .events import Added, Deleted, Event, Handler, Updated
+from .reflector import ListWatchClient, Reflector, resource_name
+from .store import (
+    CONTROLLER_UID_INDEX,
+    NAMESPACE_INDEX,
+    NODE_NAME_INDEX,
+    IndexFunc,
+    Store,
+    controller_uid_index,
+    namespace_index,
+    node_name_index,
+)
+from .transform import Transform, default_transform
+
+_log = structlog.get_logger("controller_manager.informers")
+
+Obj = dict[str, Any]
+
+
+def builtin_indexers(res: Resource) -> dict[str, IndexFunc]:
+    # The namespace index is there for cluster-scoped kinds too (always empty) so every store answers it.
+    indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index, CONTROLLER_UID_INDEX: controller_uid_index}
+    if (res.group, res.plural) == (PODS.group, PODS.plural):
+        indexers[NODE_NAME_INDEX] = node_name_index
+    return indexers
+
+
+def _resource_version(obj: Obj) -> object:
+    m = obj.get("metadata")
+    return m.get("resourceVersion") if isinstance(m, Mapping) else None
+
+
+class SharedInformer:
+    def __init__(
+        self,
+        client: ListWatchClient,
+        res: Resource,
+        *,
+        clock: Clock,
+        metadata_only: bool = False,
+        transform: Transform | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        resync_period: float = 0.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.resource = res
+        self.metadata_only = metadata_only
+        self._name = resource_name(res) + (":metadata" if metadata_only else "")
+        self.transform: Transform = transform or default_transform
+        self.store = Store(builtin_indexers(res))
+        if indexers:
+            self.store.add_indexers(indexers)
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._resync_period = resync_period
+        self._handlers: list[Handler] = []
+        self._synced = asyncio.Event()
+        self._running = False
+        self._log = _log.bind(informer=self._name)
+        self._reflector = Reflector(
+            client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng
+        )
+        metrics.track(self)
+
+    @property
+    def name(self) -> str:
+        """``apps/v1/deployments`` (``:metadata`` appended for a metadata-only informer)."""
+        return self._name
+
+    @property
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        return self._reflector.last_sync_resource_version
+
+    def cached_count(self) -> int:
+        return len(self.store)
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    def add_handler(self, handler: Handler) -> None:
+        """Register ``handler``; it first receives ``Added`` for every object already cached."""
+        self._handlers.append(handler)
+        for obj in self.store.list():
+            self._call(handler, Added(obj))
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """More indexes, built at once from the current contents. A name already registered with the same
+        function is accepted (two controllers asking for the same index); with another function it is an error."""
+        existing = self.store.indexers
+        fresh = {}
+        for name, fn in indexers.items():
+            if name in existing:
+                if existing[name] is not fn:
+                    raise ValueError(f"indexer conflict: {name!r} is already registered on {self._name}")
+            else:
+                fresh[name] = fn
+        if fresh:
+            self.store.add_indexers(fresh)
+
+    async def run(self) -> None:
+        """List, watch and (with a resync period) resync until cancelled."""
+        if self._running:
+            raise RuntimeError(f"informer {self._name} is already running")
+        self._running = True
+        try:
+            if self._resync_period <= 0:
+                await self._reflector.run()
+                return
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self._reflector.run(), name=f"reflector:{self._name}")
+                tg.create_task(self._resync_loop(), name=f"resync:{self._name}")
+        finally:
+            self._running = False
+
+    # -- reflector sink ---------------------------------------------------------------------------
+
+    def replace(self, items: list[Obj], resource_version: str) -> None:
+        store = self.store
+        listed: set[str] = set()
+        added = updated = 0
+        for raw in items:
+            key = key_of(raw)
+            # Counted as listed even if the transform fails: the object exists, so it must not be reported deleted.
+            listed.add(key)
+            obj = self._transformed(raw, key)
+            if obj is None:
+                continue
+            old = store.get(key)
+            if old is not None and _resource_version(old) == _resource_version(obj):
+                continue
+            if not self._put(key, obj):
+                continue
+            if old is None:
+                added += 1
+                self._dispatch(Added(obj))
+            else:
+                updated += 1
+                self._dispatch(Updated(old, obj))
+        deleted = 0
+        for key in store:  # a snapshot: deleting while iterating is fine
+            if key in listed:
+                continue
+            old = store._remove(key)
+            if old is not None:
+                deleted += 1
+                self._dispatch(Deleted(old, final_state_unknown=True))
+        first = not self._synced.is_set()
+        self._synced.set()
+        self._log.info(
+            "cache synced" if first else "cache re-listed",
+            resource_version=resource_version, objects=len(store), added=added, updated=updated, deleted=deleted,
+        )
+
+    def apply(self, event_type: str, obj: Obj) -> None:
+        key = key_of(obj)
+        if event_type == "DELETED":
+            old = self.store._remove(key)
+            if old is None:
+                self._log.debug("delete of an object not in the cache: nothing to do", key=key)
+                return
+            final = self._transformed(obj, key)
+            self._dispatch(Deleted(final if final is not None else old))
+            return
+        new = self._transformed(obj, key)
+        if new is None:
+            return
+        old = self.store.get(key)
+        if not self._put(key, new):
+            return
+        self._dispatch(Added(new) if old is None else Updated(old, new))
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _transformed(self, obj: Obj, key: str) -> Obj | None:
+        try:
+            return self.transform(obj)
+        except Exception:
+            self._log.exception("transform failed; object not cached", key=key)
+            return None
+
+    def _put(self, key: str, obj: Obj) -> bool:
+        try:
+            self.store._put(key, obj)
+        except Exception:
+            # An index function choked on the object; the store is unchanged (it indexes before writing).
+            self._log.exception("indexing failed; object not cached", key=key)
+            return False
+        return True
+
+    def _dispatch(self, event: Event) -> None:
+        for handler in list(self._handlers):
+            self._call(handler, event)
+
+    def _call(self, handler: Handler, event: Event) -> None:
+        try:
+            call: Callable[[Event], object] = handler
+            result = call(event)
+        except Exception:
+            self._log.exception("event handler failed", handler=_describe(handler), event_type=type(event).__name__,
+                                key=key_of(event.new if isinstance(event, Updated) else event.obj))
+            return
+        if inspect.iscoroutine(result):
+            # An async handler would never run: say so loudly instead of leaking an un-awaited coroutine.
+            result.close()
+            self._log.error("event handler is a coroutine function; handlers must be synchronous",
+                            handler=_describe(handler))
+
+    async def _resync_loop(self) -> None:
+        await self._synced.wait()
+        while True:
+            await self._clock.sleep(self._resync_period * (1.0 + self._rng.random()))
+            objects = self.store.list()
+            self._log.debug("resync", objects=len(objects))
+            for obj in objects:
+                self._dispatch(Updated(obj, obj))
+
+
+def _describe(handler: object) -> str:
+    return getattr(handler, "__qualname__", None) or repr(handler)

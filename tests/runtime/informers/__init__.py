@@ -1,0 +1,1 @@
+"""Tests of the shared informers: reflector, store and indexes, informer handlers, factory."""

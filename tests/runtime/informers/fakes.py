@@ -1,0 +1,233 @@
+"""An in-memory, scriptable list/watch "server" and a fake client over it, for informer tests.
+
+The server keeps objects with increasing resourceVersions and a history of events, like the API server's
+watch cache: a watch from resourceVersion N replays what happened after N, then streams live events, or fails
+with 410 Gone if N is older than the compacted history. Tests can hold delivery (as if the connection lagged),
+cut watches (normally or with an error), send BOOKMARKs and send arbitrary (malformed) events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller_manager.api.meta import key_of
+from controller_manager.api.resources import PODS, Resource
+from controller_manager.clock import FakeClock
+
+
+class Gone(Exception):
+    """What the real client raises for 410 (the reflector only looks at ``status``)."""
+
+    status = 410
+
+
+class ConnectionLost(Exception):
+    """A dropped connection (the real client raises ApiConnectionError)."""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str
+    object: Any
+
+
+@dataclass
+class _Stream:
+    queue: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
+    held: bool = False
+
+
+_END = "__end__"
+_RAISE = "__raise__"
+
+
+class FakeServer:
+    def __init__(self, res: Resource = PODS) -> None:
+        self.res = res
+        self.rv = 100
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.history: list[tuple[int, str, dict[str, Any]]] = []
+        self.compacted = 0  # a watch from an RV below this is Gone
+        self.streams: list[_Stream] = []
+        self.list_calls: list[dict[str, Any]] = []
+        self.watch_calls: list[dict[str, Any]] = []
+        self.list_failures: list[Exception] = []  # raised by the next lists, in order
+        self.watch_failures: list[Exception] = []  # raised by the next watches on open, in order
+
+    # -- scripting --------------------------------------------------------------------------------
+
+    def _next_rv(self) -> str:
+        self.rv += 1
+        return str(self.rv)
+
+    def add(self, name: str, namespace: str = "default", **fields: Any) -> dict[str, Any]:
+        obj: dict[str, Any] = {"apiVersion": self.res.api_version, "kind": self.res.kind,
+                               "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": self._next_rv()}}
+        if self.res.namespaced:
+            obj["metadata"]["namespace"] = namespace
+        obj.update(copy.deepcopy(fields))
+        self.objects[key_of(obj)] = obj
+        self._record("ADDED", obj)
+        return obj
+
+    def update(self, key: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        obj = copy.deepcopy(self.objects[key])
+        change(obj)
+        obj["metadata"]["resourceVersion"] = self._next_rv()
+        self.objects[key] = obj
+        self._record("MODIFIED", obj)
+        return obj
+
+    def delete(self, key: str) -> dict[str, Any]:
+        obj = copy.deepcopy(self.objects.pop(key))
+        obj["metadata"]["resourceVersion"] = self._next_rv()
+        self._record("DELETED", obj)
+        return obj
+
+    def bump(self, n: int = 1) -> None:
+        """Move the resourceVersion on without events for this resource (other kinds changing)."""
+        self.rv += n
+
+    def compact(self) -> None:
+        """Forget history: watches from any earlier resourceVersion now fail with 410 Gone."""
+        self.compacted = self.rv
+        self.history.clear()
+
+    def bookmark(self) -> None:
+        self._send("BOOKMARK", {"kind": self.res.kind, "apiVersion": self.res.api_version,
+                                "metadata": {"resourceVersion": str(self.rv)}})
+
+    def send_raw(self, event_type: str, obj: Any) -> None:
+        """Deliver any event (malformed ones included) to the live watches."""
+        self._send(event_type, obj)
+
+    def hold(self) -> None:
+        """Stop delivering to the current watches (they stay open): changes pile up unseen."""
+        for s in self.streams:
+            s.held = True
+
+    def end_watches(self, error: Exception | None = None) -> None:
+        """End every open watch: normally, or by raising ``error`` in the reader."""
+        for s in self.streams:
+            s.queue.put_nowait((_RAISE, error) if error is not None else (_END, None))
+        self.streams.clear()
+
+    @property
+    def open_watches(self) -> int:
+        return len(self.streams)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _record(self, event_type: str, obj: dict[str, Any]) -> None:
+        self.history.append((int(obj["metadata"]["resourceVersion"]), event_type, obj))
+        self._send(event_type, obj)
+
+    def _send(self, event_type: str, obj: Any) -> None:
+        for s in self.streams:
+            if not s.held:
+                s.queue.put_nowait((event_type, copy.deepcopy(obj)))
+
+
+class FakeClient:
+    """Implements the ApiClient calls the reflector makes, over a FakeServer."""
+
+    def __init__(self, server: FakeServer) -> None:
+        self.server = server
+
+    async def list_all(
+        self, res: Resource, namespace: str | None = None, *, metadata_only: bool = False, **kw: Any
+    ) -> tuple[list[dict[str, Any]], str]:
+        s = self.server
+        s.list_calls.append({"res": res, "namespace": namespace, "metadata_only": metadata_only, **kw})
+        await asyncio.sleep(0)
+        if s.list_failures:
+            raise s.list_failures.pop(0)
+        return [copy.deepcopy(o) for o in s.objects.values()], str(s.rv)
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        metadata_only: bool = False,
+        **kw: Any,
+    ) -> AsyncIterator[WatchEvent]:
+        s = self.server
+        s.watch_calls.append({"res": res, "resource_version": resource_version, "allow_bookmarks": allow_bookmarks,
+                              "timeout_seconds": timeout_seconds, "metadata_only": metadata_only, **kw})
+        return self._stream(resource_version)
+
+    async def _stream(self, resource_version: str | None) -> AsyncIterator[WatchEvent]:
+        s = self.server
+        if s.watch_failures:
+            raise s.watch_failures.pop(0)
+        since = int(resource_version or 0)
+        if since < s.compacted:
+            raise Gone(f"too old resource version: {since} ({s.compacted})")
+        stream = _Stream()
+        # Replay and subscribe with no await in between, so nothing falls between the two.
+        backlog = [(t, copy.deepcopy(o)) for rv, t, o in s.history if rv > since]
+        s.streams.append(stream)
+        try:
+            for t, o in backlog:
+                yield WatchEvent(t, o)
+            while True:
+                t, o = await stream.queue.get()
+                if t == _END:
+                    return
+                if t == _RAISE:
+                    raise o
+                yield WatchEvent(t, o)
+        finally:
+            if stream in s.streams:
+                s.streams.remove(stream)
+
+
+class Recorder:
+    """A handler that remembers what it was given."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+    def clear(self) -> None:
+        self.events.clear()
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Wait (yielding to the loop, with a deadline) until ``condition()`` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.001)
+
+
+async def settle(turns: int = 20) -> None:
+    """Let every ready task run a few turns (to show that something does NOT happen without a clock advance)."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def advance_until(clock: FakeClock, condition: Callable[[], bool], step: float = 0.1,
+                        limit: float = 600.0) -> float:
+    """Advance the fake clock in small steps until ``condition()`` holds; returns the fake time it took."""
+    moved = 0.0
+    await settle()
+    while not condition():
+        if moved >= limit:
+            raise AssertionError(f"condition not met after advancing the clock {limit}s")
+        clock.advance(step)
+        moved += step
+        await settle()
+    return moved
