@@ -173,9 +173,18 @@ class Reflector:
             self._log.warning("list failed", error=repr(exc))
             return False
         good: list[dict[str, Any]] = []
+        # Items of a List carry no kind/apiVersion on the wire; watch events do. Stamp them so every cached
+        # object looks the same whichever way it arrived (the event recorder and owner references need them).
+        if self._metadata_only:
+            kind, api_version = "PartialObjectMetadata", "meta.k8s.io/v1"
+        else:
+            kind, api_version = self._res.kind, self._res.api_version
         for item in items:
             problem = shape_problem(item, self._res, metadata_only=self._metadata_only)
             if problem is None:
+                if isinstance(item, dict) and "kind" not in item:
+                    item["kind"] = kind
+                    item["apiVersion"] = api_version
                 good.append(item)
             else:
                 self._malformed("list", problem, item)
