@@ -1,0 +1,1 @@
+"""Deployment controller tests."""
