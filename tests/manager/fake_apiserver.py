@@ -3,11 +3,13 @@
 Tokens: "admin" -> user admin (system:masters), "prometheus" and "viewer" -> those users, others unauthenticated.
 Access reviews: admin and prometheus are allowed everything, every other user is denied.
 Leases: get/create/update with resourceVersion conflicts (409), as leader election needs.
+Every other GET: an empty list, or a watch that stays open and silent (so every informer syncs).
 ``down = True`` answers every request 503, like an API server that went away.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -36,6 +38,8 @@ class FakeApiServer:
         app.router.add_get(leases + "/{name}", self._get_lease)
         app.router.add_post(leases, self._create_lease)
         app.router.add_put(leases + "/{name}", self._update_lease)
+        # Any other GET is a list (empty) or a watch (open, silent), so informers of every controller sync.
+        app.router.add_get("/{tail:.*}", self._empty_list_or_watch)
         self._server = TestServer(app, host="127.0.0.1")
 
     @property
@@ -70,6 +74,20 @@ class FakeApiServer:
         allowed = review["spec"]["user"] in ("admin", "prometheus")
         status = {"allowed": allowed} if allowed else {"allowed": False, "reason": "no RBAC policy matched"}
         return web.json_response({**review, "status": status}, status=201)
+
+    async def _empty_list_or_watch(self, request: web.Request) -> web.StreamResponse:
+        self.calls["list-or-watch"] += 1
+        if request.query.get("watch") in ("1", "true"):
+            resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await resp.prepare(request)
+            timeout = float(request.query.get("timeoutSeconds", "30"))
+            try:
+                await asyncio.sleep(min(timeout, 30.0))
+            except asyncio.CancelledError:
+                pass
+            return resp
+        empty = {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+        return web.json_response(empty)
 
     @web.middleware
     async def _maybe_down(self, request: web.Request, handler: Any) -> web.StreamResponse:
