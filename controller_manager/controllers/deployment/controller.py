@@ -1,0 +1,286 @@
+"""The Deployment controller: rolls each Deployment's pod template out through ReplicaSets
+(kube-controller-manager's ``deployment-controller``, ``pkg/controller/deployment/deployment_controller.go``).
+
+Guarantees:
+- Keys are Deployment keys. A Deployment is synced when it is added, updated or deleted; when a ReplicaSet it
+  controls is added, updated (also the previous controller when the controller reference changed) or deleted;
+  when an orphan ReplicaSet its selector matches appears or changes labels (to adopt it); and, for Recreate
+  Deployments, when the last of its pods is deleted.
+- A sync reads the Deployment from the cache and works on a private copy. Gone -> nothing. An empty selector
+  -> Warning ``SelectingAll`` and only ``observedGeneration`` is written. Otherwise the ReplicaSets are claimed
+  (matching orphans adopted after a live GET shows this Deployment is not being deleted; owned ones that stop
+  matching released), then: being deleted -> status only; pause/resume recorded on Progressing; paused -> resize
+  only; a deprecated rollback request -> rollback; ``spec.replicas`` changed -> proportional resize; otherwise
+  one step of the Recreate or RollingUpdate strategy (see :mod:`.recreate`, :mod:`.rolling`).
+- Writes carry resourceVersions; a refused write raises and the key is retried with backoff, at most
+  ``MAX_RETRIES`` times in a row (then it is dropped until the next event, as upstream). A create refused
+  because the namespace is terminating is not retried. Progress-deadline checks come back as
+  ``Result(requeue_after=...)``.
+- Events come from source component ``deployment-controller``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta, split_key
+from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
+from controller_manager.api.selectors import Selector, from_label_selector
+from controller_manager.controllers.deployment import util
+from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
+
+from .control import DeploymentControl, Obj
+from .recreate import rollout_recreate
+from .rollback import get_rollback_to, rollback
+from .rolling import rollout_rolling
+from .sync import check_paused_conditions, is_scaling_event, sync, sync_status_only
+
+__all__ = ["MAX_RETRIES", "DeploymentController"]
+
+# Retries of one key in a row before it is dropped from the queue (until its next event).
+MAX_RETRIES = 15
+
+
+class DeploymentController(Controller):
+    """Deployments -> ReplicaSets. One instance per manager; its queue holds Deployment keys."""
+
+    name: ClassVar[str] = "deployment-controller"
+    alias: ClassVar[str] = "deployment"
+    workers_option: ClassVar[str | None] = "concurrent-deployment-syncs"
+    default_workers: ClassVar[int] = 5
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.d_informer = ctx.informers.informer(DEPLOYMENTS)
+        self.rs_informer = ctx.informers.informer(REPLICASETS)
+        self.pod_informer = ctx.informers.informer(PODS)
+        self.control = DeploymentControl(
+            client=ctx.client,
+            recorder=ctx.events.recorder(self.name),
+            clock=ctx.clock,
+            rs_lister=lambda namespace, name: self.rs_informer.store.get(f"{namespace}/{name}"),
+            enqueue_rate_limited=self.queue.add_rate_limited,
+            log=self.log,
+        )
+        self.d_informer.add_handler(self._on_deployment)
+        self.rs_informer.add_handler(self._on_replica_set)
+        self.pod_informer.add_handler(self._on_pod)
+
+    # --- event handlers (synchronous: they only enqueue keys) ------------------------------------------
+
+    def _on_deployment(self, event: Event) -> None:
+        obj = event.new if isinstance(event, Updated) else event.obj
+        self.queue.add(key_of(obj))
+
+    def _on_replica_set(self, event: Event) -> None:
+        if isinstance(event, Added):
+            self._add_replica_set(event.obj)
+        elif isinstance(event, Updated):
+            self._update_replica_set(event.old, event.new)
+        else:
+            self._delete_replica_set(event.obj)
+
+    def _add_replica_set(self, rs: Obj) -> None:
+        if is_being_deleted(rs):
+            # Seen first while already going away (e.g. after a restart).
+            self._delete_replica_set(rs)
+            return
+        ref = controller_ref(rs)
+        if ref is not None:
+            d = self._resolve_controller_ref(meta(rs).get("namespace"), ref)
+            if d is not None:
+                self.queue.add(key_of(d))
+            return
+        # An orphan: every Deployment that may adopt it takes a look.
+        for d in self._deployments_for_replica_set(rs):
+            self.queue.add(key_of(d))
+
+    def _update_replica_set(self, old: Obj, cur: Obj) -> None:
+        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
+            return  # a periodic resync
+        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
+        ref_changed = cur_ref != old_ref
+        if ref_changed and old_ref is not None:
+            previous = self._resolve_controller_ref(meta(old).get("namespace"), old_ref)
+            if previous is not None:
+                self.queue.add(key_of(previous))
+        if cur_ref is not None:
+            d = self._resolve_controller_ref(meta(cur).get("namespace"), cur_ref)
+            if d is not None:
+                self.queue.add(key_of(d))
+            return
+        labels_changed = (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {})
+        if labels_changed or ref_changed:
+            for d in self._deployments_for_replica_set(cur):
+                self.queue.add(key_of(d))
+
+    def _delete_replica_set(self, rs: Obj) -> None:
+        ref = controller_ref(rs)
+        if ref is None:
+            return  # nobody cares about an orphan going away
+        d = self._resolve_controller_ref(meta(rs).get("namespace"), ref)
+        if d is not None:
+            self.queue.add(key_of(d))
+
+    def _on_pod(self, event: Event) -> None:
+        if isinstance(event, Deleted):
+            self._delete_pod(event.obj)
+
+    def _delete_pod(self, pod: Obj) -> None:
+        """A Recreate Deployment waits for its last old pod to go: sync it when none is left."""
+        d = self._deployment_for_pod(pod)
+        if d is None or not util.is_recreate(d):
+            return
+        # Upstream lists the ReplicaSets from the API here; a handler must not block, so the cache serves.
+        rs_uids = {str(meta(rs).get("uid")) for rs in self._owned_replica_sets(d)}
+        for uid in rs_uids:
+            if self.pod_informer.store.by_index(CONTROLLER_UID_INDEX, uid):
+                return
+        self.queue.add(key_of(d))
+
+    # --- lookups in the cache ------------------------------------------------------------------------
+
+    def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
+        """The cached Deployment ``ref`` points to, if it still exists with that UID."""
+        if ref.get("kind") != DEPLOYMENTS.kind:
+            return None
+        d = self.d_informer.store.get(f"{namespace}/{ref.get('name')}")
+        if d is None or meta(d).get("uid") != ref.get("uid"):
+            return None
+        return d
+
+    def _deployments_for_replica_set(self, rs: Obj) -> list[Obj]:
+        namespace = str(meta(rs).get("namespace") or "")
+        try:
+            found = util.get_deployments_for_replica_set(self.d_informer.store.by_index("namespace", namespace), rs)
+        except LookupError:
+            return []
+        if len(found) > 1:
+            # Controller references keep this safe, but overlapping selectors are a user error.
+            self.log.info("user error! more than one deployment is selecting replica set", replica_set=key_of(rs),
+                          labels=dict(meta(rs).get("labels") or {}), deployment=key_of(found[0]))
+        return found
+
+    def _deployment_for_pod(self, pod: Obj) -> Obj | None:
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != REPLICASETS.kind:
+            return None
+        rs = self.rs_informer.store.get(f"{meta(pod).get('namespace')}/{ref.get('name')}")
+        if rs is None or meta(rs).get("uid") != ref.get("uid"):
+            return None
+        rs_ref = controller_ref(rs)
+        if rs_ref is None:
+            return None
+        return self._resolve_controller_ref(meta(rs).get("namespace"), rs_ref)
+
+    def _owned_replica_sets(self, d: Obj) -> list[Obj]:
+        namespace = meta(d).get("namespace")
+        return [rs for rs in self.rs_informer.store.by_index(CONTROLLER_UID_INDEX, str(meta(d).get("uid")))
+                if meta(rs).get("namespace") == namespace]
+
+    async def get_replica_sets_for_deployment(self, d: Obj, selector: Selector) -> list[Obj]:
+        """The ReplicaSets ``d`` manages, adopting matching orphans and releasing owned ones that stopped
+        matching (all of the namespace are looked at, to find the latter)."""
+        namespace = str(meta(d).get("namespace") or "")
+        candidates = self.rs_informer.store.by_index("namespace", namespace)
+        manager = ControllerRefManager(self.ctx.client, d, DEPLOYMENTS, selector, REPLICASETS,
+                                       live_owner_check(self.ctx.client, DEPLOYMENTS, d))
+        return await manager.claim(candidates)
+
+    def get_pod_map_for_deployment(self, d: Obj, selector: Selector, rs_list: Sequence[Obj]) -> dict[str, list[Obj]]:
+        """Pods of ``d``'s namespace matching its selector, by the UID of their controlling ReplicaSet (only
+        ReplicaSets in ``rs_list``). Inactive pods are kept: Recreate must see them."""
+        pod_map: dict[str, list[Obj]] = {str(meta(rs).get("uid")): [] for rs in rs_list}
+        for pod in self.pod_informer.store.by_index("namespace", str(meta(d).get("namespace") or "")):
+            labels = meta(pod).get("labels")
+            if not selector.matches(labels if isinstance(labels, Mapping) else None):
+                continue
+            ref = controller_ref(pod)
+            if ref is None:
+                continue
+            uid = str(ref.get("uid"))
+            if uid in pod_map:
+                pod_map[uid].append(pod)
+        return pod_map
+
+    # --- sync ----------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> Result | None:
+        started = self.ctx.clock.monotonic()
+        try:
+            return await self._sync(key)
+        except Exception as err:
+            if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
+                return None  # nothing will succeed until the namespace is gone
+            if self.queue.num_requeues(key) >= MAX_RETRIES:
+                self.log.info("dropping deployment out of the queue", key=key, error=str(err))
+                return None
+            raise
+        finally:
+            self.log.debug("finished syncing deployment", key=key, duration=self.ctx.clock.monotonic() - started)
+
+    async def _sync(self, key: str) -> Result | None:
+        cached = self.d_informer.store.get(key)
+        if cached is None:
+            self.log.debug("deployment has been deleted", key=key)
+            return None
+        # Our working copy: the rollout code updates it in place, the cache stays untouched.
+        d: dict[str, Any] = copy.deepcopy(dict(cached))
+        d.setdefault("apiVersion", DEPLOYMENTS.api_version)
+        d.setdefault("kind", DEPLOYMENTS.kind)
+        dc = self.control
+
+        raw_selector = (d.get("spec") or {}).get("selector")
+        if _selects_everything(raw_selector):
+            dc.event(d, "Warning", util.SELECTING_ALL_REASON, util.SELECTING_ALL_MESSAGE)
+            status = d.get("status") or {}
+            generation = int(meta(d).get("generation") or 0)
+            if int(status.get("observedGeneration") or 0) < generation:
+                d["status"] = {**status, "observedGeneration": generation}
+                await dc.update_deployment_status(d)
+            return None
+        try:
+            selector = from_label_selector(raw_selector)
+        except ValueError as err:
+            ns, name = split_key(key)
+            raise ValueError(f"deployment {ns}/{name} has invalid label selector: {err}") from err
+
+        rs_list = await self.get_replica_sets_for_deployment(d, selector)
+        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list)
+
+        if is_being_deleted(d):
+            await sync_status_only(dc, d, rs_list)
+            return None
+
+        await check_paused_conditions(dc, d)
+        if (d.get("spec") or {}).get("paused"):
+            await sync(dc, d, rs_list)
+            return None
+
+        # Rollback is not re-entrant: the request is cleared before anything else may roll.
+        if get_rollback_to(d) is not None:
+            await rollback(dc, d, rs_list)
+            return None
+
+        if await is_scaling_event(dc, d, rs_list):
+            await sync(dc, d, rs_list)
+            return None
+
+        strategy = ((d.get("spec") or {}).get("strategy") or {}).get("type")
+        if strategy == "Recreate":
+            delay = await rollout_recreate(dc, d, rs_list, pod_map)
+        elif strategy == "RollingUpdate":
+            delay = await rollout_rolling(dc, d, rs_list)
+        else:
+            raise ValueError(f"unexpected deployment strategy type: {strategy}")
+        return Result(requeue_after=delay) if delay is not None else None
+
+
+def _selects_everything(selector: object) -> bool:
+    """An empty (non-nil) LabelSelector: it would select every pod of the namespace."""
+    return isinstance(selector, Mapping) and all(v is None for v in selector.values())

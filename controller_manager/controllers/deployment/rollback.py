@@ -1,0 +1,109 @@
+"""Rollback through the deprecated ``deprecated.deployment.rollback.to`` annotation: upstream's ``rollback.go``.
+
+The extensions/v1beta1 ``spec.rollbackTo`` field round-trips through apps/v1 as that annotation; ``kubectl
+rollout undo`` no longer uses it (it patches the template itself), but a Deployment carrying it is still
+rolled back as upstream does.
+
+Guarantees:
+- Revision 0 means the previous revision; none found -> Warning ``DeploymentRollbackRevisionNotFound``
+  ("Unable to find last revision.").
+- The ReplicaSet with the requested revision gives the Deployment its template (without the hash label) and
+  its annotations (protected ones kept), and a Normal ``DeploymentRollback`` event "Rolled back deployment
+  "X" to revision N" follows; the same template -> Warning ``DeploymentRollbackTemplateUnchanged``; no such
+  revision -> Warning ``DeploymentRollbackRevisionNotFound`` ("Unable to find the revision to rollback to.").
+- In every case the annotation is removed in the same Deployment update, so a rollback runs once.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from controller_manager.api.meta import meta
+from controller_manager.controllers.deployment import util
+
+from .control import DeploymentControl, Obj, replace
+from .sync import get_all_replica_sets_and_sync_revision
+
+__all__ = ["get_rollback_to", "rollback", "rollback_to_template", "set_rollback_to",
+           "update_deployment_and_clear_rollback_to"]
+
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def get_rollback_to(d: Obj) -> int | None:
+    """The requested rollback revision, or None when none is requested (or the annotation is not an int)."""
+    text = (meta(d).get("annotations") or {}).get(util.DEPRECATED_ROLLBACK_TO_ANNOTATION, "")
+    if not text or not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        return None
+    return value
+
+
+def set_rollback_to(d: dict[str, Any], revision: int | None) -> None:
+    """Request (or, with None, clear) a rollback on the working copy ``d``."""
+    m = d.setdefault("metadata", {})
+    annotations = dict(m.get("annotations") or {})
+    if revision is None:
+        annotations.pop(util.DEPRECATED_ROLLBACK_TO_ANNOTATION, None)
+    else:
+        annotations[util.DEPRECATED_ROLLBACK_TO_ANNOTATION] = str(revision)
+    m["annotations"] = annotations
+
+
+async def rollback(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> None:
+    """Roll ``d`` back to the requested revision, then clear the request."""
+    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
+    all_rss = [rs for rs in [*old_rss, new_rs] if rs is not None]
+    target = get_rollback_to(d) or 0
+    if target == 0:
+        target = util.last_revision(all_rss)
+        if target == 0:
+            dc.event(d, "Warning", util.ROLLBACK_REVISION_NOT_FOUND, "Unable to find last revision.")
+            await update_deployment_and_clear_rollback_to(dc, d)
+            return
+    for rs in all_rss:
+        try:
+            rev = util.revision(rs)
+        except ValueError as err:
+            dc.log.debug("unable to extract revision from deployment's replica set", replica_set=meta(rs).get("name"),
+                         error=str(err))
+            continue
+        if rev == target:
+            performed = await rollback_to_template(dc, d, rs)
+            if performed:
+                dc.event(d, "Normal", util.ROLLBACK_DONE,
+                         f'Rolled back deployment "{meta(d).get("name", "")}" to revision {target}')
+            return
+    dc.event(d, "Warning", util.ROLLBACK_REVISION_NOT_FOUND, "Unable to find the revision to rollback to.")
+    await update_deployment_and_clear_rollback_to(dc, d)
+
+
+async def rollback_to_template(dc: DeploymentControl, d: dict[str, Any], rs: Obj) -> bool:
+    """Give ``d`` the ReplicaSet's template and annotations unless they are equal; whether it changed."""
+    performed = False
+    if not util.equal_ignore_hash((d.get("spec") or {}).get("template"), (rs.get("spec") or {}).get("template")):
+        dc.log.debug("rolling back deployment to old template spec", deployment=meta(d).get("name"))
+        updated = util.set_from_replica_set_template(d, copy.deepcopy((rs.get("spec") or {}).get("template") or {}))
+        # Take the RS's annotations too (e.g. its change-cause), or the Deployment's current ones would be
+        # copied onto the RS we roll back to.
+        updated = util.set_deployment_annotations_to(updated, rs)
+        replace(d, updated)
+        performed = True
+    else:
+        dc.log.debug("rolling back to a revision that contains the same template as current deployment, skipping",
+                     deployment=meta(d).get("name"))
+        dc.event(d, "Warning", util.ROLLBACK_TEMPLATE_UNCHANGED,
+                 f'The rollback revision contains the same template as current deployment "{meta(d).get("name", "")}"')
+    await update_deployment_and_clear_rollback_to(dc, d)
+    return performed
+
+
+async def update_deployment_and_clear_rollback_to(dc: DeploymentControl, d: dict[str, Any]) -> None:
+    dc.log.debug("cleans up rollbackTo of deployment", deployment=meta(d).get("name"))
+    set_rollback_to(d, None)
+    await dc.update_deployment(d)

@@ -1,0 +1,441 @@
+"""Revisions, the new ReplicaSet, scaling, cleanup and status: upstream's ``pkg/controller/deployment/sync.go``.
+
+Guarantees (with today's default feature gates: DeploymentReplicaSetTerminatingReplicas on,
+DeploymentPodReplacementPolicy off):
+- The new ReplicaSet is found by template equality ignoring ``pod-template-hash``, never by hash. When none
+  exists and one is wanted it is created as ``<deployment>-<hash>`` (the name part cut to fit 253 characters)
+  with the hash label on its labels, selector and template, the Deployment as controller, the Deployment's
+  annotations plus revision / desired-replicas / max-replicas, and as many replicas as the surge allows.
+- AlreadyExists on that create: our own ReplicaSet with an equal template is taken as the new one; anything
+  else is a hash collision: ``status.collisionCount`` goes up (written through ``/status``) and the error is
+  raised so the next sync hashes with the new count. Any other refusal reports ``ReplicaSetCreateError`` (a
+  Warning event, and a Progressing=False condition when a progress deadline is set) and is raised.
+- The existing new ReplicaSet gets the Deployment's annotations, the next revision (the old one moving to the
+  revision history) and ``minReadySeconds``; the Deployment gets the revision annotation and, if it has a
+  deadline and no Progressing condition yet, ``FoundNewReplicaSet``.
+- Scaling a ReplicaSet is an update carrying its ``resourceVersion`` (a 409 is raised: the sync is retried)
+  that also refreshes the desired/max-replicas annotations, and records ``ScalingReplicaSet`` "Scaled up|down
+  replica set X from A to B" on the Deployment when the size changed.
+- Proportional scaling (a resize in the middle of a rollout) and history cleanup follow upstream, including
+  never deleting a ReplicaSet that still has pods, terminating pods, an unobserved generation, or a
+  deletionTimestamp.
+- Status is computed from the ReplicaSets, written through ``/status`` only when it differs, and shaped as the
+  API serialises it (zero counts omitted, ``terminatingReplicas`` present once known).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from controller_manager.api.meta import controller_ref, meta
+from controller_manager.api.resources import DEPLOYMENTS, REPLICASETS
+from controller_manager.client.errors import AlreadyExists, ApiError, NotFound
+from controller_manager.controllers.deployment import util
+from controller_manager.runtime.controller_ref import new_controller_ref
+from controller_manager.runtime.controller_utils import compute_hash
+from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
+
+from .control import DeploymentControl, Obj, replace, status_of
+
+__all__ = [
+    "DNS1123_SUBDOMAIN_MAX_LENGTH",
+    "calculate_status",
+    "check_paused_conditions",
+    "cleanup_deployment",
+    "generate_replica_set_name",
+    "get_all_replica_sets_and_sync_revision",
+    "get_new_replica_set",
+    "is_scaling_event",
+    "normalized_status",
+    "scale",
+    "scale_replica_set",
+    "scale_replica_set_and_record_event",
+    "sync",
+    "sync_deployment_status",
+    "sync_status_only",
+]
+
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+
+_COUNT_FIELDS = ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+                 "unavailableReplicas")
+
+
+# --- the two simple sync modes -------------------------------------------------------------------------
+
+
+async def sync_status_only(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> None:
+    """Only recompute and write the status (a Deployment being deleted)."""
+    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+    await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
+
+
+async def sync(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> None:
+    """Reconcile a scaling event or a paused Deployment: resize, never roll."""
+    from .rollback import get_rollback_to  # rollback.py builds on this module
+
+    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+    await scale(dc, d, new_rs, old_rss)
+    # A paused Deployment with no rollback in flight still trims its history.
+    if _spec(d).get("paused") and get_rollback_to(d) is None:
+        await cleanup_deployment(dc, old_rss, d)
+    await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
+
+
+async def check_paused_conditions(dc: DeploymentControl, d: dict[str, Any]) -> None:
+    """Mark pausing/resuming on the Progressing condition, so a resumed Deployment does not time out at once."""
+    if not util.has_progress_deadline(d):
+        return
+    cond = util.get_deployment_condition(status_of(d), util.DEPLOYMENT_PROGRESSING)
+    if cond is not None and cond.get("reason") == util.TIMED_OUT_REASON:
+        return  # a reported lack of progress stays reported
+    paused_cond_exists = cond is not None and cond.get("reason") == util.PAUSED_DEPLOY_REASON
+    paused = bool(_spec(d).get("paused"))
+    if paused and not paused_cond_exists:
+        condition = util.new_deployment_condition(util.DEPLOYMENT_PROGRESSING, util.CONDITION_UNKNOWN,
+                                                  util.PAUSED_DEPLOY_REASON, util.PAUSED_DEPLOY_MESSAGE, dc.now())
+    elif not paused and paused_cond_exists:
+        condition = util.new_deployment_condition(util.DEPLOYMENT_PROGRESSING, util.CONDITION_UNKNOWN,
+                                                  util.RESUMED_DEPLOY_REASON, util.RESUMED_DEPLOY_MESSAGE, dc.now())
+    else:
+        return
+    d["status"] = util.set_deployment_condition(status_of(d), condition)
+    await dc.update_deployment_status(d)
+
+
+# --- the new ReplicaSet and revisions -----------------------------------------------------------------
+
+
+async def get_all_replica_sets_and_sync_revision(
+    dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj], create_if_not_existed: bool
+) -> tuple[Obj | None, list[Obj]]:
+    """``(new_rs, all_old_rss)``, the new one created if asked and revisions brought up to date."""
+    _, all_old = util.find_old_replica_sets(d, rs_list)
+    new_rs = await get_new_replica_set(dc, d, rs_list, all_old, create_if_not_existed)
+    return new_rs, list(all_old)
+
+
+def generate_replica_set_name(deployment_name: str, template_hash: str) -> str:
+    """``<deployment>-<hash>``, the Deployment part cut so the name stays a valid DNS subdomain."""
+    room = DNS1123_SUBDOMAIN_MAX_LENGTH - len(template_hash) - 1
+    if 0 < room < len(deployment_name):
+        deployment_name = deployment_name[:room]
+    return f"{deployment_name}-{template_hash}"
+
+
+async def get_new_replica_set(
+    dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj], old_rss: Sequence[Obj],
+    create_if_not_existed: bool,
+) -> Obj | None:
+    """The ReplicaSet running the Deployment's template (synced, or created when asked); None if there is none."""
+    existing = util.find_new_replica_set(d, rs_list)
+    new_revision = str(util.max_revision(old_rss) + 1)
+    if existing is not None:
+        return await _sync_existing_new_replica_set(dc, d, existing, new_revision)
+    if not create_if_not_existed:
+        return None
+    return await _create_new_replica_set(dc, d, old_rss, new_revision)
+
+
+async def _sync_existing_new_replica_set(dc: DeploymentControl, d: dict[str, Any], existing: Obj,
+                                         new_revision: str) -> Obj:
+    rs_copy, annotations_updated = util.set_new_replica_set_annotations(
+        d, existing, new_revision, True, util.MAX_REV_HISTORY_LENGTH_IN_CHARS)
+    min_ready = int(_spec(d).get("minReadySeconds") or 0)
+    if annotations_updated or int(_spec(rs_copy).get("minReadySeconds") or 0) != min_ready:
+        rs_copy = copy.deepcopy(rs_copy)
+        rs_copy.setdefault("spec", {})["minReadySeconds"] = min_ready
+        return await dc.update_replica_set(rs_copy)
+
+    # The revision the ReplicaSet already wears is the Deployment's.
+    rev = (meta(rs_copy).get("annotations") or {}).get(util.REVISION_ANNOTATION, "")
+    updated, needs_update = util.set_deployment_revision(d, rev)
+    replace(d, updated)
+    # A Deployment that just got a deadline starts estimating progress from the first sight of its new RS.
+    cond = util.get_deployment_condition(status_of(d), util.DEPLOYMENT_PROGRESSING)
+    if util.has_progress_deadline(d) and cond is None:
+        condition = util.new_deployment_condition(
+            util.DEPLOYMENT_PROGRESSING, util.CONDITION_TRUE, util.FOUND_NEW_RS_REASON,
+            util.found_new_replica_set_message(str(meta(rs_copy).get("name", ""))), dc.now())
+        d["status"] = util.set_deployment_condition(status_of(d), condition)
+        needs_update = True
+    if needs_update:
+        await dc.update_deployment_status(d)
+    return rs_copy
+
+
+def _new_replica_set_object(d: Obj) -> dict[str, Any]:
+    """The ReplicaSet a Deployment's current template becomes (replicas and annotations still unset)."""
+    spec = _spec(d)
+    template = copy.deepcopy(dict(spec.get("template") or {}))
+    collision_count = status_of(d).get("collisionCount")
+    template_hash = compute_hash(template, collision_count if isinstance(collision_count, int) else None)
+    template_meta = dict(template.get("metadata") or {})
+    template_meta["labels"] = util.clone_and_add_label(
+        template_meta.get("labels"), util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, template_hash)
+    template["metadata"] = template_meta
+    selector = util.clone_selector_and_add_label(spec.get("selector"), util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY,
+                                                 template_hash)
+    m = meta(d)
+    rs_spec: dict[str, Any] = {"replicas": 0, "selector": selector, "template": template}
+    if spec.get("minReadySeconds"):
+        rs_spec["minReadySeconds"] = spec["minReadySeconds"]
+    return {
+        "apiVersion": REPLICASETS.api_version,
+        "kind": REPLICASETS.kind,
+        "metadata": {
+            "name": generate_replica_set_name(str(m.get("name", "")), template_hash),
+            "namespace": m.get("namespace"),
+            "ownerReferences": [new_controller_ref(d, DEPLOYMENTS)],
+            "labels": dict(template_meta["labels"]),
+        },
+        "spec": rs_spec,
+    }
+
+
+async def _create_new_replica_set(dc: DeploymentControl, d: dict[str, Any], old_rss: Sequence[Obj],
+                                  new_revision: str) -> Obj:
+    new_rs = _new_replica_set_object(d)
+    new_replicas = util.new_rs_new_replicas(d, [*old_rss, new_rs], new_rs)
+    new_rs["spec"]["replicas"] = new_replicas
+    new_rs, _ = util.set_new_replica_set_annotations(d, new_rs, new_revision, False,
+                                                     util.MAX_REV_HISTORY_LENGTH_IN_CHARS)
+    name = str(new_rs["metadata"]["name"])
+    namespace = str(meta(d).get("namespace") or "")
+    already_exists = False
+    try:
+        created: Obj = await dc.client.create(REPLICASETS, new_rs, namespace)
+    except AlreadyExists:
+        # A slow cache or a fast resync: the ReplicaSet may be ours already, or a hash collision.
+        already_exists = True
+        found = dc.rs_lister(namespace, name)
+        if found is None:
+            raise NotFound(404, "NotFound", f'replicaset.apps "{name}" not found') from None
+        ref = controller_ref(found)
+        if (ref is not None and ref.get("uid") == meta(d).get("uid")
+                and util.equal_ignore_hash(_spec(d).get("template"), _spec(found).get("template"))):
+            created = found
+        else:
+            await _bump_collision_count(dc, d)
+            raise
+    except ApiError as err:
+        if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
+            raise  # every create will fail until the namespace is gone
+        await _report_create_failure(dc, d, name, err)
+        raise
+
+    created_name = str(meta(created).get("name", ""))
+    if not already_exists and new_replicas > 0:
+        dc.event(d, "Normal", util.SCALING_REPLICA_SET_REASON,
+                 util.scaled_replica_set_message("up", created_name, 0, new_replicas))
+    updated, needs_update = util.set_deployment_revision(d, new_revision)
+    replace(d, updated)
+    if not already_exists and util.has_progress_deadline(d):
+        condition = util.new_deployment_condition(
+            util.DEPLOYMENT_PROGRESSING, util.CONDITION_TRUE, util.NEW_REPLICA_SET_REASON,
+            util.created_new_replica_set_message(created_name), dc.now())
+        d["status"] = util.set_deployment_condition(status_of(d), condition)
+        needs_update = True
+    if needs_update:
+        await dc.update_deployment_status(d)
+    return created
+
+
+async def _bump_collision_count(dc: DeploymentControl, d: dict[str, Any]) -> None:
+    status = dict(status_of(d))
+    before = int(status.get("collisionCount") or 0)
+    status["collisionCount"] = before + 1
+    d["status"] = status
+    try:
+        await dc.update_deployment_status(d)
+    except ApiError as err:
+        dc.log.info("could not record hash collision", deployment=meta(d).get("name"), error=str(err))
+        return
+    dc.log.info("found a hash collision for deployment - bumping collisionCount to resolve it",
+                deployment=f"{meta(d).get('namespace')}/{meta(d).get('name')}", old_collision_count=before,
+                new_collision_count=before + 1)
+
+
+async def _report_create_failure(dc: DeploymentControl, d: dict[str, Any], name: str, err: ApiError) -> None:
+    message = util.failed_create_replica_set_message(name, str(err))
+    if util.has_progress_deadline(d):
+        condition = util.new_deployment_condition(util.DEPLOYMENT_PROGRESSING, util.CONDITION_FALSE,
+                                                  util.FAILED_RS_CREATE_REASON, message, dc.now())
+        d["status"] = util.set_deployment_condition(status_of(d), condition)
+        try:
+            await dc.update_deployment_status(d)
+        except ApiError:
+            pass  # the create failure is the bigger issue to report
+    dc.event(d, "Warning", util.FAILED_RS_CREATE_REASON, message)
+
+
+# --- scaling ------------------------------------------------------------------------------------------
+
+
+async def is_scaling_event(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> bool:
+    """Whether ``spec.replicas`` differs from what an active ReplicaSet was last sized for."""
+    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+    desired = util.deployment_replicas(d)
+    for rs in util.filter_active_replica_sets([*old_rss, new_rs]):
+        value, ok = util.get_desired_replicas_annotation(rs)
+        if ok and value != desired:
+            return True
+    return False
+
+
+async def scale(dc: DeploymentControl, d: dict[str, Any], new_rs: Obj | None, old_rss: Sequence[Obj]) -> None:
+    """Resize the ReplicaSets to ``spec.replicas``: the one active (or newest) one, or all proportionally."""
+    desired = util.deployment_replicas(d)
+    active_or_latest = util.find_active_or_latest(new_rs, old_rss)
+    if active_or_latest is not None:
+        if util.replica_set_replicas(active_or_latest) != desired:
+            await scale_replica_set_and_record_event(dc, active_or_latest, desired, d)
+        return
+
+    # A saturated new ReplicaSet (e.g. one just adopted) means the old ones go to zero.
+    if util.is_saturated(d, new_rs):
+        for old in util.filter_active_replica_sets(old_rss):
+            await scale_replica_set_and_record_event(dc, old, 0, d)
+        return
+
+    if util.is_rolling_update(d):
+        active = util.filter_active_replica_sets([*old_rss, new_rs])
+        sizes, _ = util.proportional_scale_sizes(d, active)
+        for rs, size in sizes:
+            # One failure stops the pass; the Deployment is requeued and recomputes from what was written.
+            await scale_replica_set(dc, rs, size, d)
+
+
+async def scale_replica_set_and_record_event(dc: DeploymentControl, rs: Obj, new_scale: int,
+                                             d: Obj) -> tuple[bool, Obj]:
+    """Scale ``rs`` to ``new_scale`` unless it is there already; ``(scaled, rs_now)``."""
+    if util.replica_set_replicas(rs) == new_scale:
+        return False, rs
+    return await scale_replica_set(dc, rs, new_scale, d)
+
+
+async def scale_replica_set(dc: DeploymentControl, rs: Obj, new_scale: int, d: Obj) -> tuple[bool, Obj]:
+    """Write ``rs``'s size and replica annotations if either is stale; ``(size_changed, rs_now)``."""
+    desired = util.deployment_replicas(d)
+    max_replicas = desired + util.max_surge(d)
+    old_scale = util.replica_set_replicas(rs)
+    size_needs_update = old_scale != new_scale
+    if not size_needs_update and not util.replicas_annotations_need_update(rs, desired, max_replicas):
+        return False, rs
+    rs_copy, _ = util.set_replicas_annotations(rs, desired, max_replicas)
+    rs_copy = copy.deepcopy(rs_copy)
+    rs_copy.setdefault("spec", {})["replicas"] = new_scale
+    updated = await dc.update_replica_set(rs_copy)
+    if size_needs_update:
+        operation = "up" if old_scale < new_scale else "down"
+        dc.event(d, "Normal", util.SCALING_REPLICA_SET_REASON,
+                 util.scaled_replica_set_message(operation, str(meta(updated).get("name", "")), old_scale,
+                                                 new_scale))
+    return size_needs_update, updated
+
+
+# --- history --------------------------------------------------------------------------------------------
+
+
+def _cleanable(rs: Obj) -> bool:
+    """A history ReplicaSet that is safe to delete: nothing wanted, nothing left, nothing unobserved."""
+    status = status_of(rs)
+    if int(status.get("replicas") or 0) != 0 or util.replica_set_replicas(rs) != 0:
+        return False
+    if int(meta(rs).get("generation") or 0) > int(status.get("observedGeneration") or 0):
+        return False
+    if meta(rs).get("deletionTimestamp") is not None:
+        return False
+    # Terminating pods still belong to it (terminatingReplicas is tracked with today's default gates); an RS
+    # whose controller has synced it but reports no count is not known to be empty.
+    terminating = status.get("terminatingReplicas")
+    if terminating is None:
+        return int(status.get("observedGeneration") or 0) == 0
+    return int(terminating) == 0
+
+
+async def cleanup_deployment(dc: DeploymentControl, old_rss: Sequence[Obj], d: Obj) -> None:
+    """Delete the oldest empty ReplicaSets beyond ``revisionHistoryLimit``."""
+    if not util.has_revision_history_limit(d):
+        return
+    alive = [rs for rs in old_rss if rs is not None and meta(rs).get("deletionTimestamp") is None]
+    diff = len(alive) - int(_spec(d).get("revisionHistoryLimit") or 0)
+    if diff <= 0:
+        return
+    ordered = util.replica_sets_by_revision(alive)
+    dc.log.debug("looking to cleanup old replica sets for deployment", deployment=meta(d).get("name"))
+    for rs in ordered[:diff]:
+        if not _cleanable(rs):
+            continue
+        m = meta(rs)
+        dc.log.debug("trying to cleanup replica set for deployment", replica_set=m.get("name"),
+                     deployment=meta(d).get("name"))
+        try:
+            await dc.client.delete(REPLICASETS, str(m.get("name", "")), m.get("namespace"))
+        except NotFound:
+            continue
+        # Any other error stops the pass (it may be the API server that is overloaded) and is retried.
+
+
+# --- status ---------------------------------------------------------------------------------------------
+
+
+def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, now: float) -> dict[str, Any]:
+    """The Deployment status the ReplicaSets imply, conditions carried over and Available brought up to date."""
+    available = util.get_available_replica_count_for_replica_sets(all_rss)
+    total = util.get_replica_count_for_replica_sets(all_rss)
+    status: dict[str, Any] = {
+        "observedGeneration": int(meta(d).get("generation") or 0),
+        "replicas": util.get_actual_replica_count_for_replica_sets(all_rss),
+        "updatedReplicas": util.get_actual_replica_count_for_replica_sets([new_rs]),
+        "readyReplicas": util.get_ready_replica_count_for_replica_sets(all_rss),
+        "availableReplicas": available,
+        # More available than wanted (scaling down) is no unavailability.
+        "unavailableReplicas": max(total - available, 0),
+    }
+    status = {k: v for k, v in status.items() if v}
+    terminating = util.get_terminating_replica_count_for_replica_sets(all_rss)
+    if terminating is not None:
+        status["terminatingReplicas"] = terminating
+    old = status_of(d)
+    if old.get("collisionCount") is not None:
+        status["collisionCount"] = old["collisionCount"]
+    if old.get("conditions"):
+        status["conditions"] = copy.deepcopy(list(old["conditions"]))
+
+    if available >= util.deployment_replicas(d) - util.max_unavailable(d):
+        condition = util.new_deployment_condition(util.DEPLOYMENT_AVAILABLE, util.CONDITION_TRUE,
+                                                  util.MINIMUM_REPLICAS_AVAILABLE,
+                                                  util.MINIMUM_REPLICAS_AVAILABLE_MESSAGE, now)
+    else:
+        condition = util.new_deployment_condition(util.DEPLOYMENT_AVAILABLE, util.CONDITION_FALSE,
+                                                  util.MINIMUM_REPLICAS_UNAVAILABLE,
+                                                  util.MINIMUM_REPLICAS_UNAVAILABLE_MESSAGE, now)
+    return util.set_deployment_condition(status, condition)
+
+
+def normalized_status(status: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A status compared as Go compares the typed struct: absent, null and zero counts are the same."""
+    out: dict[str, Any] = {}
+    for key, value in (status or {}).items():
+        if value is None or (key in _COUNT_FIELDS and value == 0) or (key == "conditions" and not value):
+            continue
+        out[key] = value
+    return out
+
+
+async def sync_deployment_status(dc: DeploymentControl, all_rss: Sequence[Obj | None], new_rs: Obj | None,
+                                 d: dict[str, Any]) -> None:
+    """Write the computed status if it differs from the current one."""
+    new_status = calculate_status(all_rss, new_rs, d, dc.now())
+    if normalized_status(status_of(d)) == normalized_status(new_status):
+        return
+    d["status"] = new_status
+    await dc.update_deployment_status(d)
+
+
+def _spec(obj: Obj | None) -> Mapping[str, Any]:
+    spec = obj.get("spec") if obj is not None else None
+    return spec if isinstance(spec, Mapping) else {}
