@@ -10,14 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller_manager.controllers.deployment.controller import DeploymentController
-from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.replicaset import ReplicaSetController
 
 if TYPE_CHECKING:
     from controller_manager.runtime.controller import Controller
 
 ALL: list[type[Controller]] = [
-    DeploymentController,
     DeploymentController,
     ReplicaSetController,
 ]
