@@ -215,101 +215,120 @@ def _str(text: str) -> str:
 
 _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
     ("Generic flags", (
-        _flag("kubeconfig", _str, "", "Path to kubeconfig file with authorization and master location information "
-              "(the API server URL). Empty: $KUBECONFIG, ~/.kube/config, then the in-cluster service account."),
-        _flag("master", _str, "", "The address of the Kubernetes API server (overrides any value in kubeconfig)."),
-        _flag("controllers", _SLICE, "*", "A list of controllers to enable. '*' enables all on-by-default "
-              "controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'."),
-        _flag("kube-api-qps", _FLOAT, "20", "QPS to use while talking with kubernetes apiserver."),
-        _flag("kube-api-burst", _INT, "30", "Burst to use while talking with kubernetes apiserver."),
-        _flag("min-resync-period", _DURATION, "12h", "The resync period in reflectors will be random between "
-              "MinResyncPeriod and 2*MinResyncPeriod."),
+        _flag("kubeconfig", _str, "",
+              "Kubeconfig file giving the API server's address and the credentials to use. Empty: "
+              "$KUBECONFIG, then ~/.kube/config, then the pod's service account (in-cluster)."),
+        _flag("master", _str, "",
+              'API server URL; when set it wins over the server named in the kubeconfig.'),
+        _flag("controllers", _SLICE, "*",
+              "Which controllers run, as a comma list read left to right: '*' turns on every controller"
+              " that is on by default, 'name' turns one on, '-name' turns one off. Canonical names and "
+              'their short aliases are both accepted.'),
+        _flag("kube-api-qps", _FLOAT, "20",
+              'Steady requests per second this process may send to the API server (client-side limit).'),
+        _flag("kube-api-burst", _INT, "30",
+              'Requests this process may send at once above --kube-api-qps before it is throttled.'),
+        _flag("min-resync-period", _DURATION, "12h",
+              'Informers replay their whole cache to the controllers after a random period between this'
+              ' and twice this.'),
     )),
     ("Leader election flags", (
-        _flag("leader-elect", _BOOL, "true", "Start a leader election client and gain leadership before executing "
-              "the main loop. Enable this when running replicated components for high availability."),
-        _flag("leader-elect-lease-duration", _DURATION, "15s", "The duration that non-leader candidates will wait "
-              "after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed "
-              "leader slot."),
-        _flag("leader-elect-renew-deadline", _DURATION, "10s", "The interval between attempts by the acting master "
-              "to renew a leadership slot before it stops leading. Must be less than the lease duration."),
-        _flag("leader-elect-retry-period", _DURATION, "2s", "The duration the clients should wait between attempting "
-              "acquisition and renewal of a leadership."),
-        _flag("leader-elect-resource-lock", _str, "leases", "The type of resource object that is used for locking "
-              "during leader election. Supported options are 'leases'."),
-        _flag("leader-elect-resource-name", _str, DEFAULT_LEASE_NAME, "The name of resource object that is used for "
-              "locking during leader election."),
-        _flag("leader-elect-resource-namespace", _str, "kube-system", "The namespace of resource object that is used "
-              "for locking during leader election."),
+        _flag("leader-elect", _BOOL, "true",
+              'Run only while holding the leader Lease, so several replicas can run for availability '
+              'with one active.'),
+        _flag("leader-elect-lease-duration", _DURATION, "15s",
+              'How long a standby waits, after last seeing the leader renew, before it may take the '
+              'Lease over.'),
+        _flag("leader-elect-renew-deadline", _DURATION, "10s",
+              'How long the leader keeps trying to renew before it gives up leading (and exits). Less '
+              'than the lease duration.'),
+        _flag("leader-elect-retry-period", _DURATION, "2s",
+              'Pause between two attempts to acquire or renew the Lease.'),
+        _flag("leader-elect-resource-lock", _str, "leases",
+              "Kind of object holding the lock; only 'leases' is supported."),
+        _flag("leader-elect-resource-name", _str, DEFAULT_LEASE_NAME,
+              "Name of the Lease. The default never clashes with kube-controller-manager's; set 'kube-"
+              "controller-manager' to take turns with it on one Lease."),
+        _flag("leader-elect-resource-namespace", _str, "kube-system",
+              'Namespace of the Lease.'),
     )),
     ("Secure serving flags", (
-        _flag("secure-port", _INT, "10257", "The port on which to serve HTTPS with authentication and authorization. "
-              "If 0, don't serve HTTPS at all."),
-        _flag("bind-address", _str, "0.0.0.0", "The IP address on which to listen for the --secure-port port."),
-        _flag("tls-cert-file", _str, "", "File containing the default x509 Certificate for HTTPS. If HTTPS serving "
-              "is enabled and no file is given, a self-signed certificate is generated in memory."),
-        _flag("tls-private-key-file", _str, "", "File containing the default x509 private key matching "
-              "--tls-cert-file."),
-        _flag("authorization-always-allow-paths", _SLICE, "/healthz,/readyz,/livez", "A list of HTTP paths to skip "
-              "during authorization, i.e. these are authorized without contacting the 'core' kubernetes server."),
+        _flag("secure-port", _INT, "10257",
+              'HTTPS port for /metrics, /healthz, /livez and /readyz (with delegated authentication and'
+              ' authorization); 0 turns serving off.'),
+        _flag("bind-address", _str, "0.0.0.0",
+              'Address the HTTPS server listens on.'),
+        _flag("tls-cert-file", _str, "",
+              'Serving certificate (PEM). Without one a self-signed certificate is made in memory at '
+              'start.'),
+        _flag("tls-private-key-file", _str, "",
+              'Private key (PEM) of --tls-cert-file.'),
+        _flag("authorization-always-allow-paths", _SLICE, "/healthz,/readyz,/livez",
+              'Paths served to anyone, with no TokenReview or SubjectAccessReview.'),
     )),
     ("Controller flags", (
-        _flag("concurrent-deployment-syncs", _INT, "5", "The number of deployment objects that are allowed to sync "
-              "concurrently. Larger number = more responsive deployments, but more CPU (and network) load."),
-        _flag("concurrent-replicaset-syncs", _INT, "5", "The number of replica sets that are allowed to sync "
-              "concurrently."),
-        _flag("concurrent-rc-syncs", _INT, "5", "The number of replication controllers that are allowed to sync "
-              "concurrently."),
-        _flag("concurrent-daemonset-syncs", _INT, "2", "The number of daemonset objects that are allowed to sync "
-              "concurrently."),
-        _flag("concurrent-job-syncs", _INT, "5", "The number of job objects that are allowed to sync concurrently."),
-        _flag("concurrent-cron-job-syncs", _INT, "5", "The number of cron job objects that are allowed to sync "
-              "concurrently."),
-        _flag("concurrent-statefulset-syncs", _INT, "5", "The number of statefulset objects that are allowed to "
-              "sync concurrently."),
-        _flag("concurrent-endpoint-syncs", _INT, "5", "The number of endpoint syncing operations that will be done "
-              "concurrently."),
-        _flag("concurrent-service-endpoint-syncs", _INT, "5", "The number of service endpoint syncing operations "
-              "that will be done concurrently (EndpointSlice controller)."),
-        _flag("mirroring-concurrent-service-endpoint-syncs", _INT, "5", "The number of service endpoint syncing "
-              "operations that will be done concurrently by the endpointslice-mirroring-controller."),
-        _flag("max-endpoints-per-slice", _INT, "100", "The maximum number of endpoints that will be added to an "
-              "EndpointSlice."),
-        _flag("concurrent-gc-syncs", _INT, "20", "The number of garbage collector workers that are allowed to sync "
-              "concurrently."),
-        _flag("enable-garbage-collector", _BOOL, "true", "Enables the generic garbage collector. MUST be synced with "
-              "the corresponding flag of the kube-apiserver."),
-        _flag("concurrent-namespace-syncs", _INT, "10", "The number of namespace objects that are allowed to sync "
-              "concurrently."),
-        _flag("namespace-sync-period", _DURATION, "5m", "The period for syncing namespace life-cycle updates."),
-        _flag("concurrent-ttl-after-finished-syncs", _INT, "5", "The number of ttl-after-finished-controller workers "
-              "that are allowed to sync concurrently."),
-        _flag("concurrent-resource-quota-syncs", _INT, "5", "The number of resource quotas that are allowed to sync "
-              "concurrently."),
-        _flag("concurrent-serviceaccount-token-syncs", _INT, "5", "The number of service account token objects that "
-              "are allowed to sync concurrently."),
-        _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5", "The number of horizontal pod autoscaler "
-              "objects that are allowed to sync concurrently."),
-        _flag("node-monitor-period", _DURATION, "5s", "The period for syncing NodeStatus in cloud-node-lifecycle-"
-              "controller."),
-        _flag("node-monitor-grace-period", _DURATION, "50s", "Amount of time which we allow running Node to be "
-              "unresponsive before marking it unhealthy."),
-        _flag("node-startup-grace-period", _DURATION, "1m", "Amount of time which we allow starting Node to be "
-              "unresponsive before marking it unhealthy."),
-        _flag("node-eviction-rate", _FLOAT, "0.1", "Number of nodes per second on which pods are deleted in case of "
-              "node failure when a zone is healthy."),
-        _flag("secondary-node-eviction-rate", _FLOAT, "0.01", "Number of nodes per second on which pods are deleted "
-              "in case of node failure when a zone is unhealthy. Zeroed out if the cluster size is smaller than "
-              "--large-cluster-size-threshold."),
-        _flag("large-cluster-size-threshold", _INT, "50", "Number of nodes from which node-lifecycle-controller "
-              "treats the cluster as large for the eviction logic purposes."),
-        _flag("unhealthy-zone-threshold", _FLOAT, "0.55", "Fraction of Nodes in a zone which needs to be not Ready "
-              "(minimum 3) for zone to be treated as unhealthy."),
-        _flag("terminated-pod-gc-threshold", _INT, "12500", "Number of terminated pods that can exist before the "
-              "terminated pod garbage collector starts deleting terminated pods. If <= 0, it is disabled."),
+        _flag("concurrent-deployment-syncs", _INT, "5",
+              'Deployments synced in parallel (workers); more is faster to react but costs CPU and API '
+              'calls.'),
+        _flag("concurrent-replicaset-syncs", _INT, "5",
+              'ReplicaSets synced in parallel (workers).'),
+        _flag("concurrent-rc-syncs", _INT, "5",
+              'ReplicationControllers synced in parallel (workers).'),
+        _flag("concurrent-daemonset-syncs", _INT, "2",
+              'DaemonSets synced in parallel (workers).'),
+        _flag("concurrent-job-syncs", _INT, "5",
+              'Jobs synced in parallel (workers).'),
+        _flag("concurrent-cron-job-syncs", _INT, "5",
+              'CronJobs synced in parallel (workers).'),
+        _flag("concurrent-statefulset-syncs", _INT, "5",
+              'StatefulSets synced in parallel (workers).'),
+        _flag("concurrent-endpoint-syncs", _INT, "5",
+              'Services whose Endpoints are synced in parallel (workers).'),
+        _flag("concurrent-service-endpoint-syncs", _INT, "5",
+              'Services whose EndpointSlices are synced in parallel (workers).'),
+        _flag("mirroring-concurrent-service-endpoint-syncs", _INT, "5",
+              'Services synced in parallel by the EndpointSlice mirroring controller (workers).'),
+        _flag("max-endpoints-per-slice", _INT, "100",
+              'Upper bound on endpoints written into one EndpointSlice.'),
+        _flag("concurrent-gc-syncs", _INT, "20",
+              'Garbage-collector workers deleting or orphaning dependents in parallel.'),
+        _flag("enable-garbage-collector", _BOOL, "true",
+              "Run the garbage collector; keep in step with the API server's own setting."),
+        _flag("concurrent-namespace-syncs", _INT, "10",
+              'Namespaces being emptied and finalized in parallel (workers).'),
+        _flag("namespace-sync-period", _DURATION, "5m",
+              'How often every namespace is looked at again, whatever changed.'),
+        _flag("concurrent-ttl-after-finished-syncs", _INT, "5",
+              'Finished Jobs checked for expiry in parallel (workers).'),
+        _flag("concurrent-resource-quota-syncs", _INT, "5",
+              'ResourceQuotas synced in parallel (workers).'),
+        _flag("concurrent-serviceaccount-token-syncs", _INT, "5",
+              'Service-account token Secrets synced in parallel (workers).'),
+        _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
+              'HorizontalPodAutoscalers synced in parallel (workers).'),
+        _flag("node-monitor-period", _DURATION, "5s",
+              "How often the node lifecycle controller checks every node's heartbeats."),
+        _flag("node-monitor-grace-period", _DURATION, "50s",
+              'How long a running node may go without a heartbeat (status or Lease) before it is marked'
+              ' unhealthy.'),
+        _flag("node-startup-grace-period", _DURATION, "1m",
+              'The same allowance for a node that has just registered.'),
+        _flag("node-eviction-rate", _FLOAT, "0.1",
+              'Nodes per second whose pods may be evicted when their zone is healthy.'),
+        _flag("secondary-node-eviction-rate", _FLOAT, "0.01",
+              'Nodes per second whose pods may be evicted when their zone is unhealthy; 0 in clusters '
+              'of at most --large-cluster-size-threshold nodes.'),
+        _flag("large-cluster-size-threshold", _INT, "50",
+              'Node count above which a zone counts as large for the eviction rates.'),
+        _flag("unhealthy-zone-threshold", _FLOAT, "0.55",
+              'Share of not-Ready nodes (at least 3) that makes a zone unhealthy.'),
+        _flag("terminated-pod-gc-threshold", _INT, "12500",
+              'Finished pods kept before the pod garbage collector deletes the oldest; 0 or less keeps '
+              'them all.'),
     )),
     ("Logging flags", (
-        _flag("log-format", _str, "json", "Sets the log format. Permitted formats: \"json\", \"text\"."),
+        _flag("log-format", _str, "json",
+              'Log line format: "json" (default, one object per line) or "text" (for people).'),
     )),
 )
 
