@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.replicaset import ReplicaSetController
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from controller_manager.runtime.controller import Controller
 
 ALL: list[type[Controller]] = [
+    DaemonSetController,
     DeploymentController,
     ReplicaSetController,
+    GarbageCollector,
 ]

@@ -32,6 +32,8 @@ _STATUS_RESET_META: dict[str, tuple[str, ...]] = {
     "Pod": ("ownerReferences",),
 }
 _NOT_SPEC = frozenset({"metadata", "status", "kind", "apiVersion"})
+# appsv1.DeprecatedTemplateGeneration: where apps/v1 shows a DaemonSet's internal spec.templateGeneration.
+TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 
 
 def has_status(res: Resource) -> bool:
@@ -62,10 +64,10 @@ def prepare_for_create(res: Resource, obj: Obj) -> Obj:
     if kind in GENERATION_KINDS:
         meta["generation"] = 1
     if kind == "DaemonSet":
-        spec = dict(out.get("spec") or {})
-        if int(spec.get("templateGeneration") or 0) < 1:
-            spec["templateGeneration"] = 1
-        out["spec"] = spec
+        # apps/v1 carries the internal spec.templateGeneration in an annotation (its conversion functions).
+        annotations = dict(meta.get("annotations") or {})
+        annotations[TEMPLATE_GENERATION_ANNOTATION] = str(max(_template_generation(obj), 1))
+        meta["annotations"] = annotations
     out["metadata"] = meta
     return out
 
@@ -103,6 +105,8 @@ def prepare_for_update(res: Resource, new: Obj, old: Obj, subresource: str | Non
             out["spec"] = spec
         if res.kind == "DaemonSet":
             out = _bump_template_generation(out, old)
+    if res.kind == "DaemonSet" and subresource == "status":
+        out = _with_template_generation(out, _template_generation(old))
     return _carry_system_metadata(res, out, old, main=subresource is None)
 
 
@@ -139,15 +143,27 @@ def _carry_system_metadata(res: Resource, new: Obj, old: Obj, *, main: bool) -> 
     return {**new, "metadata": meta}
 
 
+def _template_generation(obj: Obj) -> int:
+    """The DaemonSet's template generation, from its apps/v1 annotation (0 if absent or unparsable)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    try:
+        return int(str(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+def _with_template_generation(obj: Obj, generation: int) -> Obj:
+    meta = dict(obj.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), TEMPLATE_GENERATION_ANNOTATION: str(generation)}
+    return {**obj, "metadata": meta}
+
+
 def _bump_template_generation(new: Obj, old: Obj) -> Obj:
-    new_spec = new.get("spec") or {}
-    old_spec = old.get("spec") or {}
-    tg = old_spec.get("templateGeneration")
-    if tg is None:
-        return new
-    if new_spec.get("template") != old_spec.get("template"):
-        tg = int(tg) + 1
-    return {**new, "spec": {**new_spec, "templateGeneration": tg}}
+    """A client cannot set the template generation; a changed template bumps it (daemonset PrepareForUpdate)."""
+    generation = _template_generation(old)
+    if (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+        generation += 1
+    return _with_template_generation(new, generation)
 
 
 def pod_qos(pod: Obj) -> str:
