@@ -20,5 +20,4 @@ ALL: list[type[Controller]] = [
     DaemonSetController,
     DeploymentController,
     ReplicaSetController,
-    GarbageCollector,
 ]
