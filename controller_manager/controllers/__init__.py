@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
+from controller_manager.controllers.nodelifecycle import NodeLifecycleController
+from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
+from controller_manager.controllers.tainteviction import TaintEvictionController
 
 if TYPE_CHECKING:
     from controller_manager.runtime.controller import Controller
@@ -20,4 +23,7 @@ ALL: list[type[Controller]] = [
     DaemonSetController,
     DeploymentController,
     ReplicaSetController,
+    NodeLifecycleController,
+    TaintEvictionController,
+    PodGCController,
 ]
