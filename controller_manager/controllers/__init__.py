@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
+from controller_manager.controllers.job import JobController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from controller_manager.runtime.controller import Controller
 
 ALL: list[type[Controller]] = [
+    JobController,
     DaemonSetController,
     DeploymentController,
     ReplicaSetController,

@@ -1,0 +1,326 @@
+"""The Job controller: runs pods until enough succeed (kube-controller-manager's ``job-controller``,
+``pkg/controller/job/job_controller.go``).
+
+Guarantees:
+- Pods are created with the ``batch.kubernetes.io/job-tracking`` finalizer and counted in two phases through
+  ``status.uncountedTerminatedPods`` (see :mod:`.status`), so a finished pod is counted exactly once across
+  pod deletions, stale caches and controller restarts. Finalizer removals are tracked by pod UID until the
+  informer shows them; creations and deletions through :class:`ControllerExpectations`.
+- Status, conditions, events and their timing are upstream's with today's default feature gates: the interim
+  ``FailureTarget``/``SuccessCriteriaMet`` condition first, ``Failed``/``Complete`` once every pod is counted
+  and none is terminating; ``Suspended`` True/False with ``Suspended``/``Resumed`` events (resuming resets
+  ``startTime``); ``active``, ``ready`` and ``terminating`` always written.
+- Time-based work is re-queued, never slept on: ``activeDeadlineSeconds`` (requeue at the deadline) and the
+  pod-recreation backoff (``pod_backoff_base`` doubling up to ``pod_backoff_max``, upstream 10 s / 10 min).
+  Pod events are batched per Job (``sync_batch_period``, upstream 1 s); Job spec changes sync at once.
+- Orphaned pods that still carry the tracking finalizer (their Job is gone, finished, or released them) have
+  it removed: they go through the same queue under the key ``pod:<namespace>/<name>``.
+- A Job managed by another controller (``spec.managedBy``) is left alone; an unknown ``completionMode`` gets a
+  ``Warning UnknownCompletionMode`` event and is skipped; an invalid selector is logged and skipped. Nothing a
+  single Job holds can stop the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta, parse_time, split_key
+from controller_manager.api.resources import JOBS, PODS
+from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
+from controller_manager.client.errors import NotFound
+from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check
+from controller_manager.runtime.expectations import ControllerExpectations
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.pod_control import PodControl
+from controller_manager.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
+
+from .backoff import DEFAULT_POD_FAILURE_BACKOFF, MAX_POD_FAILURE_BACKOFF, BackoffStore
+from .sync import sync_job
+from .tracking import UIDTrackingExpectations
+from .util import (
+    JOB_TRACKING_FINALIZER,
+    has_job_tracking_finalizer,
+    is_job_finished,
+    managed_by_external_controller,
+    pod_uid,
+    remove_tracking_finalizer_patch,
+)
+
+__all__ = ["ORPHAN_POD_PREFIX", "SYNC_JOB_BATCH_PERIOD", "JobController"]
+
+Obj = Mapping[str, Any]
+
+SYNC_JOB_BATCH_PERIOD = 1.0  # pod events for one Job are folded into one sync per second
+DEFAULT_JOB_API_BACKOFF = 1.0
+MAX_JOB_API_BACKOFF = 60.0
+ORPHAN_POD_PREFIX = "pod:"
+
+
+class JobController(Controller):
+    """Jobs -> pods. Its queue holds Job keys and ``pod:<ns>/<name>`` keys of orphans to clean up."""
+
+    name: ClassVar[str] = "job-controller"
+    alias: ClassVar[str] = "job"
+    workers_option: ClassVar[str | None] = "concurrent-job-syncs"
+    default_workers: ClassVar[int] = 5
+
+    def __init__(self, ctx: ControllerContext, *, pod_backoff_base: float = DEFAULT_POD_FAILURE_BACKOFF,
+                 pod_backoff_max: float = MAX_POD_FAILURE_BACKOFF,
+                 sync_batch_period: float = SYNC_JOB_BATCH_PERIOD) -> None:
+        super().__init__(ctx)
+        # Upstream's Job queue backs off from 1 s to 1 min on sync errors (not the generic 5 ms..1000 s).
+        self.queue = RateLimitingQueue(
+            self.name, rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF, MAX_JOB_API_BACKOFF),
+            clock=ctx.clock)
+        self.pod_backoff_base = pod_backoff_base
+        self.pod_backoff_max = pod_backoff_max
+        self.sync_batch_period = sync_batch_period
+        self.expectations = ControllerExpectations(ctx.clock)
+        self.finalizer_expectations = UIDTrackingExpectations()
+        self.pod_backoff_store = BackoffStore()
+        self.recorder = ctx.events.recorder(self.name)
+        self.pod_control = PodControl(ctx.client, self.recorder, JOBS)
+        self.job_informer = ctx.informers.informer(JOBS)
+        self.pod_informer = ctx.informers.informer(PODS)
+        self._selectors: dict[str, tuple[object, Selector | None]] = {}
+        self.job_informer.add_handler(self._on_job)
+        self.pod_informer.add_handler(self._on_pod)
+
+    # --- small services the sync modules use ----------------------------------------------------------
+
+    def recorder_event(self, job: Obj, event_type: str, reason: str, message: str) -> None:
+        self.recorder.event(job, event_type, reason, message, resource=JOBS)
+
+    async def update_status_handler(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Write the Job's status through ``/status``; returns the Job the API server stored."""
+        return await self.ctx.client.update_status(JOBS, {**job, "status": wire_status(job.get("status") or {})})
+
+    def enqueue_batched(self, key: str) -> None:
+        self.queue.add_after(key, self.sync_batch_period)
+
+    def enqueue_with_delay(self, key: str, delay: float) -> None:
+        self.queue.add_after(key, max(delay, self.sync_batch_period))
+
+    def selector(self, job: Obj) -> Selector | None:
+        """The Job's selector, parsed once per resourceVersion; None if invalid."""
+        key, rv = key_of(job), meta(job).get("resourceVersion")
+        cached = self._selectors.get(key)
+        if cached is not None and rv is not None and cached[0] == rv:
+            return cached[1]
+        try:
+            selector: Selector | None = from_label_selector((job.get("spec") or {}).get("selector"))
+        except (InvalidSelector, TypeError, ValueError, AttributeError):
+            selector = None
+        self._selectors[key] = (rv, selector)
+        return selector
+
+    # --- event handlers (synchronous: enqueue keys, count expectations) -------------------------------
+
+    def _on_job(self, event: Event) -> None:
+        if isinstance(event, Added):
+            self.queue.add(key_of(event.obj))
+        elif isinstance(event, Updated):
+            self._update_job(event.old, event.new)
+        else:
+            self.queue.add(key_of(event.obj))
+            self._cleanup_pod_finalizers(event.obj)
+
+    def _update_job(self, old: Obj, cur: Obj) -> None:
+        key = key_of(cur)
+        if meta(cur).get("generation") == meta(old).get("generation"):
+            self.enqueue_batched(key)  # status updates, typically caused by pod events
+        else:
+            self.queue.add(key)  # spec changed: act at once
+        if is_job_finished(cur):
+            self._cleanup_pod_finalizers(cur)  # a backup: finished Jobs should have no finalizers left
+        start = parse_time((cur.get("status") or {}).get("startTime"))
+        cur_ads = (cur.get("spec") or {}).get("activeDeadlineSeconds")
+        if start is not None and isinstance(cur_ads, int):
+            old_ads = (old.get("spec") or {}).get("activeDeadlineSeconds")
+            if old_ads != cur_ads:
+                self.queue.add_after(key, max(0.0, cur_ads - (self.ctx.clock.now() - start)))
+
+    def _cleanup_pod_finalizers(self, job: Obj) -> None:
+        uid = meta(job).get("uid")
+        for pod in self.pod_informer.store.by_index(CONTROLLER_UID_INDEX, str(uid)):
+            if has_job_tracking_finalizer(pod) and meta(pod).get("namespace") == meta(job).get("namespace"):
+                self._enqueue_orphan(pod)
+
+    def _enqueue_orphan(self, pod: Obj) -> None:
+        self.queue.add(ORPHAN_POD_PREFIX + key_of(pod))
+
+    def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
+        if ref.get("kind") != JOBS.kind:
+            return None
+        job = self.job_informer.store.get(f"{namespace}/{ref.get('name')}")
+        if job is None or meta(job).get("uid") != ref.get("uid"):
+            return None
+        return job
+
+    def _pod_jobs(self, pod: Obj) -> list[Obj]:
+        labels = meta(pod).get("labels")
+        if not isinstance(labels, Mapping) or not labels:
+            return []
+        found: list[Obj] = []
+        for job in self.job_informer.store.by_index(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
+            selector = self.selector(job)
+            if selector is not None and not selector.is_empty() and selector.matches(labels):
+                found.append(job)
+        if len(found) > 1:
+            self.log.warning("more than one job is selecting pods with labels", labels=dict(labels))
+        return found
+
+    def _on_pod(self, event: Event) -> None:
+        if isinstance(event, Added):
+            self._add_pod(event.obj)
+        elif isinstance(event, Updated):
+            self._update_pod(event.old, event.new)
+        elif isinstance(event, Deleted):
+            self._delete_pod(event.obj, final=True)
+
+    def _add_pod(self, pod: Obj) -> None:
+        if is_being_deleted(pod):
+            # After a restart a pod may first show up already terminating: not a creation anyone waits for.
+            self._delete_pod(pod, final=False)
+            return
+        ref = controller_ref(pod)
+        if ref is not None:
+            job = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
+            if job is None:
+                return
+            self.expectations.creation_observed(key_of(job))
+            self.enqueue_batched(key_of(job))
+            return
+        if has_job_tracking_finalizer(pod):
+            self._enqueue_orphan(pod)
+        for job in self._pod_jobs(pod):
+            self.enqueue_batched(key_of(job))
+
+    def _update_pod(self, old: Obj, cur: Obj) -> None:
+        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
+            return  # a resync
+        if is_being_deleted(cur):
+            # Replace it as soon as deletion starts, not when the kubelet is done with it.
+            self._delete_pod(cur, final=False)
+            return
+        finalizer_removed = not has_job_tracking_finalizer(cur)
+        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
+        ref_changed = cur_ref != old_ref
+        if ref_changed and old_ref is not None:
+            job = self._resolve_controller_ref(meta(old).get("namespace"), old_ref)
+            if job is not None:
+                if finalizer_removed:
+                    self.finalizer_expectations.finalizer_removal_observed(key_of(job), pod_uid(cur))
+                self.enqueue_batched(key_of(job))
+        if cur_ref is not None:
+            job = self._resolve_controller_ref(meta(cur).get("namespace"), cur_ref)
+            if job is None:
+                return
+            if finalizer_removed:
+                self.finalizer_expectations.finalizer_removal_observed(key_of(job), pod_uid(cur))
+            self.enqueue_batched(key_of(job))
+            return
+        if has_job_tracking_finalizer(cur):
+            self._enqueue_orphan(cur)
+        if ref_changed or (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {}):
+            for job in self._pod_jobs(cur):
+                self.enqueue_batched(key_of(job))
+
+    def _delete_pod(self, pod: Obj, *, final: bool) -> None:
+        ref = controller_ref(pod)
+        has_finalizer = has_job_tracking_finalizer(pod)
+        if ref is None:
+            if has_finalizer:
+                self._enqueue_orphan(pod)  # the GC may have removed the reference
+            return
+        job = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
+        if job is None or is_job_finished(job):
+            if has_finalizer:
+                self._enqueue_orphan(pod)  # no sync will remove this finalizer
+            return
+        key = key_of(job)
+        self.expectations.deletion_observed(key)
+        if final or not has_finalizer:
+            self.finalizer_expectations.finalizer_removal_observed(key, pod_uid(pod))
+        self.enqueue_batched(key)
+
+    # --- sync ---------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> Result | None:
+        if key.startswith(ORPHAN_POD_PREFIX):
+            await self.sync_orphan_pod(key[len(ORPHAN_POD_PREFIX):])
+            return None
+        started = self.ctx.clock.monotonic()
+        try:
+            return await sync_job(self, key)
+        finally:
+            self.log.debug("finished syncing job", key=key, duration=self.ctx.clock.monotonic() - started)
+
+    async def sync_orphan_pod(self, pod_key: str) -> None:
+        """Remove the tracking finalizer from a pod no unfinished Job of ours controls."""
+        pod = self.pod_informer.store.get(pod_key)
+        if pod is None:
+            return
+        ref = controller_ref(pod)
+        if ref is not None:
+            if ref.get("kind") != JOBS.kind or ref.get("apiVersion") != JOBS.api_version:
+                return  # someone else's pod: not our finalizer to touch
+            job = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
+            if job is not None and managed_by_external_controller(job) is not None:
+                return
+            if job is not None and not is_job_finished(job):
+                return  # adopted meanwhile
+        patch = remove_tracking_finalizer_patch(pod)
+        if patch is None:
+            return
+        namespace, name = split_key(pod_key)
+        try:
+            await self.pod_control.patch_pod(namespace, name, patch)
+        except NotFound:
+            pass
+
+    async def pods_for_job(self, job: Obj, selector: Selector) -> list[Obj]:
+        """The Job's pods, adopting matching orphans (adding the tracking finalizer) and releasing strays."""
+        m = meta(job)
+        namespace = str(m.get("namespace") or "")
+        pods = self.pod_informer.store.by_index(NAMESPACE_INDEX, namespace)
+        manager = ControllerRefManager(self.ctx.client, job, JOBS, selector, PODS,
+                                       live_owner_check(self.ctx.client, JOBS, job),
+                                       finalizers=(JOB_TRACKING_FINALIZER,))
+        claimed = await manager.claim(pods)
+        uid = m.get("uid")
+        result: list[Obj] = []
+        for pod in claimed:
+            adopted = not any(isinstance(r, Mapping) and r.get("uid") == uid
+                              for r in meta(pod).get("ownerReferences") or ())
+            if adopted and not has_job_tracking_finalizer(pod):
+                finalizers = [*(meta(pod).get("finalizers") or ()), JOB_TRACKING_FINALIZER]
+                pod = {**pod, "metadata": {**meta(pod), "finalizers": finalizers}}
+            result.append(pod)
+        return result
+
+    def forget(self, key: str) -> None:
+        """Drop what is remembered about a deleted Job."""
+        self.expectations.delete_expectations(key)
+        self.finalizer_expectations.delete_expectations(key)
+        self.pod_backoff_store.remove(key)
+        self._selectors.pop(key, None)
+
+
+def wire_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The status as the API serialises it: zero counters, empty strings and empty lists omitted."""
+    out = dict(status)
+    for key in ("active", "succeeded", "failed"):
+        if not out.get(key):
+            out.pop(key, None)
+    if not out.get("completedIndexes"):
+        out.pop("completedIndexes", None)
+    if not out.get("conditions"):
+        out.pop("conditions", None)
+    uncounted = out.get("uncountedTerminatedPods")
+    if isinstance(uncounted, Mapping):
+        out["uncountedTerminatedPods"] = {k: list(v) for k, v in uncounted.items() if v}
+    return out
+
