@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check controller_manager tests bench
+	$(BIN)/ruff check controller_manager tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -88,11 +88,17 @@ EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True, ("ev",))
 TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=_CREATE_ONLY)
 SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview",
                                 False, verbs=_CREATE_ONLY)
+CLUSTERROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
+CLUSTERROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False)
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
+ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
+PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",))
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
     PERSISTENTVOLUMECLAIMS, DEPLOYMENTS, REPLICASETS, DAEMONSETS, STATEFULSETS, CONTROLLERREVISIONS, JOBS,
     CRONJOBS, LEASES, ENDPOINTSLICES, PODDISRUPTIONBUDGETS, EVENTS_V1, TOKENREVIEWS, SUBJECTACCESSREVIEWS,
+    CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}
