@@ -409,6 +409,27 @@ class ApiClient:
         result: dict[str, Any] = await self._json("DELETE", res.path(namespace, name), body=options)
         return result
 
+    async def delete_collection(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> dict[str, Any]:
+        """DELETE on the collection (the ``deletecollection`` verb): every matching object, as one request."""
+        params: dict[str, str] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        options: dict[str, Any] | None = None
+        if propagation_policy:
+            options = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation_policy}
+        result: dict[str, Any] = await self._json("DELETE", res.path(namespace), params=params or None, body=options)
+        return result
+
     async def get_scale(self, res: Resource, name: str, namespace: str | None) -> dict[str, Any]:
         result: dict[str, Any] = await self._json("GET", res.path(namespace, name, "scale"))
         return result
@@ -453,20 +474,29 @@ class ApiClient:
         """Every resource every group/version serves. A group/version that fails (an aggregated API
         that is down) is logged and skipped, as client-go's discovery returns partial results; a
         failure of ``/api``, ``/apis`` or the core ``v1`` raises."""
+        out, failed = await self.discover_partial()
+        for gv, error in failed.items():
+            if "/" not in gv:
+                raise error
+            log.warning("discovery failed for a group version", group_version=gv, error=str(error))
+        return out
+
+    async def discover_partial(self) -> tuple[_Resources, dict[str, ApiError]]:
+        """What every group/version that answered serves, and the error of each that did not, by its
+        ``group/version`` (``v1`` for the core group), as client-go's ``ErrGroupDiscoveryFailed`` carries
+        them. A failure of ``/api`` or ``/apis`` raises."""
         core = await self._json("GET", "/api")
         groups = await self._json("GET", "/apis")
         gvs = group_versions(core, groups)
         found = await asyncio.gather(*(self._discover_gv(group, version) for group, version in gvs))
         out: _Resources = []
+        failed: dict[str, ApiError] = {}
         for (group, version), result in zip(gvs, found, strict=True):
             if isinstance(result, ApiError):
-                if not group:
-                    raise result
-                log.warning("discovery failed for a group version", group_version=f"{group}/{version}",
-                            error=str(result))
+                failed[f"{group}/{version}" if group else version] = result
                 continue
             out.extend(result)
-        return out
+        return out, failed
 
     async def _discover_gv(self, group: str, version: str) -> _Resources | ApiError:
         path = f"/apis/{group}/{version}" if group else f"/api/{version}"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.job import JobController
+from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
@@ -28,4 +29,5 @@ ALL: list[type[Controller]] = [
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,
+    NamespaceController,
 ]
