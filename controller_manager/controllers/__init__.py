@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.job import JobController
@@ -17,11 +18,14 @@ from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
+from controller_manager.controllers.ttlafterfinished import TTLAfterFinishedController
 
 if TYPE_CHECKING:
     from controller_manager.runtime.controller import Controller
 
 ALL: list[type[Controller]] = [
+    CronJobController,
+    TTLAfterFinishedController,
     JobController,
     DaemonSetController,
     DeploymentController,

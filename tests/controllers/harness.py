@@ -72,10 +72,14 @@ class Harness:
     """A cluster, a client, and a running set of controllers."""
 
     def __init__(self, cluster: SimCluster, client: ApiClient, controller_types: Sequence[type[Controller]],
-                 options: Mapping[str, Any], workers: int | None, clock: Clock) -> None:
+                 options: Mapping[str, Any], workers: int | None, clock: Clock,
+                 controller_clock: Clock | None = None) -> None:
         self.cluster = cluster
         self.client = client
         self.clock = clock
+        # The controllers' own clock (their "now", queue delays); a FakeClock here drives timed behaviour
+        # (cron schedules, TTLs) while the cluster, client and informers run on real time.
+        self.controller_clock = controller_clock or clock
         self._types = list(controller_types)
         self._options = dict(options)
         self._workers = workers
@@ -99,7 +103,7 @@ class Harness:
         factory = SharedInformerFactory(self.client, self.clock)
         events = EventBroadcaster(self.client, self.clock)
         controllers = [
-            kind(ControllerContext(client=self.client, informers=factory, clock=self.clock, events=events,
+            kind(ControllerContext(client=self.client, informers=factory, clock=self.controller_clock, events=events,
                                    options=self._options))
             for kind in self._types
         ]
@@ -162,14 +166,14 @@ class Harness:
 async def controller_harness(*controller_types: type[Controller], nodes: int = 3,
                              kubelet_config: KubeletConfig = FAST_KUBELETS, options: Mapping[str, Any] | None = None,
                              workers: int | None = None, start: bool = True,
-                             qps: float = 0.0) -> AsyncIterator[Harness]:
+                             qps: float = 0.0, controller_clock: Clock | None = None) -> AsyncIterator[Harness]:
     """A running :class:`Harness`; ``start=False`` leaves the controllers for the test to ``start()``."""
     clock = RealClock()
     async with SimCluster(nodes=nodes, kubelet_config=kubelet_config, scheduler_retry_interval=0.5,
                           clock=clock) as cluster:
         config = await load_config(kubeconfig=str(cluster.kubeconfig_path))
         async with ApiClient(config, qps=qps, burst=max(1, int(qps * 1.5)), clock=clock) as client:
-            harness = Harness(cluster, client, controller_types, options or {}, workers, clock)
+            harness = Harness(cluster, client, controller_types, options or {}, workers, clock, controller_clock)
             try:
                 if start:
                     await harness.start()
