@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 from prometheus_client import Histogram
 
+from controller_manager.api.cron import Schedule, ScheduleError, UnknownTimeZone, load_location, parse_standard
 from controller_manager.api.meta import controller_ref, format_time, is_being_deleted, key_of, meta, split_key
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.client.errors import AlreadyExists, NotFound
@@ -43,7 +44,6 @@ from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted
 from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 
 from .control import ApiCronJobControl, ApiJobControl, CronJobControl, JobControl
-from .schedule import Schedule, ScheduleError, UnknownTimeZone, load_location, parse_standard
 from .utils import (
     InvalidSchedule,
     delete_from_active_list,

@@ -25,11 +25,10 @@ from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controller_manager.api.cron import ZERO, Schedule, load_location
 from controller_manager.api.meta import controller_ref, format_time, meta, parse_time
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.runtime.controller_ref import new_controller_ref
-
-from .schedule import ZERO, Schedule, load_location
 
 __all__ = [
     "CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION",

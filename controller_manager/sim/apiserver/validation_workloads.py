@@ -16,8 +16,7 @@ import zoneinfo
 from collections.abc import Mapping
 from typing import Any
 
-from croniter import croniter
-
+from controller_manager.api.cron import ScheduleError, UnknownTimeZone, parse_standard
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -386,32 +385,16 @@ def _without_scheduling(template: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- CronJob ------------------------------------------------------------------------------------------
 
-_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-_DURATION = re.compile(r"([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))+")
 _TZ_PART = re.compile(r"^[A-Za-z\.\-_0-9+]{1,14}$")
 
 
 def schedule_error(schedule: str) -> str | None:
-    """Why robfig/cron's ParseStandard rejects ``schedule`` (None when it parses)."""
-    text = schedule.strip()
-    if text.startswith(("TZ=", "CRON_TZ=")):
-        zone, _, text = text.partition(" ")
-        name = zone.split("=", 1)[1]
-        try:
-            zoneinfo.ZoneInfo(name)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            return f"provided bad location {name}: unknown time zone {name}"
-        text = text.strip()
-    if text.startswith("@"):
-        if text.startswith("@every "):
-            return None if _DURATION.fullmatch(text[len("@every "):].strip()) else \
-                f"failed to parse duration {text}: time: invalid duration \"{text[len('@every '):].strip()}\""
-        return None if text in _MACROS else f"unrecognized descriptor: {text}"
-    fields = text.split()
-    if len(fields) != 5:
-        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
-    if not croniter.is_valid(text):
-        return f"failed to parse schedule: {text}"
+    """Why robfig/cron's ParseStandard rejects ``schedule`` (None when it parses), with robfig's message,
+    as the real API server's CronJob validation reports it."""
+    try:
+        parse_standard(schedule)
+    except (ScheduleError, UnknownTimeZone) as exc:
+        return str(exc)
     return None
 
 

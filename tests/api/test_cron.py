@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from controller_manager.controllers.cronjob.schedule import (
+from controller_manager.api.cron import (
     ZERO,
     ConstantDelaySchedule,
     ScheduleError,
