@@ -255,8 +255,15 @@ async def mark_pods_not_ready(client: ApiClient, recorder: EventRecorder, clock:
         if status is None:
             continue
         updated = {**pod, "status": status}
+        # Upstream sends the whole pod back (UpdateStatus). The informer cache holds a projection of each pod
+        # (fields no controller reads are dropped), so writing it back whole would erase them: patch only the
+        # Ready condition instead, carrying the resourceVersion so a concurrent change still means a conflict.
+        ready = next(c for c in status["conditions"] if isinstance(c, Mapping) and c.get("type") == "Ready")
+        patch = {"metadata": {"resourceVersion": meta(pod).get("resourceVersion")},
+                 "status": {"conditions": [ready]}}
         try:
-            await client.update_status(PODS, updated)
+            await client.patch(PODS, str(meta(pod).get("name")), patch, str(meta(pod).get("namespace")),
+                               patch_type="strategic", subresource="status")
         except NotFound:
             continue
         except ApiError as err:

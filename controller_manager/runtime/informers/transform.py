@@ -10,15 +10,19 @@ Guarantees:
 - ``Sharer.share`` returns a structurally equal copy in which dict keys and short string values are interned and
   identical sub-trees (a pod's tolerations, the projected service-account volume, containers' ``resources``,
   ownerReferences of pods of one ReplicaSet, ...) are one object shared by every cached object holding them.
-  This is safe only because cached objects are never mutated (the project's rule). Values under "volatile" keys
+  This is safe only because cached objects are never mutated (the project's rule). A sub-tree's identity is its
+  serialized form (orjson, in C): a repeat costs one serialization and one bytes comparison, no Python walk; the
+  form also tells ``1``, ``1.0`` and ``true`` apart. Values under "volatile" keys
   (``resourceVersion``, container IDs, heartbeat times; ``name`` and ``uid`` directly in ``metadata``) are unique
   per object: they are not interned and the sub-tree holding them is not pooled. The root and its direct
   children (``metadata``, ``spec``, ``status``) are never pooled, and a sub-tree is pooled only the second time
   it is seen, so the pool does not fill with things that never repeat.
 - The pool forgets sub-trees no cached object holds any more (swept when it has doubled since the last sweep),
   so churn does not grow memory.
-- ``default_transform`` = strip ``managedFields`` then share. Per-kind projections (dropping fields no controller
-  reads for a given kind) compose in front of it with ``compose`` without touching any controller.
+- ``project_pod`` drops from pods what no controller reads (the list is at its definition, with why it is safe);
+  other kinds pass through untouched.
+- ``default_transform`` = strip ``managedFields``, project pods, then share. More per-kind projections compose in
+  front of it with ``compose`` without touching any controller.
 """
 
 from __future__ import annotations
@@ -29,8 +33,12 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
+
+_dumps = orjson.dumps
 
 # Keys whose scalar values are (nearly) unique per object: interning or pooling them would only cost memory.
 VOLATILE_KEYS: frozenset[str] = frozenset({"resourceVersion", "containerID", "renewTime", "lastHeartbeatTime"})
@@ -78,8 +86,8 @@ class Sharer:
         self._metadata_volatile = self._volatile | METADATA_UNIQUE_KEYS
         self._rng = rng or random.Random()
         self._max = max_interned
-        # structural hash -> the one shared sub-tree with that content
-        self._pool: dict[int, Any] = {}
+        # hash of the serialized form -> (that form, the one shared sub-tree with that content)
+        self._pool: dict[int, tuple[bytes, Any]] = {}
         self._sweep_at = _MIN_SWEEP
         self._door = array("q", bytes(8 * _DOOR_SLOTS))
         self._door_mask = _DOOR_SLOTS - 1
@@ -107,8 +115,8 @@ class Sharer:
         dropped = 0
         # A pooled parent keeps its pooled children alive, so dropping parents can free children: repeat.
         while True:
-            # Two references mean unused: the pool's own and getrefcount's argument.
-            dead = [h for h in pool if sys.getrefcount(pool[h]) <= 2]
+            # Three references mean unused: the pool entry's, the loop variable's and getrefcount's argument.
+            dead = [h for h, (_, tree) in pool.items() if sys.getrefcount(tree) <= 3]
             for h in dead:
                 del pool[h]
             dropped += len(dead)
@@ -117,61 +125,34 @@ class Sharer:
         self._sweep_at = max(_MIN_SWEEP, 2 * len(pool))
         return dropped
 
-    def _canon(self, value: Any, depth: int, metadata: bool = False) -> tuple[Any, int | None]:
-        """A canonical equal copy of ``value`` and its structural hash (None: unique, not worth pooling)."""
+    def _canon(self, value: Any, depth: int, metadata: bool = False) -> tuple[Any, bool]:
+        """A canonical equal copy of ``value``, and whether it may be pooled (False: it holds something unique)."""
         kind = type(value)
         if kind is str:
             if len(value) <= self._max:
                 value = sys.intern(value)
-            return value, hash(value)
-        if kind is dict:
-            return self._canon_dict(value, depth, self._metadata_volatile if metadata else self._volatile)
-        if kind is list:
-            return self._canon_list(value, depth)
-        # Tag scalars with their type: True == 1 == 1.0 must never be pooled as each other.
-        return value, hash((kind, value))
+            return value, True
+        if kind is dict or kind is list:
+            if depth < 2:
+                return self._copy(value, depth, self._metadata_volatile if metadata else self._volatile)
+            return self._pooled(value, depth)
+        return value, True
 
-    def _canon_dict(self, value: dict[Any, Any], depth: int, volatile: frozenset[str]) -> tuple[Any, int | None]:
-        out: dict[Any, Any] = {}
-        parts: list[Any] | None = [] if depth >= 2 else None
-        for k, v in value.items():
-            if type(k) is str:
-                k = sys.intern(k)
-            if k in volatile and v is not None and not isinstance(v, dict | list):
-                out[k] = v
-                parts = None
-                continue
-            cv, hv = self._canon(v, depth + 1, depth == 0 and k == "metadata")
-            out[k] = cv
-            if parts is not None:
-                if hv is None:
-                    parts = None
-                else:
-                    parts.append(k)
-                    parts.append(hv)
-        if parts is None:
-            return out, None
-        return self._pooled(out, hash((dict, *parts)))
-
-    def _canon_list(self, value: list[Any], depth: int) -> tuple[Any, int | None]:
-        out: list[Any] = []
-        parts: list[int] | None = [] if depth >= 2 else None
-        for v in value:
-            cv, hv = self._canon(v, depth + 1)
-            out.append(cv)
-            if parts is not None:
-                if hv is None:
-                    parts = None
-                else:
-                    parts.append(hv)
-        if parts is None:
-            return out, None
-        return self._pooled(out, hash((list, *parts)))
-
-    def _pooled(self, candidate: Any, h: int) -> tuple[Any, int]:
-        pool = self._pool
-        existing = pool.get(h)
-        if existing is None:
+    def _pooled(self, value: Any, depth: int) -> tuple[Any, bool]:
+        # The serialized form is the sub-tree's identity: orjson writes it in C far faster than Python could walk
+        # the tree, a hit then costs one bytes comparison and no walk at all, and it tells 1, 1.0 and true apart.
+        try:
+            form = _dumps(value)
+        except TypeError:  # not JSON (a caller's own object): copy without pooling
+            return self._copy(value, depth, self._volatile)[0], False
+        h = hash(form)
+        entry = self._pool.get(h)
+        if entry is not None and entry[0] == form:
+            return entry[1], True
+        out, poolable = self._copy(value, depth, self._volatile)
+        if not poolable:
+            return out, False
+        if entry is None:
             # Pool a sub-tree only the second time its hash is seen: most sub-trees never repeat, and a pool entry
             # for each would cost more than sharing saves. The doorkeeper is a fixed table, so unique sub-trees
             # cost nothing per object; a slot overwritten before the repeat only delays pooling.
@@ -181,15 +162,118 @@ class Sharer:
             first = h & self._door_mask
             second = (h >> 24) & self._door_mask
             if door[first] == h or door[second] == h:
-                pool[h] = candidate
+                # A copy: orjson's buffer keeps its spare capacity (4 KiB), which the pool would hold for good.
+                self._pool[h] = (bytes(memoryview(form)), out)
             else:
                 door[first if self._rng.getrandbits(1) else second] = h
-            return candidate, h
-        # Children are already canonical, so this comparison is mostly identity checks. A hash collision between
-        # different contents just means no sharing for this candidate.
-        if type(existing) is type(candidate) and existing == candidate:
-            return existing, h
-        return candidate, h
+        # A hash collision between different contents (entry not None) just means no sharing for this one.
+        return out, True
+
+    def _copy(self, value: Any, depth: int, volatile: frozenset[str]) -> tuple[Any, bool]:
+        """A copy with canonical children; poolable unless a volatile value sits somewhere inside."""
+        # Scalars are handled inline rather than through _canon: they are most of the nodes, and a call each
+        # would cost more than the rest of the walk.
+        poolable = depth >= 2
+        intern = sys.intern
+        longest = self._max
+        child = depth + 1
+        if type(value) is list:
+            items: list[Any] = []
+            append = items.append
+            for v in value:
+                kind = type(v)
+                if kind is str:
+                    append(intern(v) if len(v) <= longest else v)
+                elif kind is dict or kind is list:
+                    cv, ok = self._pooled(v, child) if child >= 2 else self._copy(v, child, self._volatile)
+                    append(cv)
+                    poolable = poolable and ok
+                else:
+                    append(v)
+            return items, poolable
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            if type(k) is str:
+                k = intern(k)
+            kind = type(v)
+            if kind is dict or kind is list:
+                if child >= 2:
+                    cv, ok = self._pooled(v, child)
+                else:
+                    metadata = depth == 0 and k == "metadata"
+                    cv, ok = self._copy(v, child, self._metadata_volatile if metadata else self._volatile)
+                out[k] = cv
+                poolable = poolable and ok
+            elif k in volatile and v is not None:
+                out[k] = v
+                poolable = False
+            elif kind is str:
+                out[k] = intern(v) if len(v) <= longest else v
+            else:
+                out[k] = v
+        return out, poolable
+
+
+# -- the pod projection ---------------------------------------------------------------------------------
+#
+# Pods are most of what a controller manager caches, and much of a pod is for the kubelet alone. What the
+# controllers in controller_manager/controllers read of a cached pod (grepped; keep this list current when a
+# controller starts reading more): metadata (all of it but managedFields); spec.nodeName, restartPolicy,
+# tolerations, terminationGracePeriodSeconds, nodeSelector, affinity, hostNetwork, priority and the rest of the
+# scalars; of each container only its name (pod failure policies and sidecar restart counts match on it, with
+# initContainers' restartPolicy), plus image and resources for whoever reports them; status.phase, conditions,
+# reason, message, hostIP, podIP, startTime, qosClass, and the containers' statuses (state, lastState, ready,
+# restartCount, started). Dropped: spec.volumes, every other container field (env, ports, probes, mounts,
+# command, ...), status.podIPs/hostIPs (podIP/hostIP stay), and containers' containerID/imageID (unique per pod
+# and read by nobody). The projected pod must never be written back whole (no controller updates a pod from its
+# cache: they patch), so what is dropped here is never lost on the server.
+_POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy"})
+_POD_STATUS_DROP: frozenset[str] = frozenset({"podIPs", "hostIPs"})
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+_CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+
+
+def _project_containers(containers: Any) -> Any:
+    if type(containers) is not list:
+        return containers
+    keep = _POD_CONTAINER_KEEP
+    return [{k: v for k, v in c.items() if k in keep} if type(c) is dict else c for c in containers]
+
+
+def _project_container_statuses(statuses: Any) -> Any:
+    if type(statuses) is not list:
+        return statuses
+    out = []
+    for c in statuses:
+        if type(c) is dict and ("containerID" in c or "imageID" in c):
+            c = dict(c)
+            c.pop("containerID", None)
+            c.pop("imageID", None)
+        out.append(c)
+    return out
+
+
+def project_pod(obj: Obj) -> Obj:
+    """A pod with what no controller reads dropped (see the list above); other kinds are returned as they are."""
+    if obj.get("kind") != "Pod":
+        return obj
+    out = dict(obj)
+    spec = obj.get("spec")
+    if type(spec) is dict:
+        spec = out["spec"] = dict(spec)
+        spec.pop("volumes", None)
+        for key in _CONTAINER_LISTS:
+            if key in spec:
+                spec[key] = _project_containers(spec[key])
+    status = obj.get("status")
+    if type(status) is dict:
+        status = out["status"] = dict(status)
+        for key in _POD_STATUS_DROP:
+            status.pop(key, None)
+        for key in _CONTAINER_STATUS_LISTS:
+            if key in status:
+                status[key] = _project_container_statuses(status[key])
+    return out
 
 
 _DEFAULT_SHARER = Sharer()
@@ -201,5 +285,4 @@ def share(obj: Obj) -> Obj:
 
 
 def default_transform(obj: Obj) -> Obj:
-    return share(strip_managed_fields(obj))
-
+    return share(project_pod(strip_managed_fields(obj)))

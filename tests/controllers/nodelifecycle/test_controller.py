@@ -237,7 +237,7 @@ async def test_pod_bound_to_a_not_ready_node_is_marked_not_ready() -> None:
     seed(ctrl, client, PODS, pod("late", "node-1"), pod("fine", "node-2"))
     await ctrl.process_pod("default/late")
     await ctrl.process_pod("default/fine")
-    assert client.verbs("pods") == [("update_status", "default/late")]
+    assert client.verbs("pods") == [("patch/status", "default/late")]
 
 
 async def test_failed_pod_update_is_retried_on_the_next_pass() -> None:
@@ -246,10 +246,10 @@ async def test_failed_pod_update_is_retried_on_the_next_pass() -> None:
     ctrl, client, clock, _events = make([node("node-1"), node("node-2")])
     seed(ctrl, client, PODS, pod("p1", "node-1"))
     await ctrl.monitor_node_health()
-    client.fail[("update_status", "pods")] = ServerError(500, "InternalError", "boom")
+    client.fail[("patch", "pods")] = ServerError(500, "InternalError", "boom")
     await tick(ctrl, clock, 51, alive=("node-2",))
     assert "node-1" in ctrl.nodes_to_retry
-    del client.fail[("update_status", "pods")]
+    del client.fail[("patch", "pods")]
     await tick(ctrl, clock, 5, alive=("node-2",))
     assert "node-1" not in ctrl.nodes_to_retry
     p1 = client.objects[("pods", "default/p1")]

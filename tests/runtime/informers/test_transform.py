@@ -15,6 +15,7 @@ from controller_manager.api.meta import key_of
 from controller_manager.api.resources import PODS
 from controller_manager.runtime.informers import Sharer, Store, compose, default_transform, strip_managed_fields
 from controller_manager.runtime.informers.informer import builtin_indexers
+from controller_manager.runtime.informers.transform import project_pod
 
 from .realistic import pod_json
 
@@ -102,9 +103,35 @@ def test_compose_applies_left_to_right() -> None:
     assert compose(add_x, double_x)({}) == {"x": 2}
 
 
-def test_default_transform_output_equals_the_stripped_input() -> None:
+def test_default_transform_output_equals_the_stripped_projected_input() -> None:
     pod = _pod(3)
-    assert default_transform(pod) == strip_managed_fields(_pod(3))
+    assert default_transform(pod) == project_pod(strip_managed_fields(_pod(3)))
+    assert pod == _pod(3)  # the input is never mutated
+
+
+def test_pod_projection_drops_only_what_no_controller_reads() -> None:
+    pod = strip_managed_fields(_pod(4))
+    original = copy.deepcopy(pod)
+    projected = project_pod(pod)
+    assert pod == original
+    assert "volumes" not in projected["spec"]
+    assert projected["spec"]["containers"] == [
+        {k: v for k, v in c.items() if k in ("name", "image", "resources")} for c in pod["spec"]["containers"]]
+    assert "podIPs" not in projected["status"]
+    assert "hostIPs" not in projected["status"]
+    assert projected["status"]["podIP"] == pod["status"]["podIP"]
+    statuses = projected["status"]["containerStatuses"]
+    assert all("containerID" not in c and "imageID" not in c for c in statuses)
+    assert [c["restartCount"] for c in statuses] == [c["restartCount"] for c in pod["status"]["containerStatuses"]]
+    for key in ("nodeName", "tolerations", "restartPolicy", "terminationGracePeriodSeconds"):
+        assert projected["spec"][key] == pod["spec"][key]
+    assert projected["metadata"] == pod["metadata"]
+    assert projected["status"]["conditions"] == pod["status"]["conditions"]
+
+
+def test_pod_projection_leaves_other_kinds_alone() -> None:
+    rs = {"kind": "ReplicaSet", "spec": {"template": {"spec": {"volumes": [{"name": "v"}]}}}}
+    assert project_pod(rs) is rs
 
 
 def _bytes_per_object(make_build: Any, raws: list[bytes]) -> float:

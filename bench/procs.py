@@ -1,0 +1,188 @@
+"""kube-sim and the controller-manager daemon as processes, and what the benchmarks read of them.
+
+Guarantees:
+- ``start_sim`` runs the ``kube-sim`` console script (its own process) and returns once it printed its ready line;
+  ``start_daemon`` runs the ``controller-manager`` console script against a kubeconfig with the client-side QPS
+  limit lifted and leader election off, and returns once ``/readyz`` answers 200. Both log to files in the work
+  directory; ``stop`` sends SIGTERM, waits, and kills only if the process hangs.
+- ``cpu_seconds(pid)`` is user+system CPU from ``/proc/<pid>/stat``; ``peak_rss(pid)`` is ``VmHWM``.
+- ``scrape`` reads the daemon's ``/metrics`` (HTTPS, delegated auth) with the kube-sim admin token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import ssl
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tool(name: str) -> str:
+    here = Path(sys.executable).parent / name
+    if not here.exists():
+        raise RuntimeError(f"{name} is not installed beside {sys.executable}; run `make install`")
+    return str(here)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        text = fh.read()
+    fields = text[text.rindex(")") + 2:].split()
+    # After the command name: state is field 3, utime 14 and stime 15 (1-based), so 11 and 12 here.
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def peak_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@dataclass
+class Proc:
+    name: str
+    process: asyncio.subprocess.Process
+    log: Path
+    url: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+    async def stop(self, timeout: float = 20.0) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            await self.process.wait()
+
+
+async def start_sim(workdir: Path, nodes: int) -> Proc:
+    kubeconfig = workdir / "kubeconfig"
+    log = workdir / "kube-sim.log"
+    with log.open("wb") as log_file:  # the child keeps its own descriptor
+        proc = await asyncio.create_subprocess_exec(
+            tool("kube-sim"), "--nodes", str(nodes), "--port", "0", "--kubeconfig", str(kubeconfig),
+            "--log-level", "warning",
+            stdout=asyncio.subprocess.PIPE, stderr=log_file, start_new_session=True,
+        )
+    assert proc.stdout is not None
+    try:
+        line = await asyncio.wait_for(proc.stdout.readline(), 120)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise RuntimeError(f"kube-sim did not become ready; see {log}") from None
+    text = line.decode().strip()
+    if not text.startswith("kube-sim ready:"):
+        await proc.wait()
+        raise RuntimeError(f"kube-sim failed: {text!r}; see {log}")
+    sim = Proc("kube-sim", proc, log, url=text.split(":", 1)[1].strip())
+    sim.extra["kubeconfig"] = str(kubeconfig)
+    sim.extra["admin_token"] = admin_token(kubeconfig)
+    return sim
+
+
+def admin_token(kubeconfig: Path) -> str:
+    doc = json.loads(kubeconfig.read_text())
+    current = doc["current-context"]
+    context = next(c["context"] for c in doc["contexts"] if c["name"] == current)
+    user = next(u["user"] for u in doc["users"] if u["name"] == context["user"])
+    return str(user["token"])
+
+
+def _insecure() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the daemon serves a self-signed certificate, as kube-controller-manager does
+    return ctx
+
+
+async def start_daemon(workdir: Path, kubeconfig: str, token: str, *, controllers: str = "*") -> Proc:
+    port = free_port()
+    log = workdir / "controller-manager.log"
+    with log.open("wb") as log_file:
+        proc = await asyncio.create_subprocess_exec(
+            tool("controller-manager"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+            "--kube-api-qps=100000", "--kube-api-burst=100000", f"--controllers={controllers}",
+            f"--secure-port={port}", "--bind-address=127.0.0.1",
+            stdout=log_file, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        )
+    daemon = Proc("controller-manager", proc, log, url=f"https://127.0.0.1:{port}")
+    daemon.extra["token"] = token
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=_insecure())) as http:
+        while time.monotonic() < deadline:
+            if proc.returncode is not None:
+                raise RuntimeError(f"controller-manager exited with {proc.returncode}; see {log}")
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                async with http.get(daemon.url + "/readyz") as resp:
+                    if resp.status == 200:
+                        return daemon
+            await asyncio.sleep(0.1)
+    await daemon.stop()
+    raise RuntimeError(f"controller-manager did not become ready in 60 s; see {log}")
+
+
+async def scrape(daemon: Proc) -> dict[str, float]:
+    """The daemon's metrics as ``{"name{labels}": value}`` (the Prometheus text format, parsed)."""
+    headers = {"Authorization": f"Bearer {daemon.extra['token']}"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=_insecure())) as http, \
+            http.get(daemon.url + "/metrics", headers=headers) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"/metrics answered {resp.status}")
+        text = await resp.text()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        with contextlib.suppress(ValueError):
+            out[name] = float(value)
+    return out
+
+
+def api_seconds(metrics: dict[str, float]) -> tuple[float, float]:
+    """(seconds spent in requests to the API, number of requests), summed over verbs, from client-go's histogram."""
+    total = count = 0.0
+    for name, value in metrics.items():
+        if name.startswith("rest_client_request_duration_seconds_sum"):
+            total += value
+        elif name.startswith("rest_client_request_duration_seconds_count"):
+            count += value
+    return total, count
