@@ -1,16 +1,20 @@
 """kube-sim's kubelets: one :class:`KubeletManager` plays the kubelet of every simulated node.
 
 Guarantees:
-- Each node registers a Node (capacity and allocatable from :class:`KubeletConfig`, the well-known
-  labels, nodeInfo, addresses, the four kubelet conditions), renews its Lease in
-  ``kube-node-lease`` every ``lease_renew_interval`` and posts node status every
+- Each node registers a Node (:func:`~controller_manager.sim.nodestatus.node_object`), renews its
+  Lease in ``kube-node-lease`` every ``lease_renew_interval`` and posts node status every
   ``node_status_update_frequency`` when it changed, or every ``node_status_report_frequency``
   regardless, as the kubelet does since node leases exist.
-- Pods bound to a node go Pending (containers waiting ``ContainerCreating``) -> Running, with the
-  status fields and conditions a kubelet writes, driven by annotations (prefix
-  ``sim.controller-manager.io/``): ``start-seconds``, ``ready-after-seconds``, ``run-seconds``,
-  ``exit-code``. Exits follow ``restartPolicy`` (Always: restart after a short CrashLoopBackOff;
-  OnFailure: restart non-zero exits; Never: the pod ends Succeeded or Failed).
+- Pods bound to a node go Pending (containers waiting ``ContainerCreating``) -> Running, driven by
+  annotations (prefix ``sim.controller-manager.io/``): ``start-seconds``, ``ready-after-seconds``,
+  ``run-seconds``, ``exit-code``. Exits follow ``restartPolicy`` (Always: restart after a short
+  CrashLoopBackOff; OnFailure: restart non-zero exits; Never: the pod ends Succeeded or Failed).
+- Every pod status write leaves exactly the status a real kubelet would show at that stage
+  (:func:`~controller_manager.sim.podstatus.build_pod_status`), merged with the status the API holds
+  at that moment, as the kubelet's status manager does: fields the kubelet no longer reports are
+  removed, conditions it does not own are kept, and a write that would change nothing is not sent.
+  A pod taken up again (first sight, a resumed node) is re-posted, so what others wrote over
+  kubelet-owned fields meanwhile is corrected; so is a pod whose readiness-gate conditions change.
 - A pod with ``deletionTimestamp`` is stopped and, after min(its grace period,
   ``termination_delay``), deleted with ``gracePeriodSeconds=0`` and a uid precondition: the
   kubelet's confirmation. Finalizers then keep it until removed, as the API server rules.
@@ -24,128 +28,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from controller_manager.api.meta import format_micro_time, format_time, meta, parse_time
-from controller_manager.api.resources import EVENTS, LEASES, NAMESPACES, NODES, PODS
+from controller_manager.api.meta import format_micro_time, meta, parse_time
+from controller_manager.api.resources import LEASES, NAMESPACES, NODES, PODS
 from controller_manager.clock import Clock, RealClock, TimerHandle
-from controller_manager.sim.scheduler import ListWatch, event_object, status_code
+from controller_manager.sim.listwatch import ListWatch, status_code
+from controller_manager.sim.nodestatus import (
+    NODE_CONDITIONS,
+    KubeletConfig,
+    node_conditions,
+    node_ip,
+    node_object,
+    pod_cidr,
+)
+from controller_manager.sim.podstatus import PodRun, build_pod_status, normalize_image
+from controller_manager.sim.recorder import event_object, record
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
-__all__ = ["ANNOTATION_PREFIX", "KUBELET_ANNOTATION", "KubeletConfig", "KubeletManager", "node_object"]
+# KubeletConfig, node_object and normalize_image stay importable from here, where callers first found them.
+__all__ = ["ANNOTATION_PREFIX", "KUBELET_ANNOTATION", "KubeletConfig", "KubeletManager", "node_object",
+           "normalize_image"]
 
 log = structlog.get_logger("kube-sim.kubelet")
 
 ANNOTATION_PREFIX = "sim.controller-manager.io/"
 KUBELET_ANNOTATION = ANNOTATION_PREFIX + "kubelet"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
-
-
-@dataclass(frozen=True, slots=True)
-class KubeletConfig:
-    """Intervals (seconds) and node shape. Defaults are the real kubelet's where one exists."""
-
-    node_status_update_frequency: float = 10.0
-    node_status_report_frequency: float = 300.0
-    lease_duration_seconds: int = 40
-    lease_renew_interval: float = 10.0  # the kubelet renews at a quarter of the lease duration
-    default_start_seconds: float = 0.0  # pull + create + start, when the pod does not say
-    termination_delay: float = 0.5  # cap on a graceful termination (the sim's containers stop fast)
-    crash_loop_base: float = 1.0  # CrashLoopBackOff starts here and doubles (the kubelet: 10 s)
-    crash_loop_max: float = 10.0  # (the kubelet: 300 s)
-    cpu: str = "4"
-    memory: str = "16Gi"
-    pods: str = "110"
-    ephemeral_storage: str = "100Gi"
-    instance_type: str = "sim.large"
-    region: str = "sim-region"
-    kubelet_version: str = "v1.31.0"
-    container_runtime_version: str = "containerd://1.7.22"
-    events: bool = True  # record Pulled/Created/Started/Killing/BackOff events
-
-
-def node_object(name: str, index: int, zone: str, config: KubeletConfig, now: float) -> dict[str, Any]:
-    """The Node a kubelet registers (status included: node registration sends it)."""
-    digest = hashlib.sha256(name.encode()).hexdigest()
-    resources = {"cpu": config.cpu, "memory": config.memory, "pods": config.pods,
-                 "ephemeral-storage": config.ephemeral_storage, "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "beta.kubernetes.io/os": "linux",
-                "beta.kubernetes.io/arch": "amd64",
-                "node.kubernetes.io/instance-type": config.instance_type,
-                "topology.kubernetes.io/zone": zone,
-                "topology.kubernetes.io/region": config.region,
-            },
-            "annotations": {
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            },
-        },
-        "spec": {"podCIDR": _pod_cidr(index), "podCIDRs": [_pod_cidr(index)], "providerID": f"kube-sim://{name}"},
-        "status": {
-            "capacity": dict(resources),
-            "allocatable": dict(resources),
-            "conditions": node_conditions(now, {}),
-            "addresses": [{"type": "InternalIP", "address": _node_ip(index)}, {"type": "Hostname", "address": name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "machineID": digest[:32],
-                "systemUUID": f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}",
-                "bootID": digest[32:64],
-                "kernelVersion": "6.8.0-sim",
-                "osImage": "kube-sim Linux",
-                "containerRuntimeVersion": config.container_runtime_version,
-                "kubeletVersion": config.kubelet_version,
-                "kubeProxyVersion": config.kubelet_version,
-                "operatingSystem": "linux",
-                "architecture": "amd64",
-            },
-        },
-    }
-
-
-_NODE_CONDITIONS = (
-    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-)
-
-
-def node_conditions(now: float, current: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The kubelet's node conditions, heartbeat now; transition time kept where the status did not change."""
-    ts = format_time(now)
-    out = []
-    for ctype, status, reason, message in _NODE_CONDITIONS:
-        prev = current.get(ctype)
-        since = prev.get("lastTransitionTime") if prev and prev.get("status") == status else None
-        out.append({"type": ctype, "status": status, "lastHeartbeatTime": ts, "lastTransitionTime": since or ts,
-                    "reason": reason, "message": message})
-    return out
-
-
-def _node_ip(index: int) -> str:
-    n = index + 2
-    return f"172.18.{n // 256}.{n % 256}"
-
-
-def _pod_cidr(index: int) -> str:
-    return f"10.{244 + index // 256}.{index % 256}.0/24"
+_REPORTED_STAGES = frozenset({"creating", "running", "backoff", "exited"})  # stages a status describes
 
 
 def _annotation_seconds(pod: dict[str, Any], name: str, default: float | None) -> float | None:
@@ -175,165 +91,6 @@ class _Node:
         for t in self.timers:
             t.cancel()
         self.timers.clear()
-
-
-
-# --------------------------------------------------------------------------- pod status
-
-
-def normalize_image(image: str) -> str:
-    """How containerd reports an image reference: ``nginx`` -> ``docker.io/library/nginx:latest``."""
-    name = image
-    first, _, rest = name.partition("/")
-    if not rest:
-        name = f"docker.io/library/{name}"
-    elif "." not in first and ":" not in first and first != "localhost":
-        name = f"docker.io/{name}"
-    last = name.rsplit("/", 1)[-1]
-    if "@" not in last and ":" not in last:
-        name += ":latest"
-    return name
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()
-
-
-@dataclass(slots=True)
-class PodRun:
-    """What the kubelet knows of one pod bound to its node."""
-
-    uid: str
-    node: str
-    pod: dict[str, Any]
-    # new -> creating -> running <-> backoff -> exited; any -> terminating -> confirmed; gone once deleted
-    stage: str = "new"
-    generation: int = 0  # bumped whenever timers are cancelled, so a stale timer does nothing
-    timers: list[TimerHandle] = field(default_factory=list)
-    ip: str | None = None
-    started_at: float | None = None
-    restarts: int = 0
-    ready: bool = False
-    terminated: dict[str, Any] | None = None  # the containers' current terminated state
-    last_state: dict[str, Any] | None = None  # the previous run's terminated state
-    condition_times: dict[str, tuple[str, str]] = field(default_factory=dict)  # type -> (status, since)
-    start_time: str | None = None
-
-    def cancel_timers(self) -> None:
-        self.generation += 1
-        for t in self.timers:
-            t.cancel()
-        self.timers.clear()
-
-    def absorb_condition_times(self, status: dict[str, Any]) -> None:
-        for c in status.get("conditions") or ():
-            if c.get("type") and c.get("lastTransitionTime"):
-                self.condition_times[c["type"]] = (str(c.get("status")), c["lastTransitionTime"])
-        self.start_time = status.get("startTime") or self.start_time
-
-    def terminated_state(self, code: int, now: float, reason: str | None = None) -> dict[str, Any]:
-        return {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-                "startedAt": format_time(self.started_at if self.started_at is not None else now),
-                "finishedAt": format_time(now)}
-
-
-def build_pod_status(run: PodRun, now: float, host_ip: str, *, killed: bool = False) -> dict[str, Any]:
-    """The status the kubelet reports for ``run`` at ``now`` (``killed``: stopped by a deletion)."""
-    pod = run.pod
-    spec = pod.get("spec") or {}
-    current = pod.get("status") or {}
-    containers = sorted(spec.get("containers") or (), key=lambda c: str(c.get("name", "")))
-    inits = spec.get("initContainers") or ()
-    stage = run.stage
-    ts = format_time(now)
-    run.start_time = run.start_time or current.get("startTime") or ts
-
-    def cstatus(c: dict[str, Any], restarts: int) -> dict[str, Any]:
-        image = normalize_image(str(c.get("image", "")))
-        out: dict[str, Any] = {"name": c.get("name"), "image": image, "imageID": "", "ready": False,
-                               "restartCount": restarts, "started": False, "state": {}, "lastState": {}}
-        if stage == "creating":
-            out["state"] = {"waiting": {"reason": "ContainerCreating"}}
-            return out
-        out["imageID"] = f"{image.rsplit(':', 1)[0]}@sha256:{_digest(image)}"
-        out["containerID"] = f"containerd://{_digest(run.uid, str(c.get('name')), str(run.restarts))}"
-        if stage == "running":
-            out["state"] = {"running": {"startedAt": format_time(run.started_at or now)}}
-            out["ready"] = run.ready
-            out["started"] = True
-        elif stage == "backoff":
-            out["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message":
-                                        f"back-off restarting failed container={c.get('name')} "
-                                        f"pod={meta(pod).get('name')}_{meta(pod).get('namespace')}({run.uid})"}}
-        else:
-            out["state"] = {"terminated": {**(run.terminated or {}), "containerID": out["containerID"]}}
-        if run.last_state is not None:
-            out["lastState"] = {"terminated": run.last_state}
-        return out
-
-    statuses = [cstatus(c, run.restarts) for c in containers]
-    unready = [str(c.get("name")) for c in containers]
-    terminal = stage == "exited"
-    if terminal:
-        code = int((run.terminated or {}).get("exitCode", 0))
-        phase = "Succeeded" if code == 0 and not killed else "Failed"
-    else:
-        phase = "Pending" if stage == "creating" else "Running"
-    ready = stage == "running" and run.ready
-    gates = [g.get("conditionType") for g in spec.get("readinessGates") or ()]
-    have = {c.get("type"): c.get("status") for c in current.get("conditions") or ()}
-    missing_gate = next((g for g in gates if have.get(g) != "True"), None)
-
-    def cond(ctype: str, ok: bool, reason: str = "", message: str = "") -> dict[str, Any]:
-        status = "True" if ok else "False"
-        prev = run.condition_times.get(ctype)
-        since = prev[1] if prev and prev[0] == status else ts
-        run.condition_times[ctype] = (status, since)
-        out: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": since}
-        if not ok and reason:
-            out["reason"] = reason
-        if not ok and message:
-            out["message"] = message
-        return out
-
-    not_ready_msg = f"containers with unready status: [{' '.join(unready)}]"
-    if terminal:
-        ready_conds = [cond("ContainersReady", False, "PodCompleted"), cond("Ready", False, "PodCompleted")]
-    elif ready and missing_gate is not None:
-        ready_conds = [cond("ContainersReady", True),
-                       cond("Ready", False, "ReadinessGatesNotReady",
-                            f'corresponding condition of pod readiness gate "{missing_gate}" does not exist.')]
-    else:
-        ready_conds = [cond("ContainersReady", ready, "ContainersNotReady", not_ready_msg),
-                       cond("Ready", ready, "ContainersNotReady", not_ready_msg)]
-    initialized = stage != "creating" or not inits
-    conditions = [
-        cond("PodReadyToStartContainers", stage not in ("creating",) and not (terminal and killed)),
-        cond("Initialized", initialized, "ContainersNotInitialized",
-             f"containers with incomplete status: [{' '.join(str(c.get('name')) for c in inits)}]"),
-        *ready_conds,
-        cond("PodScheduled", True),
-    ]
-    status: dict[str, Any] = {
-        "phase": phase,
-        "conditions": conditions,
-        "hostIP": host_ip,
-        "hostIPs": [{"ip": host_ip}],
-        "startTime": run.start_time,
-        "containerStatuses": statuses,
-    }
-    if inits:
-        status["initContainerStatuses"] = [
-            {"name": c.get("name"), "image": normalize_image(str(c.get("image", ""))), "imageID": "",
-             "ready": False, "restartCount": 0, "started": False, "lastState": {},
-             "state": {"waiting": {"reason": "PodInitializing"}} if stage == "creating" else
-             {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": run.start_time,
-                             "finishedAt": run.start_time}}}
-            for c in inits]
-    if run.ip and stage != "creating":
-        status["podIP"] = run.ip
-        status["podIPs"] = [{"ip": run.ip}]
-    return status
 
 
 class KubeletManager:
@@ -406,7 +163,7 @@ class KubeletManager:
         current = {c.get("type"): c for c in ((node.obj or {}).get("status") or {}).get("conditions") or ()}
         changed = any(
             (current.get(ctype) or {}).get("status") != status or (current.get(ctype) or {}).get("reason") != reason
-            for ctype, status, reason, _ in _NODE_CONDITIONS
+            for ctype, status, reason, _ in NODE_CONDITIONS
         )
         due = self._clock.monotonic() - node.last_report >= self.config.node_status_report_frequency
         if not (force or changed or due):
@@ -514,11 +271,13 @@ class KubeletManager:
             if not node.stopped:
                 self._adopt(run)
             return
-        run.pod = pod
+        before, run.pod = run.pod, pod
         if node.stopped or run.stage in ("terminating", "confirmed", "gone"):
             return
         if meta(pod).get("deletionTimestamp"):
             self._begin_termination(run)
+        elif run.stage != "exited" and _gate_states(before) != _gate_states(pod):
+            self._do(lambda: self._post(run))  # the kubelet re-evaluates Ready when a readiness gate moves
 
     def _adopt(self, run: PodRun) -> None:
         """Take up a pod from what the API shows (first sight, or a resumed node)."""
@@ -526,10 +285,14 @@ class KubeletManager:
         run.cancel_timers()
         status = pod.get("status") or {}
         phase = status.get("phase")
-        running = [c for c in status.get("containerStatuses") or () if "running" in (c.get("state") or {})]
-        run.absorb_condition_times(status)
+        statuses = [c for c in status.get("containerStatuses") or () if isinstance(c, Mapping)]
+        running = [c for c in statuses if "running" in (c.get("state") or {})]
+        run.start_time = status.get("startTime") or run.start_time
         if phase in ("Succeeded", "Failed"):
             run.stage = "exited"
+            ended = next((c["state"]["terminated"] for c in statuses if "terminated" in (c.get("state") or {})), None)
+            if isinstance(ended, Mapping):
+                run.terminated = {k: v for k, v in ended.items() if k != "containerID"}
         elif phase == "Running" and running:
             run.stage = "running"
             run.ip = status.get("podIP") or run.ip or self._next_ip(run.node)
@@ -537,11 +300,17 @@ class KubeletManager:
             run.started_at = min((s for s in started if s is not None), default=self._clock.now())
             run.restarts = max(int(c.get("restartCount") or 0) for c in running)
             run.ready = all(c.get("ready") for c in running)
+            last = next((c["lastState"]["terminated"] for c in running
+                         if "terminated" in (c.get("lastState") or {})), None)
+            if isinstance(last, Mapping):
+                run.last_state = {k: v for k, v in last.items() if k != "containerID"}
+                run.last_attempt = max(0, run.restarts - 1)
         elif run.stage not in ("creating", "new"):
             run.stage = "new"
         if meta(pod).get("deletionTimestamp"):
             self._begin_termination(run)
         elif run.stage == "running":
+            self._do(lambda: self._post(run))  # put back what others wrote over the kubelet's fields meanwhile
             self._arm_running_timers(run)
         elif run.stage in ("new", "creating"):
             run.stage = "creating"
@@ -552,7 +321,7 @@ class KubeletManager:
     def _next_ip(self, node_name: str) -> str:
         node = self._nodes[node_name]
         node.next_ip = node.next_ip % 252 + 1
-        cidr = _pod_cidr(node.index)
+        cidr = pod_cidr(node.index)
         return cidr.rsplit(".", 1)[0] + f".{node.next_ip + 1}"
 
     def _after(self, run: PodRun, delay: float, action: Callable[[PodRun], Awaitable[None]]) -> None:
@@ -616,9 +385,9 @@ class KubeletManager:
             await self._post(run)
             return
         run.stage = "backoff"
-        run.last_state = run.terminated
+        run.last_state, run.last_attempt = run.terminated, run.restarts
+        run.backoff = delay = min(self.config.crash_loop_base * 2 ** min(run.restarts, 30), self.config.crash_loop_max)
         await self._post(run)
-        delay = min(self.config.crash_loop_base * 2 ** min(run.restarts, 30), self.config.crash_loop_max)
         await self._event(run, "Warning", "BackOff", "Back-off restarting failed container "
                           f"{_first_container(run.pod)} in pod {_pod_ref(run.pod)}")
         self._after(run, delay, self._start)
@@ -656,14 +425,33 @@ class KubeletManager:
                 raise
 
     async def _post(self, run: PodRun, *, killed: bool = False) -> None:
-        if run.stage == "gone" or self._nodes[run.node].stopped:
-            return
+        """Replace the pod's status with the one the kubelet computes now, merged with what the API holds
+        (the status manager's GET, merge, PATCH-against-old, whose result is exactly the new status).
+
+        In-process the read and the write happen in one step of the loop, so the PUT below, carrying
+        the resourceVersion just read, cannot conflict; it lands the same object and watch event as the
+        patch would, without the patch machinery's copies. Nothing is written when nothing changes.
+        """
         node = self._nodes[run.node]
-        status = build_pod_status(run, self._clock.now(), _node_ip(node.index), killed=killed)
+        if run.stage not in _REPORTED_STAGES or node.stopped:
+            return  # (a write queued before the pod began terminating, or went away, has nothing to say)
         m = meta(run.pod)
+        namespace, name = str(m.get("namespace")), str(m.get("name"))
         try:
-            run.pod = self._api.patch(PODS, str(m.get("namespace")), str(m.get("name")), {"status": status},
-                                                 "strategic", subresource="status")
+            stored = self._api.get_stored(PODS, namespace, name).obj
+        except Exception as exc:
+            if status_code(exc) != 404:
+                raise
+            return
+        if meta(stored).get("uid") != run.uid:
+            return  # a new pod under the old name is not this run's
+        current = stored.get("status") or {}
+        status = build_pod_status(run, self._clock.now(), node_ip(node.index), current, killed=killed)
+        run.start_time = status["startTime"]
+        if status == current:
+            return
+        try:
+            run.pod = self._api.update(PODS, {**stored, "status": status}, subresource="status")
         except Exception as exc:
             if status_code(exc) != 404:
                 raise
@@ -672,10 +460,8 @@ class KubeletManager:
         if not self.config.events:
             return
         self._seq += 1
-        ev = event_object(run.pod, event_type, reason, message, "kubelet", self._clock.now(), self._seq,
-                          host=run.node)
-        with contextlib.suppress(Exception):  # events are best effort
-            self._api.create(EVENTS, ev, namespace=ev["metadata"]["namespace"])
+        record(self._api, event_object(run.pod, event_type, reason, message, "kubelet", self._clock.now(), self._seq,
+                                       host=run.node))
 
     # ---- the loop
 
@@ -717,3 +503,12 @@ def _first_container(pod: dict[str, Any]) -> str:
 def _pod_ref(pod: dict[str, Any]) -> str:
     m = meta(pod)
     return f"{m.get('name')}_{m.get('namespace')}({m.get('uid')})"
+
+
+def _gate_states(pod: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The statuses of the conditions the pod's readiness gates name (empty without gates)."""
+    gates = [str(g.get("conditionType", "")) for g in (pod.get("spec") or {}).get("readinessGates") or ()]
+    if not gates:
+        return ()
+    have = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or ()}
+    return tuple((g, have.get(g)) for g in gates)

@@ -1,25 +1,21 @@
-"""kube-sim's scheduler: binds pending pods to nodes the way kube-scheduler's default profile filters.
+"""kube-sim's scheduler: binds pending pods to nodes the way kube-scheduler's default profile does.
 
 Guarantees:
 - Pods with no ``spec.nodeName``, ``schedulerName`` "default-scheduler" (or empty), no scheduling
   gates, not terminal and not being deleted are scheduled, highest ``spec.priority`` first, then
   oldest first. Each is bound with a ``Binding`` through the ``pods/binding`` subresource, as
   kube-scheduler does, and a ``Scheduled`` Normal event is recorded from ``default-scheduler``.
-- Filters, in kube-scheduler's plugin order (a node fails on the first filter it does not pass):
-  NodeUnschedulable (``spec.unschedulable`` unless the pod tolerates
-  ``node.kubernetes.io/unschedulable:NoSchedule``), TaintToleration (untolerated NoSchedule and
-  NoExecute taints; a node whose Ready condition is not True carries the not-ready/unreachable
-  NoSchedule taint the node lifecycle controller would put there), NodeAffinity
-  (``spec.nodeSelector`` and required node affinity: terms ORed, expressions and fields ANDed),
-  NodeResourcesFit (cpu, memory and pod count against ``status.allocatable`` minus the requests
-  of non-terminal pods bound there, including the ones this scheduler just bound).
-- Among feasible nodes the least requested one wins (LeastAllocated over cpu and memory with
-  kube-scheduler's non-zero defaults), ties broken by fewer pods, then name: pods spread evenly.
+- Feasibility and ranking are :mod:`~controller_manager.sim.predicates` (kube-scheduler's filter
+  plugins, LeastAllocated scoring), against ``status.allocatable`` minus the requests of non-terminal
+  pods bound there, including the ones this scheduler just bound (assumed before the write lands).
+  Ties go to the node with fewer pods, then to the first name: pods spread evenly.
 - A pod that fits nowhere gets ``PodScheduled=False``, reason ``Unschedulable`` and kube-scheduler's
   message ("0/3 nodes are available: ... preemption: ..."), plus a ``FailedScheduling`` Warning
-  event when the message changes. It is retried whenever a node changes or a bound pod goes away,
-  and on a periodic backstop (``retry_interval`` seconds on the injected clock).
-- Watches that end are re-listed and resumed (:class:`ListWatch`); nothing here blocks the loop.
+  event when the message changes. A gated pod gets ``PodScheduled=False``, reason
+  ``SchedulingGated``, once. Pending pods are retried whenever a node changes or a bound pod goes
+  away, and on a periodic backstop (``retry_interval`` seconds on the injected clock).
+- Watches that end are re-listed and resumed (:class:`~controller_manager.sim.listwatch.ListWatch`);
+  nothing here blocks the loop.
 """
 
 from __future__ import annotations
@@ -27,415 +23,50 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from controller_manager.api import quantity, taints
 from controller_manager.api.meta import format_time, key_of, meta, parse_time
-from controller_manager.api.resources import EVENTS, NODES, PODS, Resource
+from controller_manager.api.resources import NODES, PODS
 from controller_manager.clock import Clock, RealClock, TimerHandle
 from controller_manager.sim.apiserver import subresources
+from controller_manager.sim.listwatch import ListWatch, status_code
+from controller_manager.sim.predicates import (
+    DEFAULT_SCHEDULER_NAME,
+    NodeInfo,
+    PodRequest,
+    Usage,
+    filter_node,
+    fit_error_message,
+    is_bound_and_active,
+    is_schedulable_candidate,
+    match_node_selector_terms,
+    score_node,
+)
+from controller_manager.sim.recorder import event_object, record
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
+# The pure names stay importable from here, where callers first found them.
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "ListWatch",
     "NodeInfo",
     "PodRequest",
     "Scheduler",
+    "Usage",
     "event_object",
     "filter_node",
     "fit_error_message",
+    "match_node_selector_terms",
     "status_code",
 ]
 
 log = structlog.get_logger("kube-sim.scheduler")
-
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
-
-# Reasons exactly as kube-scheduler's plugins word them.
-REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-REASON_TOO_MANY_PODS = "Too many pods"
-PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
-PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod"
-
-# kube-scheduler's non-zero request defaults, used only for scoring (util.GetNonzeroRequests).
-_DEFAULT_MILLI_CPU = 100
-_DEFAULT_MEMORY = 200 * 1024 * 1024
-
-
-# --------------------------------------------------------------------------- shared sim plumbing
-
-
-def status_code(exc: BaseException) -> int | None:
-    """The HTTP code of an API StatusError (``exc.status["code"]``), else None."""
-    status = getattr(exc, "status", None)
-    if isinstance(status, Mapping):
-        code = status.get("code")
-        return code if isinstance(code, int) else None
-    code = getattr(exc, "code", None)
-    return code if isinstance(code, int) else None
-
-
-def event_object(
-    obj: Mapping[str, Any], event_type: str, reason: str, message: str, component: str, now: float, seq: int,
-    *, host: str | None = None,
-) -> dict[str, Any]:
-    """A core/v1 Event about ``obj``, named ``<name>.<hex nanos>`` as client-go's recorder names them."""
-    m = meta(obj)
-    ts = format_time(now)
-    involved: dict[str, Any] = {
-        "kind": obj.get("kind", "Pod"),
-        "apiVersion": obj.get("apiVersion", "v1"),
-        "name": m.get("name", ""),
-        "uid": m.get("uid", ""),
-        "resourceVersion": m.get("resourceVersion", ""),
-    }
-    namespace = m.get("namespace") or "default"
-    if m.get("namespace"):
-        involved["namespace"] = m["namespace"]
-    source: dict[str, Any] = {"component": component}
-    if host:
-        source["host"] = host
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{m.get('name', '')}.{int(now * 1e9) + seq:x}", "namespace": namespace},
-        "involvedObject": involved,
-        "reason": reason,
-        "message": message,
-        "type": event_type,
-        "source": source,
-        "firstTimestamp": ts,
-        "lastTimestamp": ts,
-        "count": 1,
-        "reportingComponent": component,
-        "reportingInstance": host or component,
-    }
-
-
-class ListWatch:
-    """List, then watch from the list's resourceVersion; re-list whenever the watch ends or fails.
-
-    ``handler(type, obj)`` is called synchronously for every change ("ADDED", "MODIFIED",
-    "DELETED"); after a re-list it receives the difference from what it saw before, so no change is
-    lost across a dropped watch. ``synced`` is set once the first list has been delivered.
-    """
-
-    def __init__(
-        self, api: ApiServer, res: Resource, handler: Callable[[str, dict[str, Any]], None], *,
-        clock: Clock, name: str, retry_seconds: float = 0.5,
-    ) -> None:
-        self._api = api
-        self._res = res
-        self._handler = handler
-        self._clock = clock
-        self._name = name
-        self._retry = retry_seconds
-        self._known: dict[str, dict[str, Any]] = {}
-        self.synced = asyncio.Event()
-
-    def _deliver(self, kind: str, obj: dict[str, Any]) -> None:
-        try:
-            self._handler(kind, obj)
-        except Exception:  # a bad object must not stop the watch
-            log.exception("handler failed", watch=self._name, key=key_of(obj), event=kind)
-
-    def _relisted(self, items: Iterable[dict[str, Any]]) -> None:
-        fresh = {key_of(o): o for o in items}
-        for key, gone in self._known.items():
-            if key not in fresh:
-                self._deliver("DELETED", gone)
-        for key, obj in fresh.items():
-            seen = self._known.get(key)
-            if seen is None:
-                self._deliver("ADDED", obj)
-            elif meta(seen).get("resourceVersion") != meta(obj).get("resourceVersion"):
-                self._deliver("MODIFIED", obj)
-        self._known = fresh
-        self.synced.set()
-
-    async def run(self) -> None:
-        while True:
-            try:
-                items, rv = self._api.list(self._res)
-            except Exception as exc:
-                log.warning("list failed", watch=self._name, error=str(exc))
-                await self._clock.sleep(self._retry)
-                continue
-            self._relisted(items)
-            try:
-                watcher = self._api.watch(self._res, resource_version=rv)
-            except Exception as exc:  # 410 Gone and friends: list again
-                log.info("watch refused", watch=self._name, error=str(exc))
-                await self._clock.sleep(self._retry)
-                continue
-            delivered = 0
-            try:
-                async for kind, obj in watcher:
-                    if kind == "ERROR":
-                        break
-                    if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                        continue
-                    delivered += 1
-                    key = key_of(obj)
-                    if kind == "DELETED":
-                        self._known.pop(key, None)
-                    else:
-                        self._known[key] = obj
-                    self._deliver(kind, obj)
-            except Exception as exc:
-                log.info("watch ended", watch=self._name, error=str(exc))
-            finally:
-                watcher.close()
-            await asyncio.sleep(0)
-            if not delivered:
-                await self._clock.sleep(self._retry)  # a watch that ends at once must not spin the loop
-
-
-# --------------------------------------------------------------------------- pure scheduling logic
-
-
-def _requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
-    op = req.get("operator")
-    values = req.get("values") or []
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt"):
-        if value is None or len(values) != 1:
-            return False
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def _field_requirement_matches(req: Mapping[str, Any], node_name: str) -> bool:
-    # Only metadata.name is a valid node field, with In/NotIn and exactly one value (upstream validation).
-    if req.get("key") != "metadata.name" or req.get("operator") not in ("In", "NotIn"):
-        return False
-    if len(req.get("values") or []) != 1:
-        return False
-    return _requirement_matches(req, node_name)
-
-
-def _term_matches(term: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> bool:
-    exprs = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not exprs and not fields:
-        return False  # an empty term matches no node
-    return all(_requirement_matches(r, labels.get(str(r.get("key", "")))) for r in exprs) and all(
-        _field_requirement_matches(r, name) for r in fields
-    )
-
-
-def match_node_selector_terms(terms: Iterable[Mapping[str, Any]] | None, name: str,
-                              labels: Mapping[str, str]) -> bool:
-    """corev1 MatchNodeSelectorTerms: any term matches (no terms: nothing matches)."""
-    return any(_term_matches(t, name, labels) for t in terms or ())
-
-
-def _resources(container: Mapping[str, Any]) -> tuple[int, int]:
-    res = container.get("resources") or {}
-    requests = res.get("requests") or {}
-    limits = res.get("limits") or {}
-    cpu = requests.get("cpu", limits.get("cpu"))
-    mem = requests.get("memory", limits.get("memory"))
-    try:
-        return (quantity.milli_value(cpu) if cpu is not None else 0,
-                quantity.value(mem) if mem is not None else 0)
-    except ValueError:
-        return 0, 0
-
-
-@dataclass(frozen=True, slots=True)
-class PodRequest:
-    """What the filters need to know about a pod, computed once per attempt."""
-
-    node_selector: Mapping[str, str]
-    affinity_terms: tuple[Mapping[str, Any], ...] | None  # None: no required node affinity
-    tolerations: tuple[Mapping[str, Any], ...]
-    milli_cpu: int
-    memory: int
-    nonzero_milli_cpu: int
-    nonzero_memory: int
-
-    @classmethod
-    def of(cls, pod: Mapping[str, Any]) -> PodRequest:
-        spec = pod.get("spec") or {}
-        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution")
-        terms = None if required is None else tuple(required.get("nodeSelectorTerms") or ())
-        # Effective request: regular containers and sidecars run together; an init container runs
-        # alone, so the pod needs the larger of the two (resource.PodRequests, simplified).
-        cpu = mem = nz_cpu = nz_mem = 0
-        init_cpu = init_mem = 0
-        for c in spec.get("containers") or ():
-            c_cpu, c_mem = _resources(c)
-            cpu, mem = cpu + c_cpu, mem + c_mem
-            nz_cpu += c_cpu or _DEFAULT_MILLI_CPU
-            nz_mem += c_mem or _DEFAULT_MEMORY
-        for c in spec.get("initContainers") or ():
-            c_cpu, c_mem = _resources(c)
-            if c.get("restartPolicy") == "Always":
-                cpu, mem = cpu + c_cpu, mem + c_mem
-            else:
-                init_cpu, init_mem = max(init_cpu, c_cpu), max(init_mem, c_mem)
-        overhead = spec.get("overhead") or {}
-        o_cpu = quantity.milli_value(overhead["cpu"]) if "cpu" in overhead else 0
-        o_mem = quantity.value(overhead["memory"]) if "memory" in overhead else 0
-        return cls(
-            node_selector=spec.get("nodeSelector") or {},
-            affinity_terms=terms,
-            tolerations=tuple(spec.get("tolerations") or ()),
-            milli_cpu=max(cpu, init_cpu) + o_cpu,
-            memory=max(mem, init_mem) + o_mem,
-            nonzero_milli_cpu=max(nz_cpu, init_cpu) + o_cpu,
-            nonzero_memory=max(nz_mem, init_mem) + o_mem,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
-    """The scheduling-relevant view of a Node."""
-
-    name: str
-    labels: Mapping[str, str]
-    taints: tuple[Mapping[str, Any], ...]  # including a synthesized not-ready/unreachable taint
-    unschedulable: bool
-    milli_cpu: int
-    memory: int
-    pods: int
-
-    @classmethod
-    def of(cls, node: Mapping[str, Any]) -> NodeInfo:
-        m = meta(node)
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
-        alloc = status.get("allocatable") or status.get("capacity") or {}
-        node_taints = list(spec.get("taints") or ())
-        ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
-        ready_status = ready.get("status") if ready else None
-        if ready_status != "True":
-            # The node lifecycle controller taints such nodes; the sim may run without it.
-            key = taints.TAINT_NODE_NOT_READY if ready_status == "False" else taints.TAINT_NODE_UNREACHABLE
-            if not any(t.get("key") == key and t.get("effect") == taints.EFFECT_NO_SCHEDULE for t in node_taints):
-                node_taints.append({"key": key, "effect": taints.EFFECT_NO_SCHEDULE})
-
-        def _q(name: str, fn: Callable[[Any], int]) -> int:
-            try:
-                return fn(alloc[name]) if name in alloc else 0
-            except ValueError:
-                return 0
-
-        return cls(
-            name=str(m.get("name", "")),
-            labels=m.get("labels") or {},
-            taints=tuple(node_taints),
-            unschedulable=bool(spec.get("unschedulable")),
-            milli_cpu=_q("cpu", quantity.milli_value),
-            memory=_q("memory", quantity.value),
-            pods=_q("pods", quantity.value),
-        )
-
-
-@dataclass(slots=True)
-class Usage:
-    """What the pods bound to one node request."""
-
-    milli_cpu: int = 0
-    memory: int = 0
-    pods: int = 0
-    nonzero_milli_cpu: int = 0
-    nonzero_memory: int = 0
-
-    def add(self, req: PodRequest, sign: int = 1) -> None:
-        self.milli_cpu += sign * req.milli_cpu
-        self.memory += sign * req.memory
-        self.pods += sign
-        self.nonzero_milli_cpu += sign * req.nonzero_milli_cpu
-        self.nonzero_memory += sign * req.nonzero_memory
-
-
-_UNRESOLVABLE = "unresolvable"  # preemption cannot help (taints, affinity, unschedulable)
-_RESOLVABLE = "resolvable"  # freeing resources could help
-
-
-def filter_node(req: PodRequest, node: NodeInfo, usage: Usage) -> tuple[list[str], str]:
-    """The reasons ``node`` cannot take the pod (empty if it can) and whether preemption could help."""
-    unschedulable_tol = {"key": taints.TAINT_NODE_UNSCHEDULABLE, "effect": taints.EFFECT_NO_SCHEDULE}
-    if node.unschedulable and not any(taints.tolerates(t, unschedulable_tol) for t in req.tolerations):
-        return [REASON_UNSCHEDULABLE], _UNRESOLVABLE
-    bad = taints.find_untolerated_taint(req.tolerations, node.taints)
-    if bad is not None:
-        return [f"node(s) had untolerated taint {{{bad.get('key', '')}: {bad.get('value', '')}}}"], _UNRESOLVABLE
-    if any(node.labels.get(k) != v for k, v in req.node_selector.items()) or (
-        req.affinity_terms is not None and not match_node_selector_terms(req.affinity_terms, node.name, node.labels)
-    ):
-        return [REASON_AFFINITY], _UNRESOLVABLE
-    reasons = []
-    if usage.pods + 1 > node.pods:
-        reasons.append(REASON_TOO_MANY_PODS)
-    if req.milli_cpu and usage.milli_cpu + req.milli_cpu > node.milli_cpu:
-        reasons.append("Insufficient cpu")
-    if req.memory and usage.memory + req.memory > node.memory:
-        reasons.append("Insufficient memory")
-    return reasons, _RESOLVABLE
-
-
-def score_node(req: PodRequest, node: NodeInfo, usage: Usage) -> float:
-    """LeastAllocated: the mean share of cpu and memory left free once the pod is placed (0..100)."""
-    def free(alloc: int, used: int) -> float:
-        return 0.0 if alloc <= 0 or used > alloc else (alloc - used) * 100.0 / alloc
-    return (free(node.milli_cpu, usage.nonzero_milli_cpu + req.nonzero_milli_cpu)
-            + free(node.memory, usage.nonzero_memory + req.nonzero_memory)) / 2
-
-
-def fit_error_message(num_nodes: int, failures: Mapping[str, tuple[list[str], str]]) -> str:
-    """kube-scheduler's FitError text, with the default preemption plugin's post-filter message."""
-    if num_nodes == 0:
-        return "no nodes available to schedule pods"
-    histogram: Counter[str] = Counter()
-    for reasons, _ in failures.values():
-        histogram.update(reasons)
-    parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-    message = f"0/{num_nodes} nodes are available: {', '.join(parts)}."
-    preemption: Counter[str] = Counter(
-        PREEMPTION_NOT_HELPFUL if kind == _UNRESOLVABLE else PREEMPTION_NO_VICTIMS for _, kind in failures.values()
-    )
-    pre = sorted(f"{count} {reason}" for reason, count in preemption.items())
-    return f"{message} preemption: 0/{num_nodes} nodes are available: {', '.join(pre)}."
-
-
-def is_schedulable_candidate(pod: Mapping[str, Any], scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> bool:
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    return (
-        not spec.get("nodeName")
-        and (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) == scheduler_name
-        and not meta(pod).get("deletionTimestamp")
-        and status.get("phase") not in ("Succeeded", "Failed")
-    )
-
-
-def _is_bound_and_active(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded", "Failed")
 
 
 # --------------------------------------------------------------------------- the actor
@@ -494,7 +125,7 @@ class Scheduler:
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         m = meta(pod)
         key, uid = key_of(pod), str(m.get("uid", ""))
-        if kind != "DELETED" and _is_bound_and_active(pod):
+        if kind != "DELETED" and is_bound_and_active(pod):
             self._account(uid, str(pod["spec"]["nodeName"]), pod, assumed=False)
         elif (kind == "DELETED" or not is_schedulable_candidate(pod, self._name)
               or not self._is_assumed(uid)) and self._unaccount(uid):
@@ -662,9 +293,5 @@ class Scheduler:
             await self._event(pod, "Warning", "FailedScheduling", message)
 
     async def _event(self, pod: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        ev = event_object(pod, event_type, reason, message, DEFAULT_SCHEDULER_NAME, self._clock.now(),
-                          next(self._seq))
-        try:
-            self._api.create(EVENTS, ev, namespace=ev["metadata"]["namespace"])
-        except Exception as exc:  # events are best effort, as client-go's recorder
-            log.debug("event dropped", reason=reason, error=str(exc))
+        record(self._api, event_object(pod, event_type, reason, message, DEFAULT_SCHEDULER_NAME, self._clock.now(),
+                                       next(self._seq)))

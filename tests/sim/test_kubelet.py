@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from controller_manager.api.meta import parse_time
+from controller_manager.api.meta import format_time, parse_time
 from controller_manager.api.resources import EVENTS, LEASES, NODES, PODS
 from controller_manager.clock import FakeClock
 from controller_manager.sim.apiserver import ApiServer
-from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager, normalize_image
+from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
 
 P = "sim.controller-manager.io/"
 CONFIG = KubeletConfig(node_status_update_frequency=10.0, node_status_report_frequency=300.0,
@@ -201,7 +201,7 @@ async def test_pod_runs_with_kubelet_status(sim: Sim) -> None:
     assert status["podIPs"] == [{"ip": status["podIP"]}]
     assert parse_time(status["startTime"]) is not None
     assert [c["type"] for c in status["conditions"]] == [
-        "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"]
+        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
     assert all(c["status"] == "True" and c["lastTransitionTime"] for c in status["conditions"])
     names = [c["name"] for c in status["containerStatuses"]]
     assert names == ["a-main", "b-side"]  # sorted by name, as the kubelet reports them
@@ -245,14 +245,15 @@ async def test_ready_after_seconds_lags_readiness(sim: Sim) -> None:
 
 
 @pytest.mark.parametrize(
-    ("policy", "code", "phase", "reason"),
+    ("policy", "code", "phase", "reason", "ready_reason"),
     [
-        pytest.param("Never", "0", "Succeeded", "Completed", id="never-success"),
-        pytest.param("Never", "3", "Failed", "Error", id="never-failure"),
-        pytest.param("OnFailure", "0", "Succeeded", "Completed", id="onfailure-success"),
+        pytest.param("Never", "0", "Succeeded", "Completed", "PodCompleted", id="never-success"),
+        pytest.param("Never", "3", "Failed", "Error", "PodFailed", id="never-failure"),
+        pytest.param("OnFailure", "0", "Succeeded", "Completed", "PodCompleted", id="onfailure-success"),
     ],
 )
-async def test_run_seconds_ends_the_pod(sim: Sim, policy: str, code: str, phase: str, reason: str) -> None:
+async def test_run_seconds_ends_the_pod(sim: Sim, policy: str, code: str, phase: str, reason: str,
+                                        ready_reason: str) -> None:
     sim.create_pod("job", annotations={"run-seconds": "2", "exit-code": code}, restart_policy=policy)
     await eventually(lambda: sim.phase("job") == "Running")
     await sim.advance(2)
@@ -261,7 +262,7 @@ async def test_run_seconds_ends_the_pod(sim: Sim, policy: str, code: str, phase:
     assert terminated["exitCode"] == int(code)
     assert terminated["reason"] == reason
     assert sim.condition("job", "Ready") == "False"
-    assert next(c for c in sim.status("job")["conditions"] if c["type"] == "Ready")["reason"] == "PodCompleted"
+    assert next(c for c in sim.status("job")["conditions"] if c["type"] == "Ready")["reason"] == ready_reason
     await sim.advance(10)
     assert sim.phase("job") == phase  # terminal: nothing restarts
 
@@ -345,13 +346,211 @@ async def test_pods_of_other_nodes_are_left_alone(sim: Sim) -> None:
     assert "containerStatuses" not in sim.status("elsewhere")
 
 
+# ----------------------------------------------------------------------------- the whole status, stage by stage
+
+
+def cond(ctype: str, status: str, since: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None, "lastTransitionTime": since}
+    if reason:
+        out["reason"] = reason
+    if message:
+        out["message"] = message
+    return out
+
+
+async def test_full_status_at_every_stage_of_a_crashing_pod(sim: Sim) -> None:
+    """Exactly what the real kubelet shows, and nothing left over from an earlier stage (a Ready=True that
+    still carried ContainersNotReady's reason and message was the bug this pins down)."""
+    t0 = sim.clock.now()
+
+    def at(offset: float) -> str:
+        return format_time(t0 + offset)
+
+    created = sim.create_pod("web", annotations={"start-seconds": "2", "ready-after-seconds": "3", "run-seconds": "5",
+                                                 "exit-code": "1"})
+    uid = created["metadata"]["uid"]
+    host_ip = sim.api.get(NODES, None, "node-1")["status"]["addresses"][0]["address"]
+    unready = "containers with unready status: [app]"
+    base = {"hostIP": host_ip, "hostIPs": [{"ip": host_ip}]}
+
+    # Pending: the sandbox is being made, the container waits in ContainerCreating with the spec's image.
+    await eventually(lambda: "containerStatuses" in sim.status("web"))
+    assert sim.status("web") == {
+        "phase": "Pending",
+        "conditions": [cond("PodReadyToStartContainers", "False", at(0)), cond("Initialized", "True", at(0)),
+                       cond("Ready", "False", at(0), "ContainersNotReady", unready),
+                       cond("ContainersReady", "False", at(0), "ContainersNotReady", unready),
+                       cond("PodScheduled", "True", at(0))],
+        **base,
+        "startTime": at(0),
+        "containerStatuses": [{"name": "app", "state": {"waiting": {"reason": "ContainerCreating"}}, "lastState": {},
+                               "ready": False, "restartCount": 0, "image": "nginx:1.27", "imageID": "",
+                               "started": False}],
+        "qosClass": "BestEffort",
+    }
+
+    # Running, not yet ready.
+    await sim.advance(2)
+    await eventually(lambda: sim.phase("web") == "Running")
+    status = sim.status("web")
+    first = status["containerStatuses"][0]
+    image_id, first_id = first["imageID"], first["containerID"]
+    assert image_id.startswith("docker.io/library/nginx@sha256:")
+    assert first_id.startswith("containerd://")
+    pod_ip = status["podIP"]
+    base = {**base, "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "startTime": at(0)}
+    running = {"name": "app", "image": "docker.io/library/nginx:1.27", "imageID": image_id}
+    assert status == {
+        "phase": "Running",
+        "conditions": [cond("PodReadyToStartContainers", "True", at(2)), cond("Initialized", "True", at(0)),
+                       cond("Ready", "False", at(0), "ContainersNotReady", unready),
+                       cond("ContainersReady", "False", at(0), "ContainersNotReady", unready),
+                       cond("PodScheduled", "True", at(0))],
+        **base,
+        "containerStatuses": [{**running, "state": {"running": {"startedAt": at(2)}}, "lastState": {}, "ready": False,
+                               "restartCount": 0, "containerID": first_id, "started": True}],
+        "qosClass": "BestEffort",
+    }
+
+    # Ready: the conditions turn True and carry neither reason nor message.
+    await sim.advance(3)
+    await eventually(lambda: sim.condition("web", "Ready") == "True")
+    ready_conditions = [cond("PodReadyToStartContainers", "True", at(2)), cond("Initialized", "True", at(0)),
+                        cond("Ready", "True", at(5)), cond("ContainersReady", "True", at(5)),
+                        cond("PodScheduled", "True", at(0))]
+    assert sim.status("web") == {
+        "phase": "Running", "conditions": ready_conditions, **base,
+        "containerStatuses": [{**running, "state": {"running": {"startedAt": at(2)}}, "lastState": {}, "ready": True,
+                               "restartCount": 0, "containerID": first_id, "started": True}],
+        "qosClass": "BestEffort",
+    }
+
+    # The container exits 1 after 5 s: CrashLoopBackOff, the dead run in lastState.
+    await sim.advance(2)
+    await eventually(lambda: "waiting" in sim.container("web")["state"])
+    dead = {"exitCode": 1, "reason": "Error", "startedAt": at(2), "finishedAt": at(7), "containerID": first_id}
+    assert sim.status("web") == {
+        "phase": "Running",
+        "conditions": [cond("PodReadyToStartContainers", "True", at(2)), cond("Initialized", "True", at(0)),
+                       cond("Ready", "False", at(7), "ContainersNotReady", unready),
+                       cond("ContainersReady", "False", at(7), "ContainersNotReady", unready),
+                       cond("PodScheduled", "True", at(0))],
+        **base,
+        "containerStatuses": [{**running, "state": {"waiting": {
+            "reason": "CrashLoopBackOff",
+            "message": f"back-off 1s restarting failed container=app pod=web_default({uid})"}},
+            "lastState": {"terminated": dead}, "ready": False, "restartCount": 0, "containerID": first_id,
+            "started": False}],
+        "qosClass": "BestEffort",
+    }
+
+    # Restarted after the back-off: a new container, restartCount 1, the old run still in lastState.
+    await sim.advance(CONFIG.crash_loop_base, step=1.0)
+    await eventually(lambda: "running" in sim.container("web")["state"])
+    second = sim.container("web")
+    assert second["containerID"] != first_id
+    assert sim.status("web")["containerStatuses"] == [
+        {**running, "state": {"running": {"startedAt": at(8)}}, "lastState": {"terminated": dead}, "ready": False,
+         "restartCount": 1, "containerID": second["containerID"], "started": True}]
+    await sim.advance(3)
+    await eventually(lambda: sim.condition("web", "Ready") == "True")
+    assert sim.status("web")["conditions"] == [
+        cond("PodReadyToStartContainers", "True", at(2)), cond("Initialized", "True", at(0)),
+        cond("Ready", "True", at(11)), cond("ContainersReady", "True", at(11)), cond("PodScheduled", "True", at(0))]
+
+
 @pytest.mark.parametrize(
-    ("image", "normal"),
-    [pytest.param("nginx", "docker.io/library/nginx:latest", id="bare"),
-     pytest.param("nginx:1.27", "docker.io/library/nginx:1.27", id="tag"),
-     pytest.param("bitnami/redis", "docker.io/bitnami/redis:latest", id="user"),
-     pytest.param("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.9", id="registry"),
-     pytest.param("localhost:5000/app", "localhost:5000/app:latest", id="registry-port")],
+    ("code", "phase", "reason", "initialized"),
+    [pytest.param("0", "Succeeded", "Completed", cond("Initialized", "True", "T0", "PodCompleted"), id="succeeded"),
+     pytest.param("2", "Failed", "Error", cond("Initialized", "True", "T0"), id="failed")],
 )
-def test_normalize_image(image: str, normal: str) -> None:
-    assert normalize_image(image) == normal
+async def test_full_status_of_a_finished_pod(sim: Sim, code: str, phase: str, reason: str,
+                                             initialized: dict[str, Any]) -> None:
+    t0 = sim.clock.now()
+    sim.create_pod("task", annotations={"run-seconds": "4", "exit-code": code}, restart_policy="Never",
+                   init=("setup",))
+    await eventually(lambda: sim.phase("task") == "Running")
+    status = sim.status("task")
+    cid = status["containerStatuses"][0]["containerID"]
+    init = status["initContainerStatuses"]
+    await sim.advance(4)
+    await eventually(lambda: sim.phase("task") == phase)
+    status = sim.status("task")
+    ts, te = format_time(t0), format_time(t0 + 4)
+    terminal = "PodCompleted" if phase == "Succeeded" else "PodFailed"
+    assert status["conditions"] == [cond("PodReadyToStartContainers", "False", te),
+                                    {**initialized, "lastTransitionTime": ts},
+                                    cond("Ready", "False", te, terminal),
+                                    cond("ContainersReady", "False", te, terminal),
+                                    cond("PodScheduled", "True", ts)]
+    assert status["containerStatuses"] == [{
+        "name": "app",
+        "state": {"terminated": {"exitCode": int(code), "reason": reason, "startedAt": ts, "finishedAt": te,
+                                 "containerID": cid}},
+        "lastState": {}, "ready": False, "restartCount": 0, "image": "docker.io/library/nginx:1.27",
+        "imageID": status["containerStatuses"][0]["imageID"], "containerID": cid, "started": False}]
+    assert status["initContainerStatuses"] == init
+    assert init[0]["state"]["terminated"]["reason"] == "Completed"
+    assert init[0]["ready"] is True
+    assert status["podIP"]
+    assert status["startTime"] == ts
+
+
+async def test_init_containers_hold_the_pod_initializing(sim: Sim) -> None:
+    sim.create_pod("init", annotations={"start-seconds": "5"}, init=("a-setup", "b-migrate"))
+    await eventually(lambda: "initContainerStatuses" in sim.status("init"))
+    status = sim.status("init")
+    initialized = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    assert initialized["status"] == "False"
+    assert initialized["reason"] == "ContainersNotInitialized"
+    assert initialized["message"] == "containers with incomplete status: [a-setup b-migrate]"
+    assert [c["state"] for c in status["initContainerStatuses"]] == [{"waiting": {"reason": "PodInitializing"}}] * 2
+    assert status["containerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+    await sim.advance(5)
+    await eventually(lambda: sim.condition("init", "Initialized") == "True")
+    initialized = next(c for c in sim.status("init")["conditions"] if c["type"] == "Initialized")
+    assert "reason" not in initialized
+    assert "message" not in initialized
+
+
+async def test_readiness_gate_holds_ready_and_foreign_conditions_stay_first(sim: Sim) -> None:
+    spec = {"nodeName": "node-1", "containers": [{"name": "app", "image": "nginx:1.27"}],
+            "readinessGates": [{"conditionType": "example.com/lb"}]}
+    sim.api.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lb", "namespace": "default"},
+                          "spec": spec})
+    await eventually(lambda: sim.condition("lb", "ContainersReady") == "True")
+    ready = next(c for c in sim.status("lb")["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False"
+    assert ready["reason"] == "ReadinessGatesNotReady"
+    assert ready["message"] == 'corresponding condition of pod readiness gate "example.com/lb" does not exist.'
+    gate = {"type": "example.com/lb", "status": "False", "lastProbeTime": None,
+            "lastTransitionTime": format_time(sim.clock.now())}
+    sim.api.patch(PODS, "default", "lb", {"status": {"conditions": [gate]}}, "strategic", subresource="status")
+    await eventually(lambda: "is not" in next(c for c in sim.status("lb")["conditions"]
+                                              if c["type"] == "Ready").get("message", ""))
+    assert next(c for c in sim.status("lb")["conditions"] if c["type"] == "Ready")["message"] == (
+        'the status of pod readiness gate "example.com/lb" is not "True", but False')
+    sim.api.patch(PODS, "default", "lb", {"status": {"conditions": [{**gate, "status": "True"}]}}, "strategic",
+                  subresource="status")
+    await eventually(lambda: sim.condition("lb", "Ready") == "True")
+    conditions = sim.status("lb")["conditions"]
+    assert [c["type"] for c in conditions] == ["example.com/lb", "PodReadyToStartContainers", "Initialized", "Ready",
+                                               "ContainersReady", "PodScheduled"]
+    assert "reason" not in conditions[3]
+    assert "message" not in conditions[3]
+
+
+async def test_resumed_kubelet_puts_back_what_others_wrote_over_its_fields(sim: Sim) -> None:
+    sim.create_pod("steady")
+    await eventually(lambda: sim.condition("steady", "Ready") == "True")
+    sim.annotate_node("node-1", "stopped")
+    await eventually(lambda: sim.kubelets.is_stopped("node-1"))
+    # What the node lifecycle controller does to the pods of a node that stopped reporting.
+    sim.api.patch(PODS, "default", "steady", {"status": {"conditions": [
+        {"type": "Ready", "status": "False", "lastProbeTime": None,
+         "lastTransitionTime": format_time(sim.clock.now())}]}}, "strategic", subresource="status")
+    assert sim.condition("steady", "Ready") == "False"
+    sim.annotate_node("node-1", "running")
+    await eventually(lambda: sim.condition("steady", "Ready") == "True")
+    ready = next(c for c in sim.status("steady")["conditions"] if c["type"] == "Ready")
+    assert set(ready) == {"type", "status", "lastProbeTime", "lastTransitionTime"}

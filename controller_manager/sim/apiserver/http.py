@@ -225,8 +225,8 @@ class _Handlers:
             await resp.write_eof()
             return resp
         self.watchers.add(watcher)
+        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         try:
-            resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
             resp.enable_chunked_encoding()
             await resp.prepare(request)
             first = True
@@ -258,8 +258,10 @@ class _Handlers:
             with contextlib.suppress(ConnectionResetError):
                 await resp.write_eof()
             return resp
-        except (ConnectionResetError, asyncio.CancelledError):
-            raise
+        except ConnectionResetError:
+            # The watcher went away mid-write (closed its stream, or its process died): the watch just ends.
+            # Raising would make aiohttp log "Error handling request" with a traceback for a normal event.
+            return resp
         finally:
             watcher.close()
             self.watchers.discard(watcher)

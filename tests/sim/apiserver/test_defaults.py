@@ -237,3 +237,56 @@ def test_job_selector_defaults_keep_user_labels_and_manual_selector() -> None:
     assert out["metadata"]["labels"] == {"team": "a"}
     manual = {"metadata": {"name": "pi"}, "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}}}}
     assert job_selector_defaults(manual, "u") == manual
+
+
+# ----------------------------------------------------------------------------- copying: cheap, but never shared
+
+
+def _rich_pod() -> dict[str, Any]:
+    pod = _pod(tolerations=[{"operator": "Exists"}], volumes=[{"name": "v"}])
+    pod["spec"]["containers"][0].update({"resources": {"limits": {"cpu": "1"}}, "ports": [{"containerPort": 80}],
+                                         "readinessProbe": {"httpGet": {"port": 80}}})
+    return pod
+
+
+def _all_containers(value: Any) -> list[int]:
+    """The ids of every dict and list inside ``value``."""
+    if isinstance(value, dict):
+        return [id(value), *(i for v in value.values() for i in _all_containers(v))]
+    if isinstance(value, list):
+        return [id(value), *(i for v in value for i in _all_containers(v))]
+    return []
+
+
+def test_output_shares_nothing_with_the_input() -> None:
+    pod = _rich_pod()
+    before = copy.deepcopy(pod)
+    out = apply_defaults(PODS, pod)
+    assert pod == before  # the input is untouched
+    assert not set(_all_containers(out)) & set(_all_containers(pod))  # and nothing of it lives on in the output
+    pod["spec"]["containers"][0]["ports"][0]["containerPort"] = 1
+    assert out["spec"]["containers"][0]["ports"][0]["containerPort"] == 80
+
+
+def test_owned_objects_are_defaulted_in_place() -> None:
+    pod = _rich_pod()
+    want = apply_defaults(PODS, pod)
+    out = apply_defaults(PODS, pod, owned=True)
+    assert out is pod
+    assert out == want
+
+
+def test_objects_json_cannot_carry_still_copy() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": 2**70}}  # beyond orjson's integers
+    out = apply_defaults(PODS, pod)
+    assert out["spec"]["containers"][0]["resources"]["requests"] == {"cpu": 2**70}
+    assert "requests" not in pod["spec"]["containers"][0]["resources"]
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Deployment", "Job", "CronJob", "Service", "ConfigMap"])
+def test_defaulting_is_idempotent(kind: str) -> None:
+    obj: dict[str, Any] = {"spec": {"template": _rich_pod(), "jobTemplate": {"spec": {"template": _rich_pod()}},
+                                    **_rich_pod()["spec"], "ports": [{"port": 80}]}}
+    once = apply_defaults(kind, obj)
+    assert apply_defaults(kind, once) == once
