@@ -99,7 +99,10 @@ def test_proportional_scaling_moves_every_replica_set_one_way(replicas: int, sur
     for rs, size in result:
         old = util.replica_set_replicas(rs)
         assert (size >= old) if operation == "up" else (size <= old)
-    assert sum(size for _, size in result) == replicas + surge
+    total = sum(size for _, size in result)
+    # Rounding can leave the leftover bigger than the ReplicaSet it lands on; upstream clamps that one at zero
+    # (sync.go scale()), and the next sync takes the rest, so the sum may stay above the target for a while.
+    assert total == replicas + surge or (result[0][1] == 0 and total > replicas + surge)
 
 
 @given(
