@@ -16,6 +16,9 @@ Guarantees of :func:`run_controller`:
 - Shutting the queue down stops intake; in-flight syncs run to completion and queued keys drain;
   then :func:`run_controller` returns. Cancelling it cancels the workers (the manager does this after
   its drain timeout).
+- ``Controller.run_background()`` (long-lived work beside the workers: a second queue, a periodic loop; none by
+  default) runs as one more task, started with the workers and cancelled once they have all returned. An
+  exception from it is logged and reported by :meth:`Controller.health`; the workers keep going.
 - Prometheus: ``controller_sync_duration_seconds{controller}`` (histogram) and
   ``controller_sync_errors_total{controller}`` (counter), on the default registry.
 """
@@ -104,6 +107,13 @@ class Controller(ABC):
     async def sync(self, key: str) -> Result | None:
         """Bring ``key``'s object to its desired state. Raise to be retried with backoff."""
 
+    async def run_background(self) -> None:
+        """Long-lived work beside the workers (extra queues, periodic loops); nothing by default.
+
+        :func:`run_controller` starts it with the workers and cancels it once they have returned (this
+        controller's queue was shut down and drained), so it must stop promptly when cancelled."""
+        return None
+
     def health(self) -> str | None:
         """None when healthy; otherwise why not (the ``/healthz/<name>`` check)."""
         if self._dead_workers:
@@ -171,6 +181,16 @@ async def _worker(controller: Controller, index: int) -> None:
         controller.log.exception("worker died", worker=index)
 
 
+async def _background(controller: Controller) -> None:
+    try:
+        await controller.run_background()
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:
+        controller._dead_workers.append(f"background: {type(err).__name__}: {err}")
+        controller.log.exception("background task died")
+
+
 async def run_controller(controller: Controller, workers: int) -> None:
     """Run ``workers`` workers on ``controller``'s queue until it is shut down and drained."""
     if workers < 1:
@@ -178,7 +198,10 @@ async def run_controller(controller: Controller, workers: int) -> None:
     controller.log.info("starting workers", workers=workers)
     try:
         async with asyncio.TaskGroup() as tg:
-            for i in range(workers):
-                tg.create_task(_worker(controller, i), name=f"{controller.name}/worker-{i}")
+            background = tg.create_task(_background(controller), name=f"{controller.name}/background")
+            running = [tg.create_task(_worker(controller, i), name=f"{controller.name}/worker-{i}")
+                       for i in range(workers)]
+            await asyncio.wait(running)
+            background.cancel()
     finally:
         controller.log.info("workers stopped")
