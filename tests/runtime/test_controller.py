@@ -285,3 +285,60 @@ async def test_context_queue_uses_injected_clock() -> None:
     clock.advance(30)
     assert len(c.queue) == 1
     c.queue.shut_down()
+
+
+class BackgroundController(TinyController):
+    """A controller with background work beside its workers (the garbage collector's shape)."""
+
+    def __init__(self, ctx: ControllerContext, fn: SyncFn, background: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(ctx, fn)
+        self._background = background
+
+    async def run_background(self) -> None:
+        await self._background()
+
+
+def make_background(background: Callable[[], Awaitable[None]], name: str) -> BackgroundController:
+    async def fn(key: str) -> Result | None:
+        return None
+
+    ctx = ControllerContext(client=None, informers=None, clock=FakeClock(),  # type: ignore[arg-type]
+                            events=None, options={})  # type: ignore[arg-type]
+    cls = type("Bg", (BackgroundController,), {"name": name})
+    return cls(ctx, fn, background)  # type: ignore[no-any-return]
+
+
+async def test_background_work_runs_beside_the_workers_and_is_cancelled_after_them() -> None:
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def background() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    c = make_background(background, "tiny-background")
+    runner = asyncio.create_task(run_controller(c, 1), name="runner")
+    await asyncio.wait_for(started.wait(), DEADLINE)
+    c.queue.add("ns/a")
+    await eventually(lambda: c.calls == ["ns/a"])
+    assert not cancelled.is_set()
+    await stop(c, runner)
+    assert cancelled.is_set()
+    assert c.health() is None
+
+
+async def test_background_failure_is_reported_by_health_and_workers_keep_going() -> None:
+    async def background() -> None:
+        raise RuntimeError("graph processor broke")
+
+    c = make_background(background, "tiny-background-fails")
+    runner = asyncio.create_task(run_controller(c, 1), name="runner")
+    await eventually(lambda: c.health() is not None, "unhealthy")
+    assert "graph processor broke" in (c.health() or "")
+    c.queue.add("ns/b")
+    await eventually(lambda: c.calls == ["ns/b"])
+    await stop(c, runner)
