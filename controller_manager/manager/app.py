@@ -8,6 +8,8 @@ start each controller's workers (``--concurrent-*-syncs``).
 
 Guarantees:
 - Every long-lived coroutine is a named task in one ``asyncio.TaskGroup`` owned by :meth:`Manager.run`.
+- Lease renewals and delegated auth reviews each go through their own ApiClient (own rate limiter), as
+  upstream gives them their own clientsets: controllers saturating ``--kube-api-qps`` never delay them.
 - SIGTERM/SIGINT: stop intake (every controller queue is shut down), let in-flight syncs finish for up to
   ``DRAIN_TIMEOUT`` seconds (naming the controllers that hung), stop informers and flush events, release
   the Lease, stop serving, close the client; exit code 0. A second signal exits at once with 1.
@@ -47,6 +49,10 @@ API_SERVER_WAIT = 10.0  # seconds, as upstream's WaitForAPIServer
 API_SERVER_POLL = 1.0
 DRAIN_TIMEOUT = 10.0
 EVENT_COMPONENT = "controller-manager"  # source.component of the Events the manager itself writes
+# Upstream's delegated authn/authz clients: "set high qps/burst limits since this will effectively limit API
+# server responsiveness" (k8s.io/apiserver DelegatingAuthenticationOptions).
+AUTH_CLIENT_QPS = 200.0
+AUTH_CLIENT_BURST = 400
 
 
 class StartupError(Exception):
@@ -86,6 +92,11 @@ class Manager:
         self.checks = HealthChecks()
         self.probe = LoopLagProbe()
         self.client: ApiClient | None = None
+        # Own clients, so own rate limiters, as upstream builds a "leader-election" clientset and the delegated
+        # auth clients apart from the controllers': a burst of pod creates queued in the controllers' token
+        # bucket must never delay a lease renewal past the renew deadline (the process would exit) nor a scrape.
+        self.election_client: ApiClient | None = None
+        self.auth_client: ApiClient | None = None
         self.server: SecureServer | None = None
         self.campaign: Campaign | None = None
         self.factory: SharedInformerFactory | None = None
@@ -161,7 +172,9 @@ class Manager:
         self.events = EventBroadcaster(self.client, self.clock, host=socket.gethostname())
         self._spawn(tg, self.events.run(), "event-broadcaster")
         if opts.leader_elect:
-            self.campaign = start_campaign(self.client, opts, self.clock, self.events.recorder(EVENT_COMPONENT))
+            assert self.election_client is not None
+            self.campaign = start_campaign(self.election_client, opts, self.clock,
+                                           self.events.recorder(EVENT_COMPONENT))
             self.checks.add("leaderElection", self.campaign.health)
             self._spawn(tg, self._campaign(self.campaign), "leader-election")
             self.log.info("waiting to acquire the lease", lease=f"{opts.leader_elect_resource_namespace}/"
@@ -188,6 +201,8 @@ class Manager:
         if opts.master:
             config.host = opts.master.rstrip("/")
         self.client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock)
+        self.election_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock)
+        self.auth_client = ApiClient(config, qps=AUTH_CLIENT_QPS, burst=AUTH_CLIENT_BURST, clock=self.clock)
         version = await self._wait_for_api_server(config)
         self.log.info("connected to the API server", host=config.host, version=version.get("gitVersion"))
 
@@ -226,12 +241,12 @@ class Manager:
         if opts.secure_port == 0:
             self.log.info("secure serving disabled (--secure-port=0)")
             return
-        assert self.client is not None
+        assert self.auth_client is not None
         try:
             tls = server_ssl_context(opts.tls_cert_file, opts.tls_private_key_file)
         except (OSError, ValueError) as exc:
             raise StartupError(f"failed to load the serving certificate: {exc}") from None
-        auth = DelegatingAuth(self.client, always_allow_paths=opts.authorization_always_allow_paths,
+        auth = DelegatingAuth(self.auth_client, always_allow_paths=opts.authorization_always_allow_paths,
                               clock=self.clock, logger=get_logger("authn"))
         self.server = SecureServer(host=opts.bind_address, port=opts.secure_port, ssl_context=tls, auth=auth,
                                    checks=self.checks, role=lambda: self.role, logger=get_logger("serving"))
@@ -314,9 +329,11 @@ class Manager:
         if self.server is not None:
             await self.server.stop()
             self.server = None
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
+        for attr in ("client", "election_client", "auth_client"):
+            client: ApiClient | None = getattr(self, attr)
+            if client is not None:
+                await client.close()
+                setattr(self, attr, None)
 
     # --- helpers ----------------------------------------------------------------------------------------
 
