@@ -33,6 +33,7 @@ from typing import Any
 from controller_manager import __version__
 from controller_manager.client import ApiClient, ApiConnectionError, ApiError, ConfigError, load_config
 from controller_manager.clock import Clock, RealClock
+from controller_manager.manager import gctuning
 from controller_manager.manager.auth import DelegatingAuth
 from controller_manager.manager.certs import server_ssl_context
 from controller_manager.manager.health import HealthChecks, LoopLagProbe
@@ -274,6 +275,7 @@ class Manager:
         if not await self._until_stopped(self.factory.wait_for_cache_sync()):
             return
         self._synced = True
+        gctuning.freeze_cache()  # the synced caches are long-lived: keep them out of every later collection
         self.log.info("informer caches synced")
         for ctrl in self.controllers:
             workers = ctrl.workers()

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from controller_manager.manager import gctuning
 from controller_manager.manager.logging import configure_logging
 from controller_manager.manager.options import OptionsError, parse_options
 from controller_manager.manager.registry import UnknownControllersError, default_registry
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"Error: {exc}\n")
         return 1
     configure_logging(options.log_format, options.v)
+    gctuning.configure()
 
     # Imported here so --help and flag errors stay fast and never touch the runtime.
     from controller_manager.manager.app import Manager

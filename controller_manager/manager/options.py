@@ -375,9 +375,11 @@ def build_parser(
             if flag.convert is _BOOL:
                 kwargs["nargs"] = "?"
                 kwargs["const"] = True  # a bare --leader-elect means true
+            names = [f"--{flag.name}"]
             if flag.name == "log-format":
                 kwargs["choices"] = ("json", "text")
-            group.add_argument(f"--{flag.name}", **kwargs)
+                names.append("--logging-format")  # kube-controller-manager's (component-base) spelling
+            group.add_argument(*names, **kwargs)
         if title == "Logging flags":
             group.add_argument("-v", "--v", dest="v", type=_INT, default="0", metavar="Level",
                                help="number for the log level verbosity: 0 info, >= 4 debug (default: 0)")

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import structlog
 from prometheus_client import Counter, Histogram
 
-from controller_manager.client import ApiClient
+from controller_manager.client import ApiClient, Conflict
 from controller_manager.clock import Clock
 from controller_manager.runtime.events import EventBroadcaster
 from controller_manager.runtime.informers import SharedInformerFactory
@@ -93,6 +93,9 @@ class Controller(ABC):
     enabled_by_default: ClassVar[bool] = True
     workers_option: ClassVar[str | None] = None  # flag giving the worker count: "concurrent-replicaset-syncs"
     default_workers: ClassVar[int] = 1
+    # Name of the work queue (the ``name`` label of the workqueue_* metrics): upstream's own queue name
+    # ("deployment", "replicaset", ...) so kube-controller-manager's dashboards and alerts keep working.
+    queue_name: ClassVar[str | None] = None
 
     queue: RateLimitingQueue[str]
 
@@ -100,7 +103,7 @@ class Controller(ABC):
         """Subclasses call this first, then take informers from ``ctx.informers`` and add handlers."""
         self.ctx = ctx
         self.log = ctx.logger.bind(controller=self.name)
-        self.queue = ctx.new_queue(self.name)
+        self.queue = ctx.new_queue(self.queue_name or self.name)
         self._dead_workers: list[str] = []
 
     @abstractmethod
@@ -149,8 +152,11 @@ async def _process(controller: Controller, key: str, duration: Histogram, errors
     except Exception as err:
         duration.observe(clock.monotonic() - started)
         errors.inc()
-        controller.log.error("sync failed", key=key, error=str(err) or type(err).__name__,
-                             error_type=type(err).__name__, requeues=queue.num_requeues(key))
+        # A conflict means our cache was a step behind another writer: normal under contention, retried at
+        # once with backoff, so it is worth an info line, not an error (upstream logs these at V(2)).
+        log = controller.log.info if isinstance(err, Conflict) else controller.log.error
+        log("sync failed", key=key, error=str(err) or type(err).__name__,
+            error_type=type(err).__name__, requeues=queue.num_requeues(key))
         queue.add_rate_limited(key)
         return
     duration.observe(clock.monotonic() - started)

@@ -116,6 +116,7 @@ class CronJobController(Controller):
 
     name: ClassVar[str] = "cronjob-controller"
     alias: ClassVar[str] = "cronjob"
+    queue_name: ClassVar[str | None] = "cronjob"
     workers_option: ClassVar[str | None] = "concurrent-cron-job-syncs"
     default_workers: ClassVar[int] = 5
 

@@ -98,6 +98,7 @@ class DaemonSetController(Controller):
 
     name: ClassVar[str] = "daemonset-controller"
     alias: ClassVar[str] = "daemonset"
+    queue_name: ClassVar[str | None] = "daemonset"
     workers_option: ClassVar[str | None] = "concurrent-daemonset-syncs"
     default_workers: ClassVar[int] = 2
 

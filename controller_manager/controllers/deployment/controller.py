@@ -51,6 +51,7 @@ class DeploymentController(Controller):
 
     name: ClassVar[str] = "deployment-controller"
     alias: ClassVar[str] = "deployment"
+    queue_name: ClassVar[str | None] = "deployment"
     workers_option: ClassVar[str | None] = "concurrent-deployment-syncs"
     default_workers: ClassVar[int] = 5
 

@@ -72,7 +72,7 @@ class JobController(Controller):
         super().__init__(ctx)
         # Upstream's Job queue backs off from 1 s to 1 min on sync errors (not the generic 5 ms..1000 s).
         self.queue = RateLimitingQueue(
-            self.name, rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF, MAX_JOB_API_BACKOFF),
+            "job", rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF, MAX_JOB_API_BACKOFF),
             clock=ctx.clock)
         self.pod_backoff_base = pod_backoff_base
         self.pod_backoff_max = pod_backoff_max

@@ -108,6 +108,7 @@ EVENT_COMPONENT = "node-controller"
 class NodeLifecycleController(Controller):
     name: ClassVar[str] = "node-lifecycle-controller"
     alias: ClassVar[str] = "nodelifecycle"
+    queue_name: ClassVar[str | None] = "node_lifecycle_controller"
     default_workers: ClassVar[int] = NODE_UPDATE_WORKERS
 
     def __init__(self, ctx: ControllerContext) -> None:

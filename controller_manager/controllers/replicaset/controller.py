@@ -67,6 +67,7 @@ class ReplicaSetController(Controller):
 
     name: ClassVar[str] = "replicaset-controller"
     alias: ClassVar[str] = "replicaset"
+    queue_name: ClassVar[str | None] = "replicaset"
     workers_option: ClassVar[str | None] = "concurrent-replicaset-syncs"
     default_workers: ClassVar[int] = 5
 

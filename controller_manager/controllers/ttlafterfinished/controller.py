@@ -87,6 +87,7 @@ class TTLAfterFinishedController(Controller):
 
     name: ClassVar[str] = "ttl-after-finished-controller"
     alias: ClassVar[str] = "ttl-after-finished"
+    queue_name: ClassVar[str | None] = "ttl_jobs_to_delete"
     workers_option: ClassVar[str | None] = "concurrent-ttl-after-finished-syncs"
     default_workers: ClassVar[int] = 5
 
