@@ -138,7 +138,9 @@ class GarbageCollector(Controller):
         clock = self.ctx.clock
         deadline = clock.monotonic() + timeout
         while not self.builder.is_synced():
-            if clock.monotonic() >= deadline:
+            # Give up at once when the manager is stopping (our queue shut down), as upstream's wait ends
+            # with its context: a shutdown must not sit out a whole sync period here.
+            if clock.monotonic() >= deadline or self.queue.shutting_down:
                 return False
             await clock.sleep(SYNCED_POLL_PERIOD)
         return True
