@@ -55,6 +55,17 @@ log = structlog.get_logger("controller_manager.client")
 _Items = list[dict[str, Any]]
 _Resources = list[Resource]
 
+
+def _selector_params(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+    """The ``labelSelector``/``fieldSelector`` query parameters (an empty selector is left out)."""
+    params: dict[str, str] = {}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
+    return params
+
+
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
@@ -252,11 +263,7 @@ class ApiClient:
         metadata_only: bool = False,
     ) -> dict[str, Any]:
         """One page of the collection: a List with ``items`` and ``metadata.continue``/``resourceVersion``."""
-        params: dict[str, str] = {}
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
+        params = _selector_params(label_selector, field_selector)
         if limit:
             params["limit"] = str(limit)
         if continue_token:
@@ -321,10 +328,7 @@ class ApiClient:
         params: dict[str, str] = {"watch": "true"}
         if resource_version is not None:
             params["resourceVersion"] = resource_version
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
+        params.update(_selector_params(label_selector, field_selector))
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"
         # The server ends the watch at timeoutSeconds; a read gap much longer than that means a dead peer.
@@ -419,11 +423,7 @@ class ApiClient:
         field_selector: str | None = None,
     ) -> dict[str, Any]:
         """DELETE on the collection (the ``deletecollection`` verb): every matching object, as one request."""
-        params: dict[str, str] = {}
-        if label_selector:
-            params["labelSelector"] = label_selector
-        if field_selector:
-            params["fieldSelector"] = field_selector
+        params = _selector_params(label_selector, field_selector)
         options: dict[str, Any] | None = None
         if propagation_policy:
             options = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation_policy}

@@ -19,6 +19,9 @@ Guarantees of :meth:`ControllerRefManager.claim` (upstream's ``ClaimObject`` ove
   :class:`ClaimError` (upstream's aggregate error).
 - Input objects (cache objects) are never mutated; the claimed list holds the objects as given, or
   the patched object the API server returned for adopted ones.
+
+:func:`resolve_controller_ref` is the ``resolveControllerRef`` every workload controller has: the cached owner
+a controller reference names, only if its kind and UID match (a recreated namesake is not the owner).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ __all__ = [
     "new_controller_ref",
     "owner_ref_controller_patch",
     "recheck_deletion_timestamp",
+    "resolve_controller_ref",
     "validate_controller_ref",
 ]
 
@@ -79,6 +83,18 @@ def new_controller_ref(owner: Obj, resource: Resource | None = None) -> dict[str
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def resolve_controller_ref(get: Callable[[str], Obj | None], resource: Resource, namespace: str | None,
+                           ref: Mapping[str, Any]) -> Obj | None:
+    """The object ``get`` (a cache lookup by ``namespace/name``) returns for controller reference ``ref``, if
+    ``ref`` is of ``resource``'s kind and the object still has the referenced UID; else None."""
+    if ref.get("kind") != resource.kind:
+        return None
+    owner = get(f"{namespace}/{ref.get('name')}")
+    if owner is None or meta(owner).get("uid") != ref.get("uid"):
+        return None
+    return owner
 
 
 def validate_controller_ref(ref: Mapping[str, Any] | None) -> None:

@@ -39,6 +39,7 @@ from controller_manager.api.meta import controller_ref, format_time, is_being_de
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.client.errors import AlreadyExists, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.controller_ref import resolve_controller_ref
 from controller_manager.runtime.events import object_reference
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
@@ -185,12 +186,7 @@ class CronJobController(Controller):
             self.queue.add(key_of(cj))
 
     def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        if ref.get("kind") != CRONJOBS.kind:
-            return None
-        cj = self.cron_job_informer.store.get(f"{namespace}/{ref.get('name')}")
-        if cj is None or meta(cj).get("uid") != ref.get("uid"):
-            return None
-        return cj
+        return resolve_controller_ref(self.cron_job_informer.store.get, CRONJOBS, namespace, ref)
 
     # --- sync -------------------------------------------------------------------------------------
 

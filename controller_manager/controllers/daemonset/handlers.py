@@ -22,6 +22,7 @@ from controller_manager.api.meta import controller_ref, is_being_deleted, key_of
 from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.resources import DAEMONSETS
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
+from controller_manager.runtime.controller_ref import resolve_controller_ref
 from controller_manager.runtime.informers import NODE_NAME_INDEX, Added, Deleted, Event, Updated
 
 from .placement import MalformedNode, node_should_run_daemon_pod, should_ignore_node_update
@@ -42,12 +43,7 @@ class Handlers:
 
     def resolve(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
         """The cached DaemonSet a controller reference points to, if it still has that UID."""
-        if ref.get("kind") != DAEMONSETS.kind:
-            return None
-        ds = self._ctrl.ds_informer.store.get(f"{namespace}/{ref.get('name')}")
-        if ds is None or meta(ds).get("uid") != ref.get("uid"):
-            return None
-        return ds
+        return resolve_controller_ref(self._ctrl.ds_informer.store.get, DAEMONSETS, namespace, ref)
 
     def selecting(self, obj: Obj) -> list[Obj]:
         """DaemonSets of the object's namespace whose selector matches its labels (``GetPodDaemonSets``)."""

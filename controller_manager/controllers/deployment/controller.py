@@ -30,7 +30,7 @@ from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.controllers.deployment import util
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check
+from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 
@@ -148,12 +148,7 @@ class DeploymentController(Controller):
 
     def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
         """The cached Deployment ``ref`` points to, if it still exists with that UID."""
-        if ref.get("kind") != DEPLOYMENTS.kind:
-            return None
-        d = self.d_informer.store.get(f"{namespace}/{ref.get('name')}")
-        if d is None or meta(d).get("uid") != ref.get("uid"):
-            return None
-        return d
+        return resolve_controller_ref(self.d_informer.store.get, DEPLOYMENTS, namespace, ref)
 
     def _deployments_for_replica_set(self, rs: Obj) -> list[Obj]:
         namespace = str(meta(rs).get("namespace") or "")

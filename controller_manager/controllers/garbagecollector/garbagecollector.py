@@ -129,6 +129,8 @@ class GarbageCollector(Controller):
             return
         if await self._wait_synced(self.sync_period):
             self.log.info("synced garbage collector")
+        elif self.queue.shutting_down:
+            self.log.info("stopping before the dependency graph builder synced")
         else:
             self.log.error("timed out waiting for dependency graph builder sync during GC sync")
             metrics.RESOURCES_SYNC_ERROR.inc()
@@ -178,28 +180,19 @@ class GarbageCollector(Controller):
 
     async def process_attempt_to_delete_worker(self) -> bool:
         """Take one node off ``attempt_to_delete`` and handle it; False once the queue is shut down."""
-        queue = self.builder.attempt_to_delete
-        item = await queue.get()
-        if item is None:
-            return False
-        try:
-            action = await self._guarded(self.attempt_to_delete_worker(item), item)
-            if action is Action.FORGET:
-                queue.forget(item)
-            else:
-                queue.add_rate_limited(item)
-        finally:
-            queue.done(item)
-        return True
+        return await self._process_next(self.builder.attempt_to_delete, self.attempt_to_delete_worker)
 
     async def process_attempt_to_orphan_worker(self) -> bool:
         """Take one owner off ``attempt_to_orphan`` and orphan its dependents; False once shut down."""
-        queue = self.builder.attempt_to_orphan
+        return await self._process_next(self.builder.attempt_to_orphan, self.attempt_to_orphan_worker)
+
+    async def _process_next(self, queue: RateLimitingQueue[Node], worker: Callable[[Node], Awaitable[Action]]) -> bool:
+        """One item off ``queue`` through ``worker``: forgotten on FORGET, else requeued rate-limited."""
         item = await queue.get()
         if item is None:
             return False
         try:
-            action = await self._guarded(self.attempt_to_orphan_worker(item), item)
+            action = await self._guarded(worker(item), item)
             if action is Action.FORGET:
                 queue.forget(item)
             else:

@@ -27,13 +27,14 @@ from typing import Any, ClassVar
 
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta, parse_time, split_key
 from controller_manager.api.resources import JOBS, PODS
-from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
+from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check
+from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
 from controller_manager.runtime.expectations import ControllerExpectations
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.pod_control import PodControl
+from controller_manager.runtime.selector_cache import SelectorCache
 from controller_manager.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 from .backoff import DEFAULT_POD_FAILURE_BACKOFF, MAX_POD_FAILURE_BACKOFF, BackoffStore
@@ -84,7 +85,7 @@ class JobController(Controller):
         self.pod_control = PodControl(ctx.client, self.recorder, JOBS)
         self.job_informer = ctx.informers.informer(JOBS)
         self.pod_informer = ctx.informers.informer(PODS)
-        self._selectors: dict[str, tuple[object, Selector | None]] = {}
+        self._selectors = SelectorCache()
         self.job_informer.add_handler(self._on_job)
         self.pod_informer.add_handler(self._on_pod)
 
@@ -105,16 +106,7 @@ class JobController(Controller):
 
     def selector(self, job: Obj) -> Selector | None:
         """The Job's selector, parsed once per resourceVersion; None if invalid."""
-        key, rv = key_of(job), meta(job).get("resourceVersion")
-        cached = self._selectors.get(key)
-        if cached is not None and rv is not None and cached[0] == rv:
-            return cached[1]
-        try:
-            selector: Selector | None = from_label_selector((job.get("spec") or {}).get("selector"))
-        except (InvalidSelector, TypeError, ValueError, AttributeError):
-            selector = None
-        self._selectors[key] = (rv, selector)
-        return selector
+        return self._selectors.get(job)
 
     # --- event handlers (synchronous: enqueue keys, count expectations) -------------------------------
 
@@ -152,12 +144,7 @@ class JobController(Controller):
         self.queue.add(ORPHAN_POD_PREFIX + key_of(pod))
 
     def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        if ref.get("kind") != JOBS.kind:
-            return None
-        job = self.job_informer.store.get(f"{namespace}/{ref.get('name')}")
-        if job is None or meta(job).get("uid") != ref.get("uid"):
-            return None
-        return job
+        return resolve_controller_ref(self.job_informer.store.get, JOBS, namespace, ref)
 
     def _pod_jobs(self, pod: Obj) -> list[Obj]:
         labels = meta(pod).get("labels")
@@ -306,7 +293,7 @@ class JobController(Controller):
         self.expectations.delete_expectations(key)
         self.finalizer_expectations.delete_expectations(key)
         self.pod_backoff_store.remove(key)
-        self._selectors.pop(key, None)
+        self._selectors.forget(key)
 
 
 def wire_status(status: Mapping[str, Any]) -> dict[str, Any]:

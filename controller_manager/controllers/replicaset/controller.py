@@ -35,10 +35,15 @@ from typing import Any, ClassVar
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta
 from controller_manager.api.pods import is_pod_ready, pod_key
 from controller_manager.api.resources import PODS, REPLICASETS
-from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
+from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
+from controller_manager.runtime.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+    new_controller_ref,
+    resolve_controller_ref,
+)
 from controller_manager.runtime.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
     filter_active_pods,
@@ -50,6 +55,7 @@ from controller_manager.runtime.controller_utils import (
 from controller_manager.runtime.expectations import ControllerExpectations, UIDTrackingControllerExpectations
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, PodControl, has_status_cause
+from controller_manager.runtime.selector_cache import SelectorCache
 
 from .pods import ORPHAN_INDEX, filter_claimed_pods, get_pods_to_delete, orphan_index
 from .status import calculate_status, min_ready_seconds, spec_replicas, update_replica_set_status
@@ -81,7 +87,7 @@ class ReplicaSetController(Controller):
         self.rs_informer = ctx.informers.informer(REPLICASETS)
         self.pod_informer = ctx.informers.informer(PODS, indexers={ORPHAN_INDEX: orphan_index})
         # Parsed selectors by RS key, valid while the RS's resourceVersion is unchanged (None: invalid).
-        self._selectors: dict[str, tuple[object, Selector | None]] = {}
+        self._selectors = SelectorCache()
         self.rs_informer.add_handler(self._on_replica_set)
         self.pod_informer.add_handler(self._on_pod)
 
@@ -109,7 +115,7 @@ class ReplicaSetController(Controller):
         key = key_of(rs)
         # A new RS of the same name must start without the old one's expectations.
         self.expectations.delete_expectations(key)
-        self._selectors.pop(key, None)
+        self._selectors.forget(key)
         self.queue.add(key)
 
     def _on_pod(self, event: Event) -> None:
@@ -189,25 +195,11 @@ class ReplicaSetController(Controller):
 
     def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
         """The cached ReplicaSet ``ref`` points to, if it still exists with that UID."""
-        if ref.get("kind") != REPLICASETS.kind:
-            return None
-        rs = self.rs_informer.store.get(f"{namespace}/{ref.get('name')}")
-        if rs is None or meta(rs).get("uid") != ref.get("uid"):
-            return None
-        return rs
+        return resolve_controller_ref(self.rs_informer.store.get, REPLICASETS, namespace, ref)
 
     def _selector(self, rs: Obj) -> Selector | None:
         """The RS's selector, parsed once per resourceVersion; None if it is invalid."""
-        key, rv = key_of(rs), meta(rs).get("resourceVersion")
-        cached = self._selectors.get(key)
-        if cached is not None and cached[0] == rv and rv is not None:
-            return cached[1]
-        try:
-            selector: Selector | None = from_label_selector((rs.get("spec") or {}).get("selector"))
-        except (InvalidSelector, TypeError, ValueError, AttributeError):
-            selector = None
-        self._selectors[key] = (rv, selector)
-        return selector
+        return self._selectors.get(rs)
 
     def _pod_replica_sets(self, pod: Obj) -> list[Obj]:
         """ReplicaSets of the pod's namespace whose selector matches it (``GetPodReplicaSets``)."""
@@ -276,7 +268,7 @@ class ReplicaSetController(Controller):
         if rs is None:
             self.log.debug("replica set has been deleted", key=key)
             self.expectations.delete_expectations(key)
-            self._selectors.pop(key, None)
+            self._selectors.forget(key)
             return None
 
         needs_sync = self.expectations.satisfied(key)

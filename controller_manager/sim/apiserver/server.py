@@ -113,6 +113,19 @@ def decode_continue(token: str) -> tuple[int, str]:
                                  "(version meta.k8s.io/v1)") from None
 
 
+def _request_namespace(res: Resource, meta: dict[str, Any], namespace: str | None) -> str | None:
+    """The namespace a write goes to: the URL's, else the object's, else "default" (None for a cluster-scoped
+    resource). A namespaced object's ``metadata.namespace`` is set to it; one that names another is a 400."""
+    if not res.namespaced:
+        return None
+    namespace = namespace or meta.get("namespace") or "default"
+    if meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
+                                 "on the request")
+    meta["namespace"] = namespace
+    return namespace
+
+
 class ApiServer:
     def __init__(self, clock: Clock | None = None, options: ApiServerOptions | None = None) -> None:
         self.clock: Clock = clock or RealClock()
@@ -224,14 +237,8 @@ class ApiServer:
         store = self.store(res)
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
-        if res.namespaced:
-            namespace = namespace or meta.get("namespace") or "default"
-            if meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
-                                         "on the request")
-            meta["namespace"] = namespace
-        else:
-            namespace = None
+        namespace = _request_namespace(res, meta, namespace)
+        if not res.namespaced:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
@@ -352,14 +359,7 @@ class ApiServer:
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
                                      f"({name})")
-        if res.namespaced:
-            namespace = namespace or meta.get("namespace") or "default"
-            if meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request("the namespace of the provided object does not match the namespace sent "
-                                         "on the request")
-            meta["namespace"] = namespace
-        else:
-            namespace = None
+        namespace = _request_namespace(res, meta, namespace)
         meta["name"] = name
         existing = store.get(self.key(res, namespace, name))
         if existing is None:
