@@ -80,7 +80,7 @@ class Demo:
             "--kubeconfig", str(self.kubeconfig),
             stdout=asyncio.subprocess.PIPE, stderr=log, start_new_session=True,
         )
-        self.procs.append(proc)
+        self._track(proc)
         assert proc.stdout is not None
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), 30)
@@ -100,7 +100,7 @@ class Demo:
             "--leader-elect-retry-period", "1s", "--node-monitor-grace-period", "20s",
             stdout=log, stderr=log, start_new_session=True,
         )
-        self.procs.append(proc)
+        self._track(proc)
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
@@ -115,6 +115,12 @@ class Demo:
                             return
                 await asyncio.sleep(0.2)
         raise SystemExit("demo: controller-manager did not answer /healthz in 30 s")
+
+    def _track(self, proc: asyncio.subprocess.Process) -> None:
+        """Remember a child, also in ``<workdir>/pids``, so a stuck demo can be cleaned up by hand."""
+        self.procs.append(proc)
+        with (self.workdir / "pids").open("a") as f:
+            f.write(f"{proc.pid}\n")
 
     async def kubectl(self, *args: str) -> str:
         proc = await asyncio.create_subprocess_exec(
@@ -247,12 +253,16 @@ class Demo:
 
     async def run(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "pids").unlink(missing_ok=True)
         print("starting kube-sim ...", flush=True)
         await self.start_sim()
         print(f"kube-sim ready at {self.sim_url}; starting controller-manager ...", flush=True)
         await self.start_manager()
         print("controller-manager is serving; applying deploy/examples/ with kubectl ...", flush=True)
         print(await self.kubectl("apply", "-f", str(EXAMPLES)), flush=True)
+        if not self.tty:
+            # Without a terminal the live view prints only changes, so say once how to play with the cluster.
+            print("\n".join(self.footer()), flush=True)
         config = await load_config(str(self.kubeconfig))
         started = time.monotonic()
         async with ApiClient(config, qps=0, burst=0) as client:
