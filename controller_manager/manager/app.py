@@ -97,6 +97,8 @@ class Manager:
         # auth clients apart from the controllers': a burst of pod creates queued in the controllers' token
         # bucket must never delay a lease renewal past the renew deadline (the process would exit) nor a scrape.
         self.election_client: ApiClient | None = None
+        self.client_config: Any = None
+        self.controller_clients: list[ApiClient] = []  # own clients of controllers that ask for a larger limit
         self.auth_client: ApiClient | None = None
         self.server: SecureServer | None = None
         self.campaign: Campaign | None = None
@@ -201,6 +203,7 @@ class Manager:
             raise StartupError(f"invalid configuration: {exc}") from None
         if opts.master:
             config.host = opts.master.rstrip("/")
+        self.client_config = config
         self.client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock)
         self.election_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock)
         self.auth_client = ApiClient(config, qps=AUTH_CLIENT_QPS, burst=AUTH_CLIENT_BURST, clock=self.clock)
@@ -290,7 +293,16 @@ class Manager:
         assert info.implementation is not None
         assert self.client is not None
         assert self.factory is not None
-        ctx = ControllerContext(client=self.client, informers=self.factory, clock=self.clock, events=events,
+        client = self.client
+        scale = info.implementation.client_rate_scale
+        if scale is not None:
+            # Upstream gives some controllers a client of their own with a larger limit (the namespace
+            # controller: 20x QPS, 100x burst), so emptying a namespace never waits behind everyone's traffic.
+            opts = self.options
+            client = ApiClient(self.client_config, qps=opts.kube_api_qps * scale[0],
+                               burst=int(opts.kube_api_burst * scale[1]), clock=self.clock)
+            self.controller_clients.append(client)
+        ctx = ControllerContext(client=client, informers=self.factory, clock=self.clock, events=events,
                                 options=options, logger=get_logger("controller", controller=info.name))
         try:
             ctrl = info.implementation(ctx)
@@ -331,6 +343,8 @@ class Manager:
         if self.server is not None:
             await self.server.stop()
             self.server = None
+        while self.controller_clients:
+            await self.controller_clients.pop().close()
         for attr in ("client", "election_client", "auth_client"):
             client: ApiClient | None = getattr(self, attr)
             if client is not None:

@@ -96,6 +96,9 @@ class Controller(ABC):
     # Name of the work queue (the ``name`` label of the workqueue_* metrics): upstream's own queue name
     # ("deployment", "replicaset", ...) so kube-controller-manager's dashboards and alerts keep working.
     queue_name: ClassVar[str | None] = None
+    # (qps, burst) multipliers when the controller needs its own API client with a larger rate limit than the
+    # daemon's --kube-api-qps/--kube-api-burst (upstream does this for the namespace controller); None: shared.
+    client_rate_scale: ClassVar[tuple[float, float] | None] = None
 
     queue: RateLimitingQueue[str]
 

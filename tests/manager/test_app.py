@@ -177,3 +177,32 @@ async def test_losing_the_lease_exits_non_zero(tmp_path: Path) -> None:
 def test_fake_kubeconfig_is_json(tmp_path: Path) -> None:
     path = write_kubeconfig(tmp_path / "k", "http://127.0.0.1:1")
     assert json.loads(path.read_text())["clusters"][0]["cluster"]["server"] == "http://127.0.0.1:1"
+
+
+class GreedyController(GatedController):
+    """Asks for a client of its own with a larger rate limit, as upstream's namespace controller has."""
+
+    name: ClassVar[str] = "greedy-controller"
+    alias: ClassVar[str] = "greedy"
+    client_rate_scale: ClassVar[tuple[float, float] | None] = (20.0, 100.0)
+
+
+async def test_controller_with_a_rate_scale_gets_its_own_client(kubeconfig: Path) -> None:
+    registry = Registry.with_implementations([GatedController, GreedyController])
+    options = Options(kubeconfig=str(kubeconfig), secure_port=0, leader_elect=False,
+                      controllers=("gated", "greedy"), kube_api_qps=5.0, kube_api_burst=7)
+    manager = Manager(options, registry.select(options.controllers))
+    run = asyncio.create_task(manager.run(), name="manager")
+    await _wait_for(lambda: len(GatedController.instances) == 2)
+    by_name = {c.name: c for c in GatedController.instances}
+    assert by_name["gated-controller"].ctx.client is manager.client
+    greedy_client = by_name["greedy-controller"].ctx.client
+    assert greedy_client is not manager.client
+    assert manager.controller_clients == [greedy_client]
+    limiter = greedy_client.rate_limiter
+    assert (limiter.qps, limiter.burst) == (100.0, 700)
+    for ctrl in GatedController.instances:
+        ctrl.gate.set()
+    manager.stop()
+    assert await asyncio.wait_for(run, 10) == 0
+    assert manager.controller_clients == []

@@ -66,6 +66,7 @@ class NamespaceController(Controller):
 
     name: ClassVar[str] = "namespace-controller"
     alias: ClassVar[str] = "namespace"
+    client_rate_scale: ClassVar[tuple[float, float] | None] = (20.0, 100.0)  # as upstream: QPS x20, burst x100
     workers_option: ClassVar[str | None] = "concurrent-namespace-syncs"
     default_workers: ClassVar[int] = 10
     deletion_grace_period: ClassVar[float] = NAMESPACE_DELETION_GRACE_PERIOD
