@@ -11,17 +11,16 @@ from typing import Any
 import orjson
 import pytest
 
+from bench.pods import pod_json
 from controller_manager.api.meta import key_of
 from controller_manager.api.resources import PODS
 from controller_manager.runtime.informers import Sharer, Store, compose, default_transform, strip_managed_fields
 from controller_manager.runtime.informers.informer import builtin_indexers
 from controller_manager.runtime.informers.transform import project_pod
 
-from .realistic import pod_json
-
 
 def _pod(i: int) -> dict[str, Any]:
-    parsed: dict[str, Any] = orjson.loads(pod_json(i))
+    parsed: dict[str, Any] = orjson.loads(pod_json(i, replicasets=10, nodes=20))
     return parsed
 
 
