@@ -35,6 +35,7 @@ __all__ = [
     "pod_key",
     "pod_phase",
     "pod_ready_since",
+    "split_active_and_terminating",
 ]
 
 Pod = Mapping[str, Any]
@@ -48,7 +49,7 @@ POD_UNKNOWN = "Unknown"
 
 def _status(pod: Pod) -> Mapping[str, Any]:
     status = pod.get("status")
-    return status if isinstance(status, Mapping) else {}
+    return status if type(status) is dict or isinstance(status, Mapping) else {}
 
 
 def pod_phase(pod: Pod) -> str:
@@ -64,7 +65,7 @@ def pod_key(pod: Pod) -> str:
 def get_pod_condition(pod: Pod, condition_type: str) -> Mapping[str, Any] | None:
     """The first status condition of ``condition_type`` (``podutil.GetPodCondition``), or None."""
     for cond in _status(pod).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == condition_type:
+        if (type(cond) is dict or isinstance(cond, Mapping)) and cond.get("type") == condition_type:
             return cond
     return None
 
@@ -119,6 +120,16 @@ def filter_active_pods(pods: Iterable[Pod]) -> list[Pod]:
 
 def filter_terminating_pods(pods: Iterable[Pod]) -> list[Pod]:
     return [p for p in pods if is_pod_terminating(p)]
+
+
+def split_active_and_terminating(pods: Iterable[Pod]) -> tuple[list[Pod], list[Pod]]:
+    """``(filter_active_pods(pods), filter_terminating_pods(pods))`` in one pass over the pods."""
+    active: list[Pod] = []
+    terminating: list[Pod] = []
+    for p in pods:
+        if not is_pod_terminal(p):
+            (terminating if is_being_deleted(p) else active).append(p)
+    return active, terminating
 
 
 def count_terminating_pods(pods: Iterable[Pod]) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
@@ -158,6 +158,7 @@ IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS = "in", "notin", "=", "==", "!="
 EXISTS, DOES_NOT_EXIST, GREATER_THAN, LESS_THAN = "exists", "!", "gt", "lt"
 _BINARY = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
 _ALL_OPS = (*_BINARY, EXISTS, DOES_NOT_EXIST)
+_EQUALITY_OPS = frozenset((IN, EQUALS, DOUBLE_EQUALS))
 
 
 def _go_int(text: str) -> int | None:
@@ -257,10 +258,27 @@ class Selector:
 
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False
+    # (key, value) pairs when every requirement is a single-value equality (matchLabels, the common case):
+    # matching is then a few dict lookups, on the hot path of every controller sync.
+    _pairs: tuple[tuple[str, str], ...] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if all(r.operator in _EQUALITY_OPS and len(r.values) == 1 for r in self.requirements):
+            object.__setattr__(self, "_pairs", tuple((r.key, r.values[0]) for r in self.requirements))
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
         if self.nothing:
             return False
+        pairs = self._pairs
+        if pairs is not None:
+            if not pairs:
+                return True
+            if labels is None:
+                return False
+            for key, value in pairs:  # noqa: SIM110 -- a plain loop: no generator frame on the hot path
+                if key not in labels or labels[key] != value:
+                    return False
+            return True
         ls: Mapping[str, str] = labels if labels is not None else {}
         return all(r.matches(ls) for r in self.requirements)
 

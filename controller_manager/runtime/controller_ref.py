@@ -211,13 +211,19 @@ class ControllerRefManager:
 
         def match(obj: Obj) -> bool:
             labels = meta(obj).get("labels")
-            if not self.selector.matches(labels if isinstance(labels, Mapping) else None):
+            if not self.selector.matches(labels if type(labels) is dict or isinstance(labels, Mapping) else None):
                 return False
-            return all(f(obj) for f in filters)
+            return not filters or all(f(obj) for f in filters)
 
         claimed: list[Obj] = []
         errors: list[BaseException] = []
+        owner_uid = self._owner_uid
         for obj in objects:
+            # The common case, decided without a coroutine per object: ours and still selected -> kept.
+            ref = controller_ref(obj)
+            if ref is not None and ref.get("uid") == owner_uid and match(obj):
+                claimed.append(obj)
+                continue
             try:
                 kept = await self._claim_object(obj, match)
             except Exception as err:

@@ -258,12 +258,54 @@ def _sort(facts: list[_Facts], pods: Sequence[Obj], less: Callable[[_Facts, _Fac
     return [pods[i] for i in order]
 
 
+def _time_cmp(t1: float | None, t2: float | None, uid1: str, uid2: str, now: float | None) -> int:
+    """-1/1/0 as ``_time_less`` both ways round (the times differ)."""
+    if now is None or t1 is None or t2 is None:
+        return -1 if _after_or_zero(t1, t2) else 1 if _after_or_zero(t2, t1) else 0
+    diff = _log_rank(t1, now) - _log_rank(t2, now)
+    if diff == 0:
+        return -1 if uid1 < uid2 else 1 if uid2 < uid1 else 0
+    return -1 if diff < 0 else 1
+
+
+def _ranked_cmp(a: _Facts, b: _Facts, now: float | None) -> int:
+    """``_ranked_less`` both ways in one pass: -1 when a goes first, 1 when b does, 0 when neither.
+
+    Every step of the cascade is decided by a symmetric condition, so the first step that decides
+    ``less(a, b)`` also decides ``less(b, a)`` (the opposite way, or neither).
+    """
+    if a.node != b.node and (not a.node or not b.node):
+        return -1 if not a.node else 1
+    if a.phase != b.phase:
+        return -1 if a.phase < b.phase else 1
+    if a.ready != b.ready:
+        return -1 if not a.ready else 1
+    if a.cost != b.cost:
+        return -1 if a.cost < b.cost else 1
+    if a.rank != b.rank:
+        return -1 if a.rank > b.rank else 1
+    if a.ready and b.ready and a.ready_time != b.ready_time:
+        return _time_cmp(a.ready_time, b.ready_time, a.uid, b.uid, now)
+    if a.regular_restarts != b.regular_restarts:
+        return -1 if a.regular_restarts > b.regular_restarts else 1
+    if a.sidecar_restarts != b.sidecar_restarts:
+        return -1 if a.sidecar_restarts > b.sidecar_restarts else 1
+    if a.created != b.created:
+        return _time_cmp(a.created, b.created, a.uid, b.uid, now)
+    return 0
+
+
 def sort_active_pods_with_ranks(pods: Sequence[Obj], ranks: Sequence[int], now: float | None) -> list[Obj]:
     """The pods, those to delete first at the front (``sort.Sort(ActivePodsWithRanks{...})``)."""
     if len(pods) != len(ranks):
         raise ValueError("pods and ranks must have the same length")
     facts = [_facts(p, r) for p, r in zip(pods, ranks, strict=True)]
-    return _sort(facts, pods, lambda a, b: _ranked_less(a, b, now))
+    # One three-way comparison per pair instead of two ``less`` calls: the hot part of a large scale-down.
+    def cmp(i: int, j: int) -> int:
+        return _ranked_cmp(facts[i], facts[j], now)
+
+    order = sorted(range(len(pods)), key=functools.cmp_to_key(cmp))
+    return [pods[i] for i in order]
 
 
 def sort_active_pods(pods: Sequence[Obj]) -> list[Obj]:

@@ -19,6 +19,7 @@ from controller_manager.api.pods import (
     is_pod_terminating,
     pod_key,
     pod_ready_since,
+    split_active_and_terminating,
 )
 
 NOW = 1_700_000_000.0
@@ -108,6 +109,17 @@ def test_filter_active_pods_keeps_order() -> None:
     pods = [pod("Succeeded", name="pod-1"), pod("Failed", name="pod-2")]
     pods += [pod(None, name=f"pod-{i}") for i in (3, 4, 5)]
     assert [p["metadata"]["name"] for p in filter_active_pods(pods)] == ["pod-3", "pod-4", "pod-5"]
+
+
+def test_split_active_and_terminating_is_both_filters_in_one_pass() -> None:
+    pods = [pod("Succeeded", name="done"), pod("Failed", name="failed", deleting=True)]
+    pods += [pod("Running", name="going", deleting=True), pod("Pending", name="p1"), pod(None, name="p2")]
+    pods += [pod("Unknown", name="gone-too", deleting=True), pod("Running", name="r1")]
+    active, terminating = split_active_and_terminating(pods)
+    assert active == filter_active_pods(pods)
+    assert terminating == filter_terminating_pods(pods)
+    assert [p["metadata"]["name"] for p in active] == ["p1", "p2", "r1"]
+    assert [p["metadata"]["name"] for p in terminating] == ["going", "gone-too"]
 
 
 def test_ready_since_and_conditions() -> None:

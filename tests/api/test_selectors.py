@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controller_manager.api.selectors import (
     EVERYTHING,
@@ -282,3 +284,31 @@ def test_name_syntax(fn: Any, value: str, ok: bool) -> None:
 
 def test_dns1123_label_dots_message() -> None:
     assert is_dns1123_label("a.b") == ["must not contain dots"]
+
+
+_KEYS = st.sampled_from(["a", "b", "app", "tier"])
+_VALUES = st.sampled_from(["", "x", "y", "1", "7"])
+
+
+@st.composite
+def _requirement(draw: st.DrawFn) -> Requirement:
+    op = draw(st.sampled_from(["=", "==", "in", "!=", "notin", "exists", "!", "gt", "lt"]))
+    key = draw(_KEYS)
+    if op in ("exists", "!"):
+        return Requirement.new(key, op)
+    if op in ("gt", "lt"):
+        return Requirement.new(key, op, [draw(st.sampled_from(["1", "5"]))])
+    if op in ("in", "notin"):
+        return Requirement.new(key, op, draw(st.lists(_VALUES, min_size=1, max_size=3, unique=True)))
+    return Requirement.new(key, op, [draw(_VALUES)])
+
+
+@given(
+    reqs=st.lists(_requirement(), max_size=3),
+    labels=st.none() | st.dictionaries(_KEYS, _VALUES, max_size=4),
+)
+def test_selector_matches_is_the_and_of_its_requirements(reqs: list[Requirement],
+                                                          labels: dict[str, str] | None) -> None:
+    # Equality-only selectors take a shortcut; every selector must still mean exactly its requirements.
+    selector = EVERYTHING.add(*reqs)
+    assert selector.matches(labels) == all(r.matches(labels or {}) for r in reqs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from typing import Any
 
@@ -210,6 +211,39 @@ def test_sort_with_ranks_orders_whole_list() -> None:
         assert names(sort_active_pods_with_ranks(shuffled, [0] * len(shuffled), NOW)) == expected
     with pytest.raises(ValueError, match="same length"):
         sort_active_pods_with_ranks(pods, [0], NOW)
+
+
+@st.composite
+def _ranked_pod(draw: st.DrawFn) -> tuple[dict[str, Any], int]:
+    ready = draw(st.booleans())
+    cost = draw(st.sampled_from([None, "-5", "0", "3"]))
+    pod = make_pod(
+        draw(st.sampled_from(["a", "b", "c"])),
+        node=draw(st.sampled_from(["", "n1", "n2"])),
+        phase=draw(st.sampled_from(["Pending", "Running", "Unknown"])),
+        ready=ready,
+        restarts=draw(st.none() | st.lists(st.integers(0, 2), max_size=2)),
+        ready_since=draw(st.none() | st.sampled_from([NOW - 1, NOW - 3, NOW - 1000, NOW + 5])) if ready else None,
+        created=draw(st.none() | st.sampled_from([NOW - 1, NOW - 2, NOW - 3000])),
+        annotations={"controller.kubernetes.io/pod-deletion-cost": cost} if cost is not None else None,
+        uid=draw(st.sampled_from(["", "u1", "u2"])),
+    )
+    return pod, draw(st.integers(0, 2))
+
+
+@given(pods=st.lists(_ranked_pod(), min_size=0, max_size=8), now=st.sampled_from([NOW, None]))
+def test_sort_with_ranks_agrees_with_less(pods: list[tuple[dict[str, Any], int]], now: float | None) -> None:
+    # The sort compares three ways in one pass; it must order exactly as sorting with two
+    # ``ActivePodsWithRanks.Less`` calls per comparison does.
+    def cmp(i: int, j: int) -> int:
+        (pi, ri), (pj, rj) = pods[i], pods[j]
+        if pods_with_ranks_less(pi, ri, pj, rj, now):
+            return -1
+        return 1 if pods_with_ranks_less(pj, rj, pi, ri, now) else 0
+
+    expected = [pods[i][0] for i in sorted(range(len(pods)), key=functools.cmp_to_key(cmp))]
+    got = sort_active_pods_with_ranks([p for p, _ in pods], [r for _, r in pods], now)
+    assert [id(p) for p in got] == [id(p) for p in expected]
 
 
 def test_ranks_count_active_related_pods_on_the_same_node() -> None:

@@ -45,6 +45,17 @@ __all__ = ["MAX_RETRIES", "DeploymentController"]
 # Retries of one key in a row before it is dropped from the queue (until its next event).
 MAX_RETRIES = 15
 
+# ReplicaSets without a controller reference, by namespace: the only ones besides its own a Deployment may claim.
+RS_ORPHAN_INDEX = "deployment-orphan-replicasets-by-namespace"
+
+
+def orphan_index(rs: Obj) -> list[str]:
+    """Index function: ``[namespace]`` for a ReplicaSet without a controller reference, else nothing."""
+    if controller_ref(rs) is not None:
+        return []
+    ns = meta(rs).get("namespace")
+    return [ns] if isinstance(ns, str) and ns else []
+
 
 class DeploymentController(Controller):
     """Deployments -> ReplicaSets. One instance per manager; its queue holds Deployment keys."""
@@ -58,7 +69,7 @@ class DeploymentController(Controller):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
         self.d_informer = ctx.informers.informer(DEPLOYMENTS)
-        self.rs_informer = ctx.informers.informer(REPLICASETS)
+        self.rs_informer = ctx.informers.informer(REPLICASETS, indexers={RS_ORPHAN_INDEX: orphan_index})
         self.pod_informer = ctx.informers.informer(PODS)
         self.control = DeploymentControl(
             client=ctx.client,
@@ -183,7 +194,13 @@ class DeploymentController(Controller):
         """The ReplicaSets ``d`` manages, adopting matching orphans and releasing owned ones that stopped
         matching (all of the namespace are looked at, to find the latter)."""
         namespace = str(meta(d).get("namespace") or "")
-        candidates = self.rs_informer.store.by_index("namespace", namespace)
+        # Upstream looks at every ReplicaSet of the namespace, but the claim ignores those another owner
+        # controls: ours (by controller UID) and the namespace's orphans are the same answer, without a pass
+        # over every ReplicaSet of the namespace on each sync.
+        store = self.rs_informer.store
+        candidates = [rs for rs in store.by_index(CONTROLLER_UID_INDEX, str(meta(d).get("uid") or ""))
+                      if meta(rs).get("namespace") == namespace]
+        candidates += store.by_index(RS_ORPHAN_INDEX, namespace)
         manager = ControllerRefManager(self.ctx.client, d, DEPLOYMENTS, selector, REPLICASETS,
                                        live_owner_check(self.ctx.client, DEPLOYMENTS, d))
         return await manager.claim(candidates)
@@ -191,17 +208,23 @@ class DeploymentController(Controller):
     def get_pod_map_for_deployment(self, d: Obj, selector: Selector, rs_list: Sequence[Obj]) -> dict[str, list[Obj]]:
         """Pods of ``d``'s namespace matching its selector, by the UID of their controlling ReplicaSet (only
         ReplicaSets in ``rs_list``). Inactive pods are kept: Recreate must see them."""
-        pod_map: dict[str, list[Obj]] = {str(meta(rs).get("uid")): [] for rs in rs_list}
-        for pod in self.pod_informer.store.by_index("namespace", str(meta(d).get("namespace") or "")):
-            labels = meta(pod).get("labels")
-            if not selector.matches(labels if isinstance(labels, Mapping) else None):
-                continue
-            ref = controller_ref(pod)
-            if ref is None:
-                continue
-            uid = str(ref.get("uid"))
+        # Upstream lists the whole namespace and groups by controller; the controller-UID index yields the same
+        # pods without a pass over every pod of the namespace on each sync (quadratic with many Deployments).
+        namespace = str(meta(d).get("namespace") or "")
+        store = self.pod_informer.store
+        pod_map: dict[str, list[Obj]] = {}
+        for rs in rs_list:
+            uid = str(meta(rs).get("uid"))
             if uid in pod_map:
-                pod_map[uid].append(pod)
+                continue
+            pods = pod_map[uid] = []
+            for pod in store.by_index(CONTROLLER_UID_INDEX, uid):
+                pod_meta = meta(pod)
+                if str(pod_meta.get("namespace") or "") != namespace:
+                    continue
+                labels = pod_meta.get("labels")
+                if selector.matches(labels if isinstance(labels, Mapping) else None):
+                    pods.append(pod)
         return pod_map
 
     # --- sync ----------------------------------------------------------------------------------------
@@ -247,7 +270,9 @@ class DeploymentController(Controller):
             raise ValueError(f"deployment {ns}/{name} has invalid label selector: {err}") from err
 
         rs_list = await self.get_replica_sets_for_deployment(d, selector)
-        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list)
+        # Only the Recreate strategy reads the pods (upstream lists them for every sync; the result is unused
+        # otherwise, and grouping thousands of pods per sync is what a large rolling Deployment pays for it).
+        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list) if util.is_recreate(d) else {}
 
         if is_being_deleted(d):
             await sync_status_only(dc, d, rs_list)

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from controller_manager.api import selectors
 from controller_manager.api.meta import meta, parse_time
 from controller_manager.api.quantity import parse_quantity
@@ -95,14 +97,34 @@ def _normalize(value: Any, key: str = "") -> Any:
             if not _is_zero(normalized):
                 out[k] = normalized
         return out
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_normalize(item, key) for item in value]
     if isinstance(value, Decimal):
         return value
     return value
 
 
+# Normalized templates by their JSON bytes: a Deployment sync compares the same few templates several times
+# (scaling check, rollout, status), and the normalization walk is the expensive part. Equal bytes mean equal
+# input, hence equal output; entries are never mutated (only compared). Cleared when full (a working set is small).
+_NORMALIZED_CACHE_SIZE = 1024
+_normalized_cache: dict[bytes, Any] = {}
+
+
 def _template_without_hash(template: Obj | None) -> Any:
+    try:
+        key = orjson.dumps(template)
+    except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): no caching
+        return _compute_template_without_hash(template)
+    cached = _normalized_cache.get(key)
+    if cached is None:
+        if len(_normalized_cache) >= _NORMALIZED_CACHE_SIZE:
+            _normalized_cache.clear()
+        cached = _normalized_cache[key] = _compute_template_without_hash(template)
+    return cached
+
+
+def _compute_template_without_hash(template: Obj | None) -> Any:
     normalized = _normalize(template or {})
     labels = (normalized.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):

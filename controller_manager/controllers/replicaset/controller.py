@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta
-from controller_manager.api.pods import is_pod_ready, pod_key
+from controller_manager.api.pods import is_pod_ready, pod_key, split_active_and_terminating
 from controller_manager.api.resources import PODS, REPLICASETS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import ApiError, NotFound
@@ -46,8 +46,6 @@ from controller_manager.runtime.controller_ref import (
 )
 from controller_manager.runtime.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
-    filter_active_pods,
-    filter_terminating_pods,
     find_min_next_pod_availability_check,
     pod_keys,
     slow_start_batch,
@@ -282,8 +280,9 @@ class ReplicaSetController(Controller):
         manager = ControllerRefManager(self.ctx.client, rs, REPLICASETS, selector, PODS,
                                        live_owner_check(self.ctx.client, REPLICASETS, rs))
         # Raises after the whole pass if an adoption or release failed: retried with backoff.
-        active = await manager.claim(filter_active_pods(all_pods))
-        terminating = filter_claimed_pods(rs, selector, filter_terminating_pods(all_pods))
+        active_pods, terminating_pods = split_active_and_terminating(all_pods)
+        active = await manager.claim(active_pods)
+        terminating = filter_claimed_pods(rs, selector, terminating_pods)
 
         manage_error: Exception | None = None
         if needs_sync and not is_being_deleted(rs):

@@ -116,7 +116,8 @@ def calculate_status(rs: Obj, active_pods: Sequence[Obj], terminating_pods: Sequ
             fully_labeled += 1
         if is_pod_ready(pod):
             ready += 1
-            if is_pod_available(pod, mrs, now):
+            # Without minReadySeconds a ready pod is available: no second look at its conditions.
+            if mrs == 0 or is_pod_available(pod, mrs, now):
                 available += 1
 
     failure = get_condition(status, REPLICA_FAILURE)

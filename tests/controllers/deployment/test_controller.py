@@ -355,6 +355,38 @@ async def test_existing_replica_set_and_pods_are_adopted_not_recreated() -> None
         assert rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
 
 
+async def test_foreign_replica_sets_are_left_alone_and_unselected_ones_released() -> None:
+    async with controller_harness(DeploymentController, ReplicaSetController) as h:
+        web = await h.client.create(DEPLOYMENTS, deployment("web", replicas=1))
+        await complete(h, "web")
+        # A second Deployment selecting the same pods (a user error): controller references keep each to its own.
+        other = deployment("other", replicas=1)
+        other["spec"]["selector"] = {"matchLabels": {"app": "web"}}
+        other["spec"]["template"]["metadata"]["labels"] = {"app": "web"}
+        await h.client.create(DEPLOYMENTS, other)
+        await complete(h, "other")
+        [rs_web] = await owned_rss(h, await get_d(h, "web"))
+        [rs_other] = await owned_rss(h, await get_d(h, "other"))
+        assert rs_web["metadata"]["uid"] != rs_other["metadata"]["uid"]
+
+        # web's ReplicaSet stops matching its selector: released (and nobody adopts it), web makes a new one.
+        await h.client.patch(REPLICASETS, rs_web["metadata"]["name"],
+                             {"metadata": {"labels": {"app": "elsewhere"}}}, "default")
+
+        async def released() -> dict[str, Any] | None:
+            rs = await h.client.get(REPLICASETS, rs_web["metadata"]["name"], "default")
+            return rs if controller_ref(rs) is None else None
+        await wait_for(released, what="the unselected ReplicaSet released")
+        d = await complete(h, "web")
+        [rs_new] = await owned_rss(h, d)
+        assert rs_new["metadata"]["uid"] != rs_web["metadata"]["uid"]
+        assert d["metadata"]["uid"] == web["metadata"]["uid"]
+        [still_other] = await owned_rss(h, await get_d(h, "other"))
+        assert still_other["metadata"]["uid"] == rs_other["metadata"]["uid"]
+        orphan = await h.client.get(REPLICASETS, rs_web["metadata"]["name"], "default")
+        assert controller_ref(orphan) is None
+
+
 async def test_refused_pod_creates_surface_as_replica_failure_on_the_deployment() -> None:
     async with controller_harness(DeploymentController, ReplicaSetController) as h:
         rule = h.cluster.faults.fail(403, verbs=["create"], resources=["pods"])

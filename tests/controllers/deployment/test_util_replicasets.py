@@ -141,6 +141,20 @@ def test_find_new_replica_set() -> None:
     assert util.find_new_replica_set(d, [None, new_rs]) is new_rs
 
 
+def test_templates_are_compared_by_their_current_content() -> None:
+    # Normalized templates are remembered between calls: a template edited in place (a working copy) must be
+    # compared as it is now, and equal content in another object must compare the same.
+    d = deployment("nginx")
+    rs = replica_set(d, hash_label="hash")
+    assert util.find_new_replica_set(d, [rs]) is rs
+    d["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+    assert util.find_new_replica_set(d, [rs]) is None
+    assert not util.equal_ignore_hash(d["spec"]["template"], rs["spec"]["template"])
+    d["spec"]["template"]["spec"]["containers"][0]["image"] = rs["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert util.find_new_replica_set(d, [rs]) is rs
+    assert util.find_new_replica_set(copy.deepcopy(d), [copy.deepcopy(rs)]) is not None
+
+
 def test_find_new_replica_set_ties_break_by_name() -> None:
     d = deployment("nginx")
     b = replica_set(d, name="b", created=T0)
