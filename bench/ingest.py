@@ -2,7 +2,7 @@
 
 What is measured, on the same recorded bytes (``bench.pods.watch_lines``: ADDED events of distinct ~4 KB pods with
 managedFields, cut into 64 KiB chunks as a socket delivers them):
-- ours: the real client decode path (``client.watch.WatchStream`` reading an aiohttp ``StreamReader``) feeding a
+- ours: the real client decode path (``client.watch.WatchStream`` reading 64 KiB chunks, as from a socket) feeding a
   real ``SharedInformer`` (reflector shape checks, the default transform, the indexed store) whose handler
   enqueues the owner's key on a work queue, as the ReplicaSet controller's does. Counted when the handler ran.
 - floor: ``orjson.loads`` of each line, nothing else.
@@ -26,7 +26,7 @@ from bench.pods import chunked, watch_lines
 from bench.report import Figure, ratio_at_least
 from controller_manager.api.meta import controller_ref
 from controller_manager.api.resources import PODS, Resource
-from controller_manager.client.watch import WatchEvent, WatchStream
+from controller_manager.client.watch import Decode, WatchEvent, WatchStream
 from controller_manager.clock import RealClock
 from controller_manager.manager import gctuning
 from controller_manager.runtime.informers import SharedInformer
@@ -54,11 +54,22 @@ def _reader(chunks: list[bytes]) -> StreamReader:
     return reader
 
 
+class _Chunks:
+    """The stream as ``readany`` sees a socket: one 64 KiB chunk per read (a StreamReader holding the whole
+    recording would hand it all to the first read, one copy of every byte no live watch ever makes)."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = iter(chunks)
+
+    async def readany(self) -> bytes:
+        return next(self._chunks, b"")
+
+
 class _Response:
     """The part of ``aiohttp.ClientResponse`` a watch reads."""
 
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.content = _reader(chunks)
+    def __init__(self, chunks: list[bytes], *, reader: bool = True) -> None:
+        self.content: Any = _reader(chunks) if reader else _Chunks(chunks)
 
     def close(self) -> None:
         pass
@@ -73,19 +84,20 @@ class _ReplayClient:
     def __init__(self, chunks: list[bytes]) -> None:
         self._chunks: list[bytes] | None = chunks
 
-    async def list_all(self, res: Resource, namespace: str | None = None, *,
-                       metadata_only: bool = False) -> tuple[list[dict[str, Any]], str]:
+    async def list_all(self, res: Resource, namespace: str | None = None, *, metadata_only: bool = False,
+                       decode: Any = None) -> tuple[list[dict[str, Any]], str]:
         return [], "1"
 
-    def watch(self, res: Resource, namespace: str | None = None, **_: Any) -> AsyncIterator[WatchEvent]:
+    def watch(self, res: Resource, namespace: str | None = None, *, decode: Decode | None = None,
+              **_: Any) -> AsyncIterator[WatchEvent]:
         chunks, self._chunks = self._chunks, None
         if chunks is None:
             return _forever()
 
         async def open_response() -> Any:
-            return _Response(chunks)
+            return _Response(chunks, reader=False)
 
-        return WatchStream(open_response)
+        return WatchStream(open_response, decode)
 
 
 async def _forever() -> AsyncIterator[WatchEvent]:

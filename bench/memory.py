@@ -3,7 +3,8 @@
 Each way of holding pods is measured in a fresh subprocess (``python -m bench.memory <way> <pods>``), so one
 measurement's heap never skews another's:
 - ``informer``: a real ``SharedInformer`` for pods (default transform, built-in indexes) fed ``ADDED`` events one
-  by one, as a watch delivers them;
+  by one, decoded as its watch decodes them (``runtime/informers/wire.py``); ``informer-list`` is the same with
+  the pods parsed whole and transformed, as items of a list arrive (in the details);
 - ``dicts``: the same pods as ``orjson.loads`` returns them, kept in a dict by key (the usual Python way);
 - ``models``: the same pods as kubernetes_asyncio ``V1Pod`` models, kept in a dict by key.
 The figure is RSS growth (``VmRSS`` in ``/proc/self/status``) divided by the number of pods, after a warm-up round
@@ -50,6 +51,7 @@ def _informer_holder() -> Any:
     from controller_manager.api.resources import PODS
     from controller_manager.clock import RealClock
     from controller_manager.runtime.informers import SharedInformer
+    from controller_manager.runtime.informers.wire import WireDecoder
 
     class _NoClient:
         async def list_all(self, *a: Any, **k: Any) -> Any:
@@ -60,6 +62,18 @@ def _informer_holder() -> Any:
 
     informer = SharedInformer(_NoClient(), PODS, clock=RealClock())
     informer.add_handler(lambda event: None)
+    decode = WireDecoder().decode  # what the informer's watch decodes lines with
+
+    def add(raw: bytes) -> None:
+        etype, obj = decode(b'{"type":"ADDED","object":' + raw + b"}")
+        informer.apply(etype, obj, transformed=True)
+
+    return informer, add
+
+
+def _listed_informer_holder() -> Any:
+    """The informer again, its pods arriving as items of a list (parsed whole, then the default transform)."""
+    informer, _ = _informer_holder()
 
     def add(raw: bytes) -> None:
         informer.apply("ADDED", orjson.loads(raw))
@@ -95,7 +109,8 @@ def _models_holder() -> Any:
     return store, add
 
 
-_HOLDERS = {"informer": _informer_holder, "dicts": _dicts_holder, "models": _models_holder}
+_HOLDERS = {"informer": _informer_holder, "informer-list": _listed_informer_holder, "dicts": _dicts_holder,
+            "models": _models_holder}
 
 
 def measure_rss(way: str, pods: int, warmup: int = 2000) -> dict[str, float]:
@@ -149,11 +164,14 @@ def traced_bytes_per_pod(pods: int) -> float:
 
 def run(*, pods: int = 100_000, model_pods: int = 10_000, traced_pods: int = 10_000) -> list[Figure]:
     ours = in_subprocess("informer", pods)
+    listed = in_subprocess("informer-list", pods)
     dicts = in_subprocess("dicts", pods)
     models = in_subprocess("models", model_pods)
     traced = traced_bytes_per_pod(traced_pods)
     details = {"pods": pods, "kubernetes_asyncio_pods": model_pods, "json_bytes_per_pod": ours["json_bytes_per_pod"],
-               "rss_kib_per_pod": {"informer": ours["bytes_per_pod"] / KIB, "raw dicts": dicts["bytes_per_pod"] / KIB,
+               "rss_kib_per_pod": {"informer": ours["bytes_per_pod"] / KIB,
+                                   "informer, pods from a list": listed["bytes_per_pod"] / KIB,
+                                   "raw dicts": dicts["bytes_per_pod"] / KIB,
                                    "kubernetes_asyncio models": models["bytes_per_pod"] / KIB},
                "tracemalloc_kib_per_pod_informer": traced / KIB, "tracemalloc_pods": traced_pods,
                "seconds_to_fill": {"informer": ours["seconds"], "raw dicts": dicts["seconds"],

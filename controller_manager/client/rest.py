@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -38,7 +38,7 @@ from controller_manager.client.discovery import group_versions, resources_from_l
 from controller_manager.client.errors import ApiConnectionError, ApiError, Gone, error_from_response
 from controller_manager.client.metrics import RequestMetrics
 from controller_manager.client.ratelimit import TokenBucket
-from controller_manager.client.watch import WatchStream
+from controller_manager.client.watch import Decode, WatchStream
 from controller_manager.client.wire import (
     JSON,
     METADATA_LIST_ACCEPT,
@@ -235,6 +235,7 @@ class ApiClient:
         content_type: str | None = None,
         accept: str | None = None,
         idempotent: bool = True,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> Any:
         data: bytes | None = None
         if body is not None:
@@ -242,7 +243,9 @@ class ApiClient:
             content_type = content_type or JSON
         _, raw = await self._exchange(method, path, params=params, data=data, content_type=content_type,
                                       accept=accept, idempotent=idempotent)
-        return orjson.loads(raw) if raw else {}
+        if not raw:
+            return {}
+        return decode(raw) if decode is not None else orjson.loads(raw)
 
     # --- verbs -------------------------------------------------------------------------------------
 
@@ -261,8 +264,11 @@ class ApiClient:
         continue_token: str | None = None,
         resource_version: str | None = None,
         metadata_only: bool = False,
+        decode: Callable[[bytes], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """One page of the collection: a List with ``items`` and ``metadata.continue``/``resourceVersion``."""
+        """One page of the collection: a List with ``items`` and ``metadata.continue``/``resourceVersion``.
+
+        ``decode`` turns the response body into that List (default: orjson, as sent)."""
         params = _selector_params(label_selector, field_selector)
         if limit:
             params["limit"] = str(limit)
@@ -272,7 +278,7 @@ class ApiClient:
             params["resourceVersion"] = resource_version
         result: dict[str, Any] = await self._json(
             "GET", res.path(namespace), params=params or None,
-            accept=METADATA_LIST_ACCEPT if metadata_only else None,
+            accept=METADATA_LIST_ACCEPT if metadata_only else None, decode=decode,
         )
         return result
 
@@ -285,10 +291,12 @@ class ApiClient:
         field_selector: str | None = None,
         page_size: int = 500,
         metadata_only: bool = False,
+        decode: Callable[[bytes], dict[str, Any]] | None = None,
     ) -> tuple[_Items, str]:
         """Every item, paging through ``continue``; and the list's resourceVersion (to watch from).
 
         As client-go's pager: if a continue token expires mid-way (410), fall back to one unpaged list.
+        ``decode`` as for :meth:`list`, for each page.
         """
         items: _Items = []
         token: str | None = None
@@ -296,13 +304,14 @@ class ApiClient:
         while True:
             try:
                 page = await self.list(res, namespace, label_selector=label_selector, field_selector=field_selector,
-                                       limit=page_size or None, continue_token=token, metadata_only=metadata_only)
+                                       limit=page_size or None, continue_token=token, metadata_only=metadata_only,
+                                       decode=decode)
             except Gone:
                 if token is None:
                     raise
                 log.info("continue token expired, listing in full", resource=res.group_resource)
                 page = await self.list(res, namespace, label_selector=label_selector, field_selector=field_selector,
-                                       metadata_only=metadata_only)
+                                       metadata_only=metadata_only, decode=decode)
                 return list(page.get("items") or ()), str(_meta(page).get("resourceVersion") or "")
             meta = _meta(page)
             if token is None:
@@ -323,8 +332,11 @@ class ApiClient:
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
         metadata_only: bool = False,
+        decode: Decode | None = None,
     ) -> WatchStream:
-        """A stream of WatchEvents; the request is sent on first iteration (see :mod:`.watch`)."""
+        """A stream of WatchEvents; the request is sent on first iteration (see :mod:`.watch`).
+
+        ``decode`` turns an event line into ``(type, object)`` (default: orjson, the object as sent)."""
         params: dict[str, str] = {"watch": "true"}
         if resource_version is not None:
             params["resourceVersion"] = resource_version
@@ -344,7 +356,7 @@ class ApiClient:
             resp, _ = await self._exchange("GET", path, params=params, accept=accept, stream=True, timeout=timeout)
             return resp
 
-        return WatchStream(open_response)
+        return WatchStream(open_response, decode)
 
     async def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
         ns = namespace or _meta(obj).get("namespace")

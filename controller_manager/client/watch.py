@@ -1,8 +1,10 @@
 """A watch: the API server's stream of line-delimited JSON events, as an async iterator.
 
 Guarantees:
-- Events come out in the order the server sent them, each parsed once with orjson into a plain
-  dict: ``WatchEvent(type, object)`` with type ``ADDED``, ``MODIFIED``, ``DELETED`` or ``BOOKMARK``.
+- Events come out in the order the server sent them, each parsed once into a plain dict:
+  ``WatchEvent(type, object)`` with type ``ADDED``, ``MODIFIED``, ``DELETED`` or ``BOOKMARK``. The parser is
+  orjson unless the caller passes ``decode`` (line -> (type, object)), which an informer uses to decode
+  straight into its cached form.
 - Lines of any length are handled (objects past 64 KiB included): the stream is split on newlines
   by hand, never through ``StreamReader.readline`` and its line-length limit.
 - An ``ERROR`` event raises the :class:`~controller_manager.client.errors.ApiError` its Status
@@ -35,13 +37,25 @@ class WatchEvent:
     object: dict[str, Any]
 
 
+Decode = Callable[[bytes | memoryview], tuple[str, Any]]
+
+
+def plain_decode(line: bytes | memoryview) -> tuple[str, Any]:
+    """A watch event line as sent: ``(type, object)`` parsed by orjson."""
+    event = orjson.loads(line)
+    return event["type"], event["object"]
+
+
 class WatchStream:
     """``async for event in client.watch(...)``; also an async context manager."""
 
-    __slots__ = ("_closed", "_open", "_partial", "_pending", "_resp")
+    __slots__ = ("_closed", "_decode", "_open", "_partial", "_pending", "_resp")
 
-    def __init__(self, open_response: Callable[[], Awaitable[aiohttp.ClientResponse]]) -> None:
+    def __init__(
+        self, open_response: Callable[[], Awaitable[aiohttp.ClientResponse]], decode: Decode | None = None
+    ) -> None:
         self._open = open_response
+        self._decode = decode or plain_decode
         self._resp: aiohttp.ClientResponse | None = None
         self._pending: deque[WatchEvent | ApiError] = deque()
         self._partial: list[bytes] = []
@@ -129,10 +143,8 @@ class WatchStream:
 
     def _handle(self, line: bytes | memoryview) -> None:
         try:
-            event = orjson.loads(line)
-            typ = event["type"]
-            obj = event["object"]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            typ, obj = self._decode(line)
+        except (ValueError, KeyError, TypeError) as exc:  # orjson.JSONDecodeError is a ValueError
             if not bytes(line).strip():
                 return
             self._pending.append(

@@ -33,7 +33,7 @@ from controller_manager.clock import Clock
 
 from . import metrics
 from .events import Added, Deleted, Event, Handler, Updated
-from .reflector import ListWatchClient, Reflector, resource_name
+from .reflector import ListWatchClient, Reflector, cached_kind, resource_name
 from .store import (
     CONTROLLER_UID_INDEX,
     NAMESPACE_INDEX,
@@ -45,6 +45,7 @@ from .store import (
     node_name_index,
 )
 from .transform import Transform, default_transform
+from .wire import WireDecoder
 
 _log = structlog.get_logger("controller_manager.informers")
 
@@ -81,6 +82,13 @@ class SharedInformer:
         self.metadata_only = metadata_only
         self._name = resource_name(res) + (":metadata" if metadata_only else "")
         self.transform: Transform = transform or default_transform
+        # With the default transform, watch events are decoded straight into the cached form (wire.py), which is
+        # several times cheaper than parsing everything and transforming after. A caller's own transform runs
+        # on plainly parsed objects.
+        wire: WireDecoder | None = None
+        if self.transform is default_transform:
+            kind, api_version = cached_kind(res, metadata_only=metadata_only)
+            wire = WireDecoder(kind=kind, api_version=api_version)
         self.store = Store(builtin_indexers(res))
         if indexers:
             self.store.add_indexers(indexers)
@@ -92,7 +100,9 @@ class SharedInformer:
         self._running = False
         self._log = _log.bind(informer=self._name)
         self._reflector = Reflector(
-            client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng
+            client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng,
+            decode=wire.decode if wire is not None else None,
+            decode_list=wire.decode_list if wire is not None else None,
         )
         metrics.track(self)
 
@@ -117,7 +127,9 @@ class SharedInformer:
 
     def add_handler(self, handler: Handler) -> None:
         """Register ``handler``; it first receives ``Added`` for every object already cached."""
-        self._handlers.append(handler)
+        # Copy on write: dispatch iterates the list it finds without copying it per event, and a handler added
+        # from inside a handler does not see the event being dispatched.
+        self._handlers = [*self._handlers, handler]
         for obj in self.store.list():
             self._call(handler, Added(obj))
 
@@ -152,7 +164,7 @@ class SharedInformer:
 
     # -- reflector sink ---------------------------------------------------------------------------
 
-    def replace(self, items: list[Obj], resource_version: str) -> None:
+    def replace(self, items: list[Obj], resource_version: str, *, transformed: bool = False) -> None:
         store = self.store
         listed: set[str] = set()
         added = updated = 0
@@ -160,7 +172,7 @@ class SharedInformer:
             key = key_of(raw)
             # Counted as listed even if the transform fails: the object exists, so it must not be reported deleted.
             listed.add(key)
-            obj = self._transformed(raw, key)
+            obj = raw if transformed else self._transformed(raw, key)
             if obj is None:
                 continue
             old = store.get(key)
@@ -189,21 +201,24 @@ class SharedInformer:
             resource_version=resource_version, objects=len(store), added=added, updated=updated, deleted=deleted,
         )
 
-    def apply(self, event_type: str, obj: Obj) -> None:
+    def apply(self, event_type: str, obj: Obj, *, transformed: bool = False) -> None:
         key = key_of(obj)
         if event_type == "DELETED":
             old = self.store._remove(key)
             if old is None:
                 self._log.debug("delete of an object not in the cache: nothing to do", key=key)
                 return
-            final = self._transformed(obj, key)
+            final = obj if transformed else self._transformed(obj, key)
             self._dispatch(Deleted(final if final is not None else old))
             return
-        new = self._transformed(obj, key)
+        new = obj if transformed else self._transformed(obj, key)
         if new is None:
             return
-        old = self.store.get(key)
-        if not self._put(key, new):
+        try:
+            old = self.store._put(key, new)
+        except Exception:
+            # An index function choked on the object; the store is unchanged (it indexes before writing).
+            self._log.exception("indexing failed; object not cached", key=key)
             return
         self._dispatch(Added(new) if old is None else Updated(old, new))
 
@@ -226,7 +241,7 @@ class SharedInformer:
         return True
 
     def _dispatch(self, event: Event) -> None:
-        for handler in list(self._handlers):
+        for handler in self._handlers:
             self._call(handler, event)
 
     def _call(self, handler: Handler, event: Event) -> None:
@@ -237,7 +252,7 @@ class SharedInformer:
             self._log.exception("event handler failed", handler=_describe(handler), event_type=type(event).__name__,
                                 key=key_of(event.new if isinstance(event, Updated) else event.obj))
             return
-        if inspect.iscoroutine(result):
+        if result is not None and inspect.iscoroutine(result):
             # An async handler would never run: say so loudly instead of leaking an un-awaited coroutine.
             result.close()
             self._log.error("event handler is a coroutine function; handlers must be synchronous",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -52,7 +52,12 @@ class ListWatchClient(Protocol):
     """What a reflector needs of ``controller_manager.client.ApiClient``."""
 
     async def list_all(
-        self, res: Resource, namespace: str | None = None, *, metadata_only: bool = False
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        metadata_only: bool = False,
+        decode: Callable[[bytes], dict[str, Any]] | None = None,
     ) -> tuple[list[dict[str, Any]], str]: ...
 
     def watch(
@@ -64,15 +69,18 @@ class ListWatchClient(Protocol):
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
         metadata_only: bool = False,
+        decode: Callable[[bytes | memoryview], tuple[str, Any]] | None = None,
     ) -> AsyncIterator[WatchEventLike]: ...
 
 
 class ReflectorSink(Protocol):
-    def replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
-        """The complete current contents (first list, or a re-list after 410 Gone)."""
+    def replace(self, items: list[dict[str, Any]], resource_version: str, *, transformed: bool = False) -> None:
+        """The complete current contents (first list, or a re-list after 410 Gone); ``transformed`` as for
+        :meth:`apply`."""
 
-    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
-        """One ADDED, MODIFIED or DELETED event, its object's shape already checked."""
+    def apply(self, event_type: str, obj: dict[str, Any], *, transformed: bool = False) -> None:
+        """One ADDED, MODIFIED or DELETED event, its object's shape already checked; ``transformed``: the watch
+        decoder already made it the cached form."""
 
 
 def is_gone(exc: BaseException) -> bool:
@@ -85,25 +93,34 @@ def resource_name(res: Resource) -> str:
     return f"{res.api_version}/{res.plural}"
 
 
+def cached_kind(res: Resource, *, metadata_only: bool = False) -> tuple[str, str]:
+    """The kind and apiVersion of what an informer of ``res`` caches (stamped on List items, which lack them)."""
+    if metadata_only:
+        return "PartialObjectMetadata", "meta.k8s.io/v1"
+    return res.kind, res.api_version
+
+
 def shape_problem(obj: object, res: Resource, *, metadata_only: bool = False) -> str | None:
     """What is wrong with ``obj`` as an object of ``res``, or None when it can be cached."""
-    if not isinstance(obj, dict):
+    # ``type(x) is str`` and truthiness: this runs once per watch event, so the checks are the cheapest that say
+    # the same as isinstance would for decoded JSON.
+    if type(obj) is not dict:
         return f"object is a {type(obj).__name__}, not a JSON object"
     kind = obj.get("kind")
     if kind is not None and kind != res.kind and not (metadata_only and kind == "PartialObjectMetadata"):
         return f"kind is {kind!r}, expected {res.kind!r}"
     m = obj.get("metadata")
-    if not isinstance(m, dict):
+    if type(m) is not dict:
         return "metadata is missing or not an object"
     name = m.get("name")
-    if not isinstance(name, str) or not name:
+    if type(name) is not str or not name:
         return "metadata.name is missing or empty"
     if res.namespaced:
         ns = m.get("namespace")
-        if not isinstance(ns, str) or not ns:
+        if type(ns) is not str or not ns:
             return "metadata.namespace is missing on a namespaced resource"
     rv = m.get("resourceVersion")
-    if not isinstance(rv, str) or not rv:
+    if type(rv) is not str or not rv:
         return "metadata.resourceVersion is missing or empty"
     return None
 
@@ -129,8 +146,14 @@ class Reflector:
         name: str | None = None,
         metadata_only: bool = False,
         rng: random.Random | None = None,
+        decode: Callable[[bytes | memoryview], tuple[str, Any]] | None = None,
+        decode_list: Callable[[bytes], dict[str, Any]] | None = None,
     ) -> None:
         self._client = client
+        # Watch lines and list pages decoded straight into the sink's cached form (the sink is told, so it does
+        # not transform them again).
+        self._decode = decode
+        self._decode_list = decode_list
         self._res = res
         self._sink = sink
         self._clock = clock
@@ -165,7 +188,8 @@ class Reflector:
     async def _list(self) -> bool:
         metrics.LISTS.labels(self.name).inc()
         try:
-            items, rv = await self._client.list_all(self._res, metadata_only=self._metadata_only)
+            items, rv = await self._client.list_all(self._res, metadata_only=self._metadata_only,
+                                                    decode=self._decode_list)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -175,10 +199,7 @@ class Reflector:
         good: list[dict[str, Any]] = []
         # Items of a List carry no kind/apiVersion on the wire; watch events do. Stamp them so every cached
         # object looks the same whichever way it arrived (the event recorder and owner references need them).
-        if self._metadata_only:
-            kind, api_version = "PartialObjectMetadata", "meta.k8s.io/v1"
-        else:
-            kind, api_version = self._res.kind, self._res.api_version
+        kind, api_version = cached_kind(self._res, metadata_only=self._metadata_only)
         for item in items:
             problem = shape_problem(item, self._res, metadata_only=self._metadata_only)
             if problem is None:
@@ -188,7 +209,7 @@ class Reflector:
                 good.append(item)
             else:
                 self._malformed("list", problem, item)
-        self._sink.replace(good, rv)
+        self._sink.replace(good, rv, transformed=self._decode_list is not None)
         self._rv = rv
         self._log.debug("listed", items=len(good), resource_version=rv)
         return True
@@ -207,6 +228,7 @@ class Reflector:
                 allow_bookmarks=True,
                 timeout_seconds=timeout,
                 metadata_only=self._metadata_only,
+                decode=self._decode,
             )
             async for event in stream:
                 received += 1
@@ -258,7 +280,7 @@ class Reflector:
                 self._rv = rv
             return
         assert isinstance(obj, dict)  # shape_problem checked it
-        self._sink.apply(etype, obj)
+        self._sink.apply(etype, obj, transformed=self._decode is not None)
         self._rv = obj["metadata"]["resourceVersion"]
 
     def _malformed(self, where: str, problem: str, obj: object) -> None:

@@ -118,6 +118,18 @@ class Store:
         Index functions run before anything changes, so one that raises leaves the store as it was.
         """
         old = self._items.get(key)
+        if old is None:
+            # The common case on a watch: a new key, so nothing to take out of any bucket.
+            values = [(self._indices[name], fn(obj)) for name, fn in self._indexers.items()]
+            self._items[key] = obj
+            for index, new_values in values:
+                for value in new_values:
+                    bucket = index.get(value)
+                    if bucket is None:
+                        index[value] = {key}
+                    else:
+                        bucket.add(key)
+            return None
         changes = self._index_changes(old, obj)
         self._items[key] = obj
         self._apply_index_changes(key, changes)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -86,8 +87,10 @@ class Sharer:
         self._metadata_volatile = self._volatile | METADATA_UNIQUE_KEYS
         self._rng = rng or random.Random()
         self._max = max_interned
-        # hash of the serialized form -> (that form, the one shared sub-tree with that content)
-        self._pool: dict[int, tuple[bytes, Any]] = {}
+        # a JSON text -> the one shared sub-tree it decodes to. Usually the text is orjson's serialization of the
+        # sub-tree; the wire decoder (wire.py) also files sub-trees under the text the server sent. Either way the
+        # text determines the value, so a hit is always correct; one value may sit under two texts.
+        self._pool: dict[bytes, Any] = {}
         self._sweep_at = _MIN_SWEEP
         self._door = array("q", bytes(8 * _DOOR_SLOTS))
         self._door_mask = _DOOR_SLOTS - 1
@@ -95,15 +98,36 @@ class Sharer:
     def __len__(self) -> int:
         return len(self._pool)
 
+    @property
+    def pool(self) -> dict[bytes, Any]:
+        """JSON text -> shared sub-tree; the wire decoder reads it directly (a lookup per field, no call)."""
+        return self._pool
+
     def share(self, obj: Obj) -> Obj:
         out, _ = self._canon(obj, 0)
         result: Obj = out
-        return self._maybe_sweep(result)
+        self.maybe_sweep()
+        return result
 
-    def _maybe_sweep(self, obj: Obj) -> Obj:
+    def canonical(self, value: Any, form: bytes | None = None) -> Any:
+        """The shared equal copy of ``value``, a field's value inside a section (``spec.tolerations``, ...).
+
+        ``form``, when given, is a JSON text that decodes to ``value`` (the bytes the server sent)."""
+        if type(value) is dict or type(value) is list:
+            return self._pooled(value, 2, form)[0]
+        return self._canon(value, 2)[0]
+
+    def canonical_scalar(self, value: Any, form: bytes) -> Any:
+        """A string, number, boolean or null (``form``: its JSON text), interned and pooled like a sub-tree, so
+        a repeat is one lookup of its text in :attr:`pool`."""
+        if type(value) is str:
+            value = sys.intern(value)
+        self._admit(form, value)
+        return value
+
+    def maybe_sweep(self) -> None:
         if len(self._pool) >= self._sweep_at:
             self.sweep()
-        return obj
 
     def sweep(self) -> int:
         """Forget pooled sub-trees nothing else holds; returns how many were dropped (CPython refcounts).
@@ -115,10 +139,18 @@ class Sharer:
         dropped = 0
         # A pooled parent keeps its pooled children alive, so dropping parents can free children: repeat.
         while True:
-            # Three references mean unused: the pool entry's, the loop variable's and getrefcount's argument.
-            dead = [h for h, (_, tree) in pool.items() if sys.getrefcount(tree) <= 3]
-            for h in dead:
-                del pool[h]
+            # A value filed under n texts is unused when those n entries, the loop variable and getrefcount's
+            # argument are all that refer to it.
+            entries = Counter(map(id, pool.values()))
+            dead = []
+            tree: Any = None
+            for text in list(pool):
+                tree = pool[text]
+                if sys.getrefcount(tree) <= entries[id(tree)] + 2:
+                    dead.append(text)
+            tree = None  # so the last one looked at is not kept alive through the next round
+            for text in dead:
+                del pool[text]
             dropped += len(dead)
             if not dead:
                 break
@@ -138,36 +170,40 @@ class Sharer:
             return self._pooled(value, depth)
         return value, True
 
-    def _pooled(self, value: Any, depth: int) -> tuple[Any, bool]:
+    def _pooled(self, value: Any, depth: int, form: bytes | None = None) -> tuple[Any, bool]:
+        """``form``, when given, is a JSON text of ``value`` (what the server sent); else orjson writes one."""
         # The serialized form is the sub-tree's identity: orjson writes it in C far faster than Python could walk
-        # the tree, a hit then costs one bytes comparison and no walk at all, and it tells 1, 1.0 and true apart.
-        try:
-            form = _dumps(value)
-        except TypeError:  # not JSON (a caller's own object): copy without pooling
-            return self._copy(value, depth, self._volatile)[0], False
-        h = hash(form)
-        entry = self._pool.get(h)
-        if entry is not None and entry[0] == form:
-            return entry[1], True
+        # the tree, a hit then costs one dict lookup and no walk at all, and it tells 1, 1.0 and true apart.
+        if form is None:
+            try:
+                form = _dumps(value)
+            except TypeError:  # not JSON (a caller's own object): copy without pooling
+                return self._copy(value, depth, self._volatile)[0], False
+        entry = self._pool.get(form)
+        if entry is not None:
+            return entry, True
         out, poolable = self._copy(value, depth, self._volatile)
         if not poolable:
             return out, False
-        if entry is None:
-            # Pool a sub-tree only the second time its hash is seen: most sub-trees never repeat, and a pool entry
-            # for each would cost more than sharing saves. The doorkeeper is a fixed table, so unique sub-trees
-            # cost nothing per object; a slot overwritten before the repeat only delays pooling.
-            # Two candidate slots per hash, overwritten at random: two hot sub-trees whose slots collide cannot
-            # keep evicting each other forever.
-            door = self._door
-            first = h & self._door_mask
-            second = (h >> 24) & self._door_mask
-            if door[first] == h or door[second] == h:
-                # A copy: orjson's buffer keeps its spare capacity (4 KiB), which the pool would hold for good.
-                self._pool[h] = (bytes(memoryview(form)), out)
-            else:
-                door[first if self._rng.getrandbits(1) else second] = h
-        # A hash collision between different contents (entry not None) just means no sharing for this one.
+        self._admit(form, out)
         return out, True
+
+    def _admit(self, form: bytes, value: Any) -> None:
+        """Pool ``value`` under ``form`` the second time the form's hash is seen."""
+        # Pool a sub-tree only the second time its hash is seen: most sub-trees never repeat, and a pool entry
+        # for each would cost more than sharing saves. The doorkeeper is a fixed table, so unique sub-trees
+        # cost nothing per object; a slot overwritten before the repeat only delays pooling.
+        # Two candidate slots per hash, overwritten at random: two hot sub-trees whose slots collide cannot
+        # keep evicting each other forever.
+        h = hash(form)
+        door = self._door
+        first = h & self._door_mask
+        second = (h >> 24) & self._door_mask
+        if door[first] == h or door[second] == h:
+            # A copy: orjson's buffer keeps its spare capacity (4 KiB), which the pool would hold for good.
+            self._pool[bytes(memoryview(form))] = value
+        else:
+            door[first if self._rng.getrandbits(1) else second] = h
 
     def _copy(self, value: Any, depth: int, volatile: frozenset[str]) -> tuple[Any, bool]:
         """A copy with canonical children; poolable unless a volatile value sits somewhere inside."""
@@ -227,20 +263,21 @@ class Sharer:
 # command, ...), status.podIPs/hostIPs (podIP/hostIP stay), and containers' containerID/imageID (unique per pod
 # and read by nobody). The projected pod must never be written back whole (no controller updates a pod from its
 # cache: they patch), so what is dropped here is never lost on the server.
-_POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy"})
-_POD_STATUS_DROP: frozenset[str] = frozenset({"podIPs", "hostIPs"})
-_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
-_CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy"})
+POD_SPEC_DROP: frozenset[str] = frozenset({"volumes"})
+POD_STATUS_DROP: frozenset[str] = frozenset({"podIPs", "hostIPs"})
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
 
 
-def _project_containers(containers: Any) -> Any:
+def project_containers(containers: Any) -> Any:
     if type(containers) is not list:
         return containers
-    keep = _POD_CONTAINER_KEEP
+    keep = POD_CONTAINER_KEEP
     return [{k: v for k, v in c.items() if k in keep} if type(c) is dict else c for c in containers]
 
 
-def _project_container_statuses(statuses: Any) -> Any:
+def project_container_statuses(statuses: Any) -> Any:
     if type(statuses) is not list:
         return statuses
     out = []
@@ -260,23 +297,25 @@ def project_pod(obj: Obj) -> Obj:
     out = dict(obj)
     spec = obj.get("spec")
     if type(spec) is dict:
-        spec = out["spec"] = dict(spec)
-        spec.pop("volumes", None)
-        for key in _CONTAINER_LISTS:
+        spec = out["spec"] = {k: v for k, v in spec.items() if k not in POD_SPEC_DROP}
+        for key in CONTAINER_LISTS:
             if key in spec:
-                spec[key] = _project_containers(spec[key])
+                spec[key] = project_containers(spec[key])
     status = obj.get("status")
     if type(status) is dict:
-        status = out["status"] = dict(status)
-        for key in _POD_STATUS_DROP:
-            status.pop(key, None)
-        for key in _CONTAINER_STATUS_LISTS:
+        status = out["status"] = {k: v for k, v in status.items() if k not in POD_STATUS_DROP}
+        for key in CONTAINER_STATUS_LISTS:
             if key in status:
-                status[key] = _project_container_statuses(status[key])
+                status[key] = project_container_statuses(status[key])
     return out
 
 
 _DEFAULT_SHARER = Sharer()
+
+
+def default_sharer() -> Sharer:
+    """The process-wide sharer behind :func:`share` and the default transform."""
+    return _DEFAULT_SHARER
 
 
 def share(obj: Obj) -> Obj:

@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from controller_manager.api.meta import key_of
 from controller_manager.api.resources import PODS, Resource
 from controller_manager.clock import FakeClock
@@ -146,7 +148,14 @@ class FakeClient:
         await asyncio.sleep(0)
         if s.list_failures:
             raise s.list_failures.pop(0)
-        return [copy.deepcopy(o) for o in s.objects.values()], str(s.rv)
+        items = [copy.deepcopy(o) for o in s.objects.values()]
+        decode = kw.get("decode")
+        if decode is not None:
+            # What the real client does with a decoder: the page goes over the wire as a List, items without kind.
+            wire = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
+            items = decode(orjson.dumps({"kind": "List", "metadata": {"resourceVersion": str(s.rv)},
+                                         "items": wire}))["items"]
+        return items, str(s.rv)
 
     def watch(
         self,
@@ -162,7 +171,16 @@ class FakeClient:
         s = self.server
         s.watch_calls.append({"res": res, "resource_version": resource_version, "allow_bookmarks": allow_bookmarks,
                               "timeout_seconds": timeout_seconds, "metadata_only": metadata_only, **kw})
-        return self._stream(resource_version)
+        decode = kw.get("decode")
+        if decode is None:
+            return self._stream(resource_version)
+        return self._decoded(self._stream(resource_version), decode)
+
+    @staticmethod
+    async def _decoded(events: AsyncIterator[WatchEvent], decode: Any) -> AsyncIterator[WatchEvent]:
+        """What the real client does with a decoder: each event goes over the wire as a JSON line."""
+        async for event in events:
+            yield WatchEvent(*decode(orjson.dumps({"type": event.type, "object": event.object})))
 
     async def _stream(self, resource_version: str | None) -> AsyncIterator[WatchEvent]:
         s = self.server

@@ -1,0 +1,252 @@
+"""Watch events decoded straight into their cached form: parse, strip, project and share in one pass.
+
+Why: on the watch path the default transform (transform.py) used to cost more than parsing itself, because
+orjson first builds every node of the object (managedFields, volumes, env, probes, ...) and Python then walks it
+again to drop and share. Here msgspec (C) parses the event into its sections with each field's value left as
+the raw JSON text the server sent (``msgspec.Raw``: a slice, not parsed), and only what is kept is decoded:
+- dropped fields (``managedFields``; a pod's volumes, podIPs, hostIPs) are skipped in C and never built;
+- a kept field whose value is an object or array is looked up in the sharer's pool by that raw text: a repeat
+  (a pod's labels, ownerReferences, tolerations, nodeSelector, ...) costs one dict lookup and is the shared
+  object itself, with no parse and no walk;
+- only values new to the pool are parsed (orjson), projected where the pod projection says so, and shared
+  through :class:`~.transform.Sharer` as the default transform would.
+
+Guarantees:
+- :meth:`WireDecoder.decode` returns ``(type, object)`` where the object is equal to what
+  ``default_transform(orjson.loads(line)["object"])`` gives (tested with hypothesis), for every kind; an
+  ``ERROR`` event's object is the Status as sent.
+- Anything outside the fast path's shape (a top-level field other than apiVersion, kind, metadata, spec and
+  status, a section that is not an object, an ERROR event) takes the general path: orjson, then the transform.
+- Invalid JSON raises ``ValueError`` (the watch turns it into a ServerError), as the plain decoder does.
+- Shares the pool with the default transform, so objects from a re-list and from the watch share sub-trees.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import msgspec
+import orjson
+
+from controller_manager.client.watch import plain_decode
+
+from .transform import (
+    CONTAINER_LISTS,
+    CONTAINER_STATUS_LISTS,
+    MAX_INTERNED_LENGTH,
+    METADATA_UNIQUE_KEYS,
+    POD_CONTAINER_KEEP,
+    POD_SPEC_DROP,
+    POD_STATUS_DROP,
+    VOLATILE_KEYS,
+    Sharer,
+    Transform,
+    default_sharer,
+    default_transform,
+    project_container_statuses,
+    project_containers,
+)
+
+Obj = dict[str, Any]
+_Sections = dict[str, msgspec.Raw]
+
+
+class _Object(msgspec.Struct, forbid_unknown_fields=True):
+    apiVersion: str | msgspec.UnsetType = msgspec.UNSET
+    kind: str | msgspec.UnsetType = msgspec.UNSET
+    metadata: _Sections | msgspec.UnsetType = msgspec.UNSET
+    spec: _Sections | msgspec.UnsetType = msgspec.UNSET
+    status: _Sections | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Event(msgspec.Struct, forbid_unknown_fields=True):
+    type: str
+    object: _Object
+
+
+class _List(msgspec.Struct):
+    """A List response: only its metadata and items are read (kind and apiVersion are the list's own)."""
+
+    metadata: dict[str, Any] = {}
+    items: list[msgspec.Raw] | None = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+_decode_object = msgspec.json.Decoder(_Object).decode
+_decode_list = msgspec.json.Decoder(_List).decode
+_loads = orjson.loads
+_intern = sys.intern
+
+
+
+class _Container(msgspec.Struct):
+    """A container as the pod projection keeps it: msgspec skips every other field (env, probes, ...) in C."""
+
+    name: Any = msgspec.UNSET
+    image: Any = msgspec.UNSET
+    resources: Any = msgspec.UNSET
+    restartPolicy: Any = msgspec.UNSET
+
+
+assert frozenset(_Container.__struct_fields__) == POD_CONTAINER_KEEP, "keep _Container in step with the projection"
+_decode_containers = msgspec.json.Decoder(list[_Container]).decode
+_encode = msgspec.json.Encoder().encode
+
+# Per section, the fields that are not simply kept: DROP, or the name of the WireDecoder method that turns the
+# field's raw text into its kept value.
+DROP = "drop"
+_Rules = dict[str, str]
+_METADATA_RULES: _Rules = {"managedFields": DROP}
+_POD_RULES: dict[str, _Rules] = {
+    "metadata": _METADATA_RULES,
+    "spec": dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers"),
+    "status": dict.fromkeys(POD_STATUS_DROP, DROP) | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
+}
+_OTHER_RULES: dict[str, _Rules] = {"metadata": _METADATA_RULES, "spec": {}, "status": {}}
+_MISS = object()
+
+
+class WireDecoder:
+    """Decodes the watch events and list pages of one informer into cached objects (see the module docstring).
+
+    ``kind``/``api_version``: what the informer caches; List items come without them, and are stamped with them
+    (before the pod projection, which goes by kind), as the reflector stamps plainly parsed items.
+    """
+
+    def __init__(self, sharer: Sharer | None = None, fallback: Transform = default_transform, *,
+                 kind: str | None = None, api_version: str | None = None) -> None:
+        self._sharer = sharer or default_sharer()
+        self._pool = self._sharer.pool
+        self._fallback = fallback
+        self._kind = kind
+        self._api_version = api_version
+        self._volatile = VOLATILE_KEYS
+        self._metadata_volatile = VOLATILE_KEYS | METADATA_UNIQUE_KEYS
+
+    def decode(self, line: bytes | memoryview) -> tuple[str, Any]:
+        """One watch event line -> ``(type, cached form of its object)``."""
+        try:
+            event = _decode_event(line)
+        except msgspec.ValidationError:
+            return self._general(line)
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"invalid JSON: {exc}") from None
+        obj = self._object(event.object, stamp=False)
+        self._sharer.maybe_sweep()
+        return event.type, obj
+
+    def decode_list(self, body: bytes) -> dict[str, Any]:
+        """One List response -> ``{"metadata": ..., "items": [cached form of each item]}``."""
+        try:
+            page = _decode_list(body)
+        except msgspec.ValidationError:  # not a List's shape: the general path, odd parts left as sent
+            plain = self._loads_checked(body)
+            meta, odd = plain.get("metadata"), plain.get("items")
+            return {"metadata": meta if type(meta) is dict else {},
+                    "items": [self._general_object(i, stamp=True) for i in odd] if type(odd) is list else odd}
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"invalid JSON: {exc}") from None
+        items: list[Any] = []
+        for raw in page.items or ():
+            try:
+                items.append(self._object(_decode_object(raw), stamp=True))
+            except msgspec.ValidationError:
+                items.append(self._general_object(orjson.loads(bytes(raw)), stamp=True))
+        self._sharer.maybe_sweep()
+        return {"metadata": page.metadata, "items": items}
+
+    def _object(self, wire: _Object, *, stamp: bool) -> Obj:
+        """``stamp``: a List item, given the informer's kind and apiVersion when it has no kind of its own."""
+        obj: Obj = {}
+        kind: str | None = None
+        if stamp and wire.kind is msgspec.UNSET and self._kind is not None:
+            kind = obj["kind"] = self._kind
+            obj["apiVersion"] = self._api_version
+        else:
+            if wire.apiVersion is not msgspec.UNSET:
+                obj["apiVersion"] = _intern(wire.apiVersion)
+            if wire.kind is not msgspec.UNSET:
+                kind = obj["kind"] = _intern(wire.kind)
+        rules = _POD_RULES if kind == "Pod" else _OTHER_RULES
+        if wire.metadata is not msgspec.UNSET:
+            obj["metadata"] = self._section(wire.metadata, rules["metadata"], self._metadata_volatile)
+        if wire.spec is not msgspec.UNSET:
+            obj["spec"] = self._section(wire.spec, rules["spec"], self._volatile)
+        if wire.status is not msgspec.UNSET:
+            obj["status"] = self._section(wire.status, rules["status"], self._volatile)
+        return obj
+
+    def _section(self, fields: _Sections, rules: _Rules, volatile: frozenset[str]) -> Obj:
+        # The hot loop: one rules lookup, one bytes copy and one pool lookup per field when the value repeats.
+        # Keys need no interning: msgspec hands out the same key objects for every decode.
+        pool = self._pool
+        out: Obj = {}
+        for key, raw in fields.items():
+            rule = rules.get(key)
+            text = bytes(raw)
+            if rule is None:
+                value = pool.get(text, _MISS)
+                if value is _MISS:
+                    value = self._new_value(key, text, volatile)
+            elif rule == DROP:
+                continue
+            else:
+                value = getattr(self, rule)(text)
+            out[key] = value
+        return out
+
+    def _new_value(self, key: str, text: bytes, volatile: frozenset[str]) -> Any:
+        """A value the pool does not hold yet: parse, share, and pool it if it is seen again."""
+        value = _loads(text)
+        kind = type(value)
+        if kind is dict or kind is list:
+            return self._sharer.canonical(value, text)
+        if key in volatile:  # unique per object (name, uid, resourceVersion, ...): not worth a pool entry
+            return value
+        if kind is str and len(value) > MAX_INTERNED_LENGTH:
+            return value
+        return self._sharer.canonical_scalar(value, text)
+
+    def _containers(self, text: bytes) -> Any:
+        """A pod's container list, projected by msgspec; its projected JSON text is its pool key."""
+        try:
+            containers = _decode_containers(text)
+        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects, or odd numbers
+            return self._sharer.canonical(project_containers(_loads(text)))
+        form = _encode(containers)
+        value = self._pool.get(form)
+        if value is None:
+            value = self._sharer.canonical(msgspec.to_builtins(containers), form)
+        return value
+
+    def _container_statuses(self, text: bytes) -> Any:
+        return self._sharer.canonical(project_container_statuses(_loads(text)))
+
+    def _general(self, line: bytes | memoryview) -> tuple[str, Any]:
+        try:
+            etype, obj = plain_decode(line)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"invalid JSON: {exc}") from None
+        if etype == "ERROR":
+            return etype, obj
+        return etype, self._general_object(obj, stamp=False)
+
+    def _general_object(self, obj: Any, *, stamp: bool) -> Any:
+        """An object outside the fast path's shape: the transform on the plainly parsed object."""
+        if type(obj) is not dict:
+            return obj
+        if stamp and "kind" not in obj and self._kind is not None:
+            obj = {**obj, "kind": self._kind, "apiVersion": self._api_version}
+        try:
+            return self._fallback(obj)
+        except Exception:  # an odd object is cached as sent rather than failing the watch
+            return obj
+
+    @staticmethod
+    def _loads_checked(body: bytes) -> dict[str, Any]:
+        try:
+            page = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"invalid JSON: {exc}") from None
+        return page if type(page) is dict else {"items": page}
