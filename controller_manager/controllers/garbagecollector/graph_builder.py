@@ -1,9 +1,9 @@
 """The graph builder: informer events in, graph changes and work for the delete/orphan workers out.
 
 Guarantees (upstream ``graph_builder.go``):
-- Every monitored resource has a metadata-only shared informer; its handler only queues a :class:`GraphEvent`
-  on ``graph_changes`` (the ``garbage_collector_graph_changes`` queue). One processor applies the events in
-  order (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``.
+- Every monitored resource has a shared informer: the full one if another controller already runs it, else a
+  metadata-only one; its handler only queues a :class:`GraphEvent` on ``graph_changes`` (the
+  ``garbage_collector_graph_changes`` queue). One processor applies the events in order (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``.
 - An ownerReference to a uid not in the graph creates a *virtual* node (the owner's coordinates, in the
   dependent's namespace) and queues it on ``attempt_to_delete``, where the live API decides whether it exists.
 - A dependent whose ownerReference disagrees with an observed owner (other namespace, other coordinates) is
@@ -171,11 +171,16 @@ class GraphBuilder:
     def _monitor_for(self, res: Resource) -> Monitor:
         if self.informers is None:
             raise RuntimeError("no informer factory")
-        try:
-            informer = self.informers.informer(res, metadata_only=True, transform=gc_metadata)
-        except ValueError:
-            # Another controller made this metadata informer with its own transform: share it as it is.
-            informer = self.informers.informer(res, metadata_only=True)
+        # A full informer another controller runs (pods, ReplicaSets, Deployments, ...) is shared, as upstream's
+        # ObjectOrMetadataInformerFactory hands the collector the typed informer: a second, metadata-only watch
+        # of the same objects would double the API server's watch traffic and this process's decoding.
+        informer = self.informers.existing(res)
+        if informer is None:
+            try:
+                informer = self.informers.informer(res, metadata_only=True, transform=gc_metadata)
+            except ValueError:
+                # Another controller made this metadata informer with its own transform: share it as it is.
+                informer = self.informers.informer(res, metadata_only=True)
         monitor = Monitor(res, informer)
         api_version, kind = res.api_version, res.kind
         changes = self.graph_changes

@@ -2,7 +2,7 @@
 
 Guarantees (client-go ``informers.SharedInformerFactory``):
 - ``informer(res, metadata_only=...)`` returns one informer per (group/version/plural, metadata_only), however
-  many times and by whomever it is asked. Extra indexers are added to that one informer; asking for it with a
+  many times and by whomever it is asked; ``existing(res)`` returns it only if it was already made. Extra indexers are added to that one informer; asking for it with a
   different transform is an error (the cache cannot hold two shapes).
 - ``run()`` runs every informer made so far, and every informer made while it runs, each as a named task
   (``informer:<group/version/plural>``) in one ``asyncio.TaskGroup``; cancelling ``run()`` stops and awaits them.
@@ -71,6 +71,10 @@ class SharedInformerFactory:
         if indexers:
             informer.add_indexers(indexers)
         return informer
+
+    def existing(self, res: Resource, *, metadata_only: bool = False) -> SharedInformer | None:
+        """The informer already made for ``res``, if any; never makes one."""
+        return self._informers.get((res.group, res.version, res.plural, metadata_only))
 
     def informers(self) -> list[SharedInformer]:
         return list(self._informers.values())

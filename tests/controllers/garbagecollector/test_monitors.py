@@ -86,3 +86,30 @@ async def test_monitor_events_feed_the_graph() -> None:
     assert gc.graph_has_uid("pod-uid")
     assert gc.graph_has_uid("owner-uid")
     assert gc.builder.uid_to_node["owner-uid"].virtual
+
+
+async def test_a_full_informer_another_controller_runs_is_shared() -> None:
+    """Upstream's ObjectOrMetadataInformerFactory: the collector watches pods through the typed informer the
+    ReplicaSet controller already runs, not through a second, metadata-only watch."""
+    client = FakeClient()
+    gc, _ = make_gc(client, sync_period=0.0)
+    pods = gc.ctx.informers.informer(PODS)  # what another controller made first
+    client.serve([PODS, DEPLOYMENTS])
+    await gc.resync_monitors()
+    assert gc.builder.monitors[("", "v1", "pods")].informer is pods
+    assert gc.ctx.informers.existing(PODS, metadata_only=True) is None
+    # Deployments had no informer yet: a metadata-only one, as before.
+    assert gc.builder.monitors[("apps", "v1", "deployments")].informer.metadata_only
+
+    # The shared informer's events feed the graph; the full object's metadata is what the graph reads.
+    pods.replace([{"kind": "Pod", "apiVersion": "v1", "spec": {"nodeName": "n1"},
+                   "metadata": {"name": "p", "namespace": "ns", "uid": "pod-uid", "resourceVersion": "1",
+                                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                                     "uid": "rs-uid", "controller": True}]}}], "1")
+    event = await gc.builder.graph_changes.get()
+    assert event is not None
+    gc.builder.process_graph_changes(event)
+    gc.builder.graph_changes.done(event)
+    assert gc.graph_has_uid("pod-uid")
+    assert gc.graph_has_uid("rs-uid")
+    assert gc.builder.cached_metadata(PODS, "ns", "p") is pods.store.get("ns/p")
