@@ -229,6 +229,8 @@ async def _scenarios(client: ApiClient, sim: procs.Proc, daemon: procs.Proc, ref
     figures.append(Figure("convergence", f"{many} Deployments x {each} replicas: all pods created", small_s, "s",
                           ref_seconds * many * each / replicas, f"{many * each} bare pod creates (scaled)", "",
                           None, details))
+    figures.append(Figure("convergence", f"daemon CPU per 1000 pods ({many} Deployments x {each})",
+                          details["daemon_cpu_s_per_1000_pods"], "s", None, "", "<= 1 s", at_most(1.0)))
 
     # -- rolling update of the big one ---------------------------------------------------------------------
     async with Window(daemon, sim) as w:
@@ -244,6 +246,8 @@ async def _scenarios(client: ApiClient, sim: procs.Proc, daemon: procs.Proc, ref
     details = w.summary(replicas) | {"rollout_s": roll_s}
     figures.append(Figure("convergence", f"rolling update of the {replicas}-replica Deployment", roll_s, "s",
                           ref_seconds, f"{replicas} bare pod creates", "", None, details))
+    figures.append(Figure("convergence", "daemon CPU per 1000 pods (rolling update)",
+                          details["daemon_cpu_s_per_1000_pods"], "s", None, "", "<= 1 s", at_most(1.0)))
     figures.append(Figure("convergence", "daemon peak RSS", procs.peak_rss(daemon.pid) / 2**20, "MiB", None, "", "",
                           None))
 

@@ -3,7 +3,8 @@
 Guarantees (upstream ``graph_builder.go``):
 - Every monitored resource has a shared informer: the full one if another controller already runs it, else a
   metadata-only one; its handler only queues a :class:`GraphEvent` on ``graph_changes`` (the
-  ``garbage_collector_graph_changes`` queue). One processor applies the events in order (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``.
+  ``garbage_collector_graph_changes`` queue). One processor applies the events in order
+  (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``.
 - An ownerReference to a uid not in the graph creates a *virtual* node (the owner's coordinates, in the
   dependent's namespace) and queues it on ``attempt_to_delete``, where the live API decides whether it exists.
 - A dependent whose ownerReference disagrees with an observed owner (other namespace, other coordinates) is

@@ -2,8 +2,9 @@
 
 Guarantees (client-go ``informers.SharedInformerFactory``):
 - ``informer(res, metadata_only=...)`` returns one informer per (group/version/plural, metadata_only), however
-  many times and by whomever it is asked; ``existing(res)`` returns it only if it was already made. Extra indexers are added to that one informer; asking for it with a
-  different transform is an error (the cache cannot hold two shapes).
+  many times and by whomever it is asked; ``existing(res)`` returns it only if it was already made. Extra
+  indexers are added to that one informer; asking for it with a different transform is an error (the cache
+  cannot hold two shapes).
 - ``run()`` runs every informer made so far, and every informer made while it runs, each as a named task
   (``informer:<group/version/plural>``) in one ``asyncio.TaskGroup``; cancelling ``run()`` stops and awaits them.
 - ``wait_for_cache_sync(timeout)`` is True once every informer made so far has delivered its first list, False

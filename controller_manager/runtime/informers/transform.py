@@ -42,7 +42,8 @@ Transform = Callable[[Obj], Obj]
 _dumps = orjson.dumps
 
 # Keys whose scalar values are (nearly) unique per object: interning or pooling them would only cost memory.
-VOLATILE_KEYS: frozenset[str] = frozenset({"resourceVersion", "containerID", "renewTime", "lastHeartbeatTime"})
+VOLATILE_KEYS: frozenset[str] = frozenset(
+    {"resourceVersion", "containerID", "renewTime", "lastHeartbeatTime", "podIP"})
 
 # Fields of metadata unique to each object: interning them would only add an entry to the intern table.
 # (Deeper down, "name" and "uid" repeat: container names, ownerReferences.)
@@ -258,12 +259,15 @@ class Sharer:
 # tolerations, terminationGracePeriodSeconds, nodeSelector, affinity, hostNetwork, priority and the rest of the
 # scalars; of each container only its name (pod failure policies and sidecar restart counts match on it, with
 # initContainers' restartPolicy), plus image and resources for whoever reports them; status.phase, conditions,
-# reason, message, hostIP, podIP, startTime, qosClass, and the containers' statuses (state, lastState, ready,
-# restartCount, started). Dropped: spec.volumes, every other container field (env, ports, probes, mounts,
-# command, ...), status.podIPs/hostIPs (podIP/hostIP stay), and containers' containerID/imageID (unique per pod
-# and read by nobody). The projected pod must never be written back whole (no controller updates a pod from its
-# cache: they patch), so what is dropped here is never lost on the server.
+# reason, message, hostIP, podIP, startTime, qosClass, and of the containers' statuses their name, state,
+# lastState, ready, restartCount, started and image. Dropped: spec.volumes, every other container field (env,
+# ports, probes, mounts, command, ...), status.podIPs/hostIPs (podIP/hostIP stay), and every other container
+# status field (containerID and imageID, unique per pod; allocated resources, mounts, user, ...). The projected
+# pod must never be written back whole (no controller updates a pod from its cache: they patch), so what is
+# dropped here is never lost on the server.
 POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy"})
+POD_CONTAINER_STATUS_KEEP: frozenset[str] = frozenset(
+    {"name", "state", "lastState", "ready", "restartCount", "started", "image"})
 POD_SPEC_DROP: frozenset[str] = frozenset({"volumes"})
 POD_STATUS_DROP: frozenset[str] = frozenset({"podIPs", "hostIPs"})
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
@@ -280,14 +284,8 @@ def project_containers(containers: Any) -> Any:
 def project_container_statuses(statuses: Any) -> Any:
     if type(statuses) is not list:
         return statuses
-    out = []
-    for c in statuses:
-        if type(c) is dict and ("containerID" in c or "imageID" in c):
-            c = dict(c)
-            c.pop("containerID", None)
-            c.pop("imageID", None)
-        out.append(c)
-    return out
+    keep = POD_CONTAINER_STATUS_KEEP
+    return [{k: v for k, v in c.items() if k in keep} if type(c) is dict else c for c in statuses]
 
 
 def project_pod(obj: Obj) -> Obj:

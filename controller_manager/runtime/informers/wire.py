@@ -24,6 +24,7 @@ Guarantees:
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -37,6 +38,7 @@ from .transform import (
     MAX_INTERNED_LENGTH,
     METADATA_UNIQUE_KEYS,
     POD_CONTAINER_KEEP,
+    POD_CONTAINER_STATUS_KEEP,
     POD_SPEC_DROP,
     POD_STATUS_DROP,
     VOLATILE_KEYS,
@@ -52,7 +54,8 @@ Obj = dict[str, Any]
 _Sections = dict[str, msgspec.Raw]
 
 
-class _Object(msgspec.Struct, forbid_unknown_fields=True):
+# gc=False: these hold no reference cycles, so the cyclic collector need not track (or count) them.
+class _Object(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     apiVersion: str | msgspec.UnsetType = msgspec.UNSET
     kind: str | msgspec.UnsetType = msgspec.UNSET
     metadata: _Sections | msgspec.UnsetType = msgspec.UNSET
@@ -60,12 +63,12 @@ class _Object(msgspec.Struct, forbid_unknown_fields=True):
     status: _Sections | msgspec.UnsetType = msgspec.UNSET
 
 
-class _Event(msgspec.Struct, forbid_unknown_fields=True):
+class _Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     type: str
     object: _Object
 
 
-class _List(msgspec.Struct):
+class _List(msgspec.Struct, gc=False):
     """A List response: only its metadata and items are read (kind and apiVersion are the list's own)."""
 
     metadata: dict[str, Any] = {}
@@ -80,7 +83,7 @@ _intern = sys.intern
 
 
 
-class _Container(msgspec.Struct):
+class _Container(msgspec.Struct, gc=False):
     """A container as the pod projection keeps it: msgspec skips every other field (env, probes, ...) in C."""
 
     name: Any = msgspec.UNSET
@@ -89,21 +92,45 @@ class _Container(msgspec.Struct):
     restartPolicy: Any = msgspec.UNSET
 
 
+class _ContainerStatus(msgspec.Struct, gc=False):
+    """A container status as the pod projection keeps it."""
+
+    name: Any = msgspec.UNSET
+    state: Any = msgspec.UNSET
+    lastState: Any = msgspec.UNSET
+    ready: Any = msgspec.UNSET
+    restartCount: Any = msgspec.UNSET
+    started: Any = msgspec.UNSET
+    image: Any = msgspec.UNSET
+
+
 assert frozenset(_Container.__struct_fields__) == POD_CONTAINER_KEEP, "keep _Container in step with the projection"
+assert frozenset(_ContainerStatus.__struct_fields__) == POD_CONTAINER_STATUS_KEEP, "and _ContainerStatus"
 _decode_containers = msgspec.json.Decoder(list[_Container]).decode
+_decode_container_statuses = msgspec.json.Decoder(list[_ContainerStatus]).decode
 _encode = msgspec.json.Encoder().encode
 
-# Per section, the fields that are not simply kept: DROP, or the name of the WireDecoder method that turns the
-# field's raw text into its kept value.
+# Per section, the fields that are not simply looked up in the pool: DROP (never decoded), UNIQUE (a scalar
+# unique per object, decoded and never pooled: VOLATILE_KEYS, and name/uid in metadata), or a projection (a
+# WireDecoder method turning the raw text into the kept value; bound per decoder, see WireDecoder.__init__).
 DROP = "drop"
-_Rules = dict[str, str]
-_METADATA_RULES: _Rules = {"managedFields": DROP}
-_POD_RULES: dict[str, _Rules] = {
-    "metadata": _METADATA_RULES,
-    "spec": dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers"),
-    "status": dict.fromkeys(POD_STATUS_DROP, DROP) | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
-}
-_OTHER_RULES: dict[str, _Rules] = {"metadata": _METADATA_RULES, "spec": {}, "status": {}}
+UNIQUE = "unique"
+_Rules = dict[str, Any]
+
+
+def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
+    unique = dict.fromkeys(VOLATILE_KEYS, UNIQUE)
+    metadata = unique | dict.fromkeys(METADATA_UNIQUE_KEYS, UNIQUE) | {"managedFields": DROP}
+    if not kind_is_pod:
+        return {"metadata": metadata, "spec": unique, "status": unique}
+    return {
+        "metadata": metadata,
+        "spec": unique | dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers"),
+        "status": unique | dict.fromkeys(POD_STATUS_DROP, DROP)
+        | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
+    }
+
+
 _MISS = object()
 
 
@@ -121,8 +148,11 @@ class WireDecoder:
         self._fallback = fallback
         self._kind = kind
         self._api_version = api_version
-        self._volatile = VOLATILE_KEYS
-        self._metadata_volatile = VOLATILE_KEYS | METADATA_UNIQUE_KEYS
+        # The rules with projection names bound to this decoder's methods: one dict lookup per field says it all.
+        self._pod_rules, self._other_rules = (
+            {section: {key: getattr(self, rule) if rule not in (DROP, UNIQUE) else rule for key, rule in r.items()}
+             for section, r in _rules(pod).items()}
+            for pod in (True, False))
 
     def decode(self, line: bytes | memoryview) -> tuple[str, Any]:
         """One watch event line -> ``(type, cached form of its object)``."""
@@ -168,60 +198,65 @@ class WireDecoder:
                 obj["apiVersion"] = _intern(wire.apiVersion)
             if wire.kind is not msgspec.UNSET:
                 kind = obj["kind"] = _intern(wire.kind)
-        rules = _POD_RULES if kind == "Pod" else _OTHER_RULES
+        rules = self._pod_rules if kind == "Pod" else self._other_rules
         if wire.metadata is not msgspec.UNSET:
-            obj["metadata"] = self._section(wire.metadata, rules["metadata"], self._metadata_volatile)
+            obj["metadata"] = self._section(wire.metadata, rules["metadata"])
         if wire.spec is not msgspec.UNSET:
-            obj["spec"] = self._section(wire.spec, rules["spec"], self._volatile)
+            obj["spec"] = self._section(wire.spec, rules["spec"])
         if wire.status is not msgspec.UNSET:
-            obj["status"] = self._section(wire.status, rules["status"], self._volatile)
+            obj["status"] = self._section(wire.status, rules["status"])
         return obj
 
-    def _section(self, fields: _Sections, rules: _Rules, volatile: frozenset[str]) -> Obj:
+    def _section(self, fields: _Sections, rules: _Rules) -> Obj:
         # The hot loop: one rules lookup, one bytes copy and one pool lookup per field when the value repeats.
         # Keys need no interning: msgspec hands out the same key objects for every decode.
         pool = self._pool
         out: Obj = {}
         for key, raw in fields.items():
             rule = rules.get(key)
-            text = bytes(raw)
             if rule is None:
+                text = bytes(raw)
                 value = pool.get(text, _MISS)
                 if value is _MISS:
-                    value = self._new_value(key, text, volatile)
-            elif rule == DROP:
+                    value = self._new_value(text)
+            elif rule is UNIQUE:
+                value = _loads(bytes(raw))
+                if type(value) is dict or type(value) is list:
+                    value = self._sharer.canonical(value)
+            elif rule is DROP:
                 continue
             else:
-                value = getattr(self, rule)(text)
+                value = rule(bytes(raw))
             out[key] = value
         return out
 
-    def _new_value(self, key: str, text: bytes, volatile: frozenset[str]) -> Any:
+    def _new_value(self, text: bytes) -> Any:
         """A value the pool does not hold yet: parse, share, and pool it if it is seen again."""
         value = _loads(text)
         kind = type(value)
         if kind is dict or kind is list:
             return self._sharer.canonical(value, text)
-        if key in volatile:  # unique per object (name, uid, resourceVersion, ...): not worth a pool entry
-            return value
         if kind is str and len(value) > MAX_INTERNED_LENGTH:
             return value
         return self._sharer.canonical_scalar(value, text)
 
     def _containers(self, text: bytes) -> Any:
         """A pod's container list, projected by msgspec; its projected JSON text is its pool key."""
-        try:
-            containers = _decode_containers(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects, or odd numbers
-            return self._sharer.canonical(project_containers(_loads(text)))
-        form = _encode(containers)
-        value = self._pool.get(form)
-        if value is None:
-            value = self._sharer.canonical(msgspec.to_builtins(containers), form)
-        return value
+        return self._projected(text, _decode_containers, project_containers)
 
     def _container_statuses(self, text: bytes) -> Any:
-        return self._sharer.canonical(project_container_statuses(_loads(text)))
+        return self._projected(text, _decode_container_statuses, project_container_statuses)
+
+    def _projected(self, text: bytes, decode: Callable[[bytes], list[Any]], project: Callable[[Any], Any]) -> Any:
+        try:
+            kept = decode(text)
+        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects, or odd numbers
+            return self._sharer.canonical(project(_loads(text)))
+        form = _encode(kept)
+        value = self._pool.get(form)
+        if value is None:
+            value = self._sharer.canonical(msgspec.to_builtins(kept), form)
+        return value
 
     def _general(self, line: bytes | memoryview) -> tuple[str, Any]:
         try:
