@@ -15,6 +15,8 @@ Guarantees:
   Pod events are batched per Job (``sync_batch_period``, upstream 1 s); Job spec changes sync at once.
 - Orphaned pods that still carry the tracking finalizer (their Job is gone, finished, or released them) have
   it removed: they go through the same queue under the key ``pod:<namespace>/<name>``.
+- Prometheus metrics under upstream's names (:mod:`.metrics`): syncs, finished Jobs, pods and indexes, pod
+  failure policy actions, pod creations, terminated pods holding the tracking finalizer, external Jobs.
 - A Job managed by another controller (``spec.managedBy``) is left alone; an unknown ``completionMode`` gets a
   ``Warning UnknownCompletionMode`` event and is skipped; an invalid selector is logged and skipped. Nothing a
   single Job holds can stop the others.
@@ -37,6 +39,7 @@ from controller_manager.runtime.pod_control import PodControl
 from controller_manager.runtime.selector_cache import SelectorCache
 from controller_manager.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
+from . import metrics
 from .backoff import DEFAULT_POD_FAILURE_BACKOFF, MAX_POD_FAILURE_BACKOFF, BackoffStore
 from .sync import sync_job
 from .tracking import UIDTrackingExpectations
@@ -113,6 +116,9 @@ class JobController(Controller):
     def _on_job(self, event: Event) -> None:
         if isinstance(event, Added):
             self.queue.add(key_of(event.obj))
+            controller_name = managed_by_external_controller(event.obj)
+            if controller_name is not None:
+                metrics.record_job_by_external_controller(controller_name)
         elif isinstance(event, Updated):
             self._update_job(event.old, event.new)
         else:
@@ -161,10 +167,14 @@ class JobController(Controller):
 
     def _on_pod(self, event: Event) -> None:
         if isinstance(event, Added):
+            metrics.record_finished_pod_with_tracking_finalizer(None, event.obj)
             self._add_pod(event.obj)
         elif isinstance(event, Updated):
+            metrics.record_finished_pod_with_tracking_finalizer(event.old, event.new)
             self._update_pod(event.old, event.new)
         elif isinstance(event, Deleted):
+            if not event.final_state_unknown:  # upstream reads no pod out of a tombstone here
+                metrics.record_finished_pod_with_tracking_finalizer(event.obj, None)
             self._delete_pod(event.obj, final=True)
 
     def _add_pod(self, pod: Obj) -> None:

@@ -31,6 +31,7 @@ from controller_manager.runtime.controller_ref import new_controller_ref
 from controller_manager.runtime.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, sort_active_pods
 from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 
+from . import metrics
 from .backoff import remaining_time_per_index
 from .context import SyncJobCtx
 from .indexed import (
@@ -125,8 +126,9 @@ async def delete_job_pods(jm: JobController, job: Obj, job_key: str, pods: Seque
     return ready, len(pods) - len(failures), failures[0] if failures else None
 
 
-async def manage_job(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx) -> tuple[int, Exception | None]:
-    """Create or delete pods; returns the new active count and the first error."""
+async def manage_job(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx) -> tuple[int, str, Exception | None]:
+    """Create or delete pods; returns the new active count, what was done (the sync metrics' ``action``) and the
+    first error."""
     active = len(ctx.active_pods)
     key = key_of(job)
     if job_suspended(job):
@@ -136,7 +138,7 @@ async def manage_job(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx) ->
         ready, removed, err = await delete_job_pods(jm, job, key, to_delete)
         ctx.terminating += removed
         ctx.ready -= ready
-        return active - removed, err
+        return active - removed, metrics.ACTION_PODS_DELETED, err
 
     want = completions(job)
     if want is None:
@@ -152,19 +154,19 @@ async def manage_job(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx) ->
         ready, removed, err = await delete_job_pods(jm, job, key, to_delete)
         ctx.terminating += removed
         ctx.ready -= ready
-        return active - removed, err
+        return active - removed, metrics.ACTION_PODS_DELETED, err
 
     terminating = ctx.terminating if only_replace_failed_pods(job) else 0
     diff = want_active - terminating - active
     if diff <= 0:
-        return active, None
+        return active, metrics.ACTION_TRACKING, None
     now = jm.ctx.clock.now()
     remaining = 0.0
     if not has_backoff_limit_per_index(job):
         remaining = ctx.new_backoff_record.remaining_time(now, jm.pod_backoff_base, jm.pod_backoff_max)
     if remaining > 0:
         jm.enqueue_with_delay(key, remaining)
-        return 0, None
+        return 0, metrics.ACTION_PODS_CREATED, None
     diff = min(diff, MAX_POD_CREATE_DELETE_PER_SYNC)
 
     indexes: list[int] = []
@@ -176,11 +178,13 @@ async def manage_job(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx) ->
             indexes, remaining = _indexes_ready_to_create(jm, indexes, ctx.pods_with_delayed_deletion_per_index)
             if remaining > 0:
                 jm.enqueue_with_delay(key, remaining)
-                return 0, None
+                return 0, metrics.ACTION_PODS_CREATED, None
         diff = len(indexes)
     if diff <= 0:
-        return active, None
-    return await _create_pods(jm, job, ctx, key, active, diff, indexes)
+        # Upstream goes on to create nothing here and still reports pods_created.
+        return active, metrics.ACTION_PODS_CREATED, None
+    active, err = await _create_pods(jm, job, ctx, key, active, diff, indexes)
+    return active, metrics.ACTION_PODS_CREATED, err
 
 
 def _indexes_ready_to_create(jm: JobController, indexes: Sequence[int], delayed: Mapping[int, Obj]
@@ -248,6 +252,7 @@ async def _create_pods(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx, 
     pending = list(indexes)
     errors: list[Exception] = []
     created = 0
+    attempted = 0  # calls that reached the API (a terminating namespace's refusals are not creations)
 
     async def create(index: int | None) -> None:
         template: Obj = base
@@ -255,6 +260,7 @@ async def _create_pods(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx, 
         if index is not None:
             template = _indexed_template(jm, job, base, index, ctx)
             generate_name = pod_generate_name_with_index(job_name, index)
+        nonlocal attempted
         try:
             await jm.pod_control.create_pods(namespace, template, job, ref, generate_name=generate_name)
         except ApiError as err:
@@ -265,6 +271,7 @@ async def _create_pods(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx, 
         except Exception as err:
             jm.expectations.creation_observed(key)
             errors.append(err)
+        attempted += 1
 
     remaining = diff
     batch = min(remaining, SLOW_START_INITIAL_BATCH_SIZE)
@@ -283,4 +290,8 @@ async def _create_pods(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx, 
             remaining = 0
             break
         batch = min(2 * batch, remaining)
+    # Upstream also adds the failed attempts to "succeeded" (an unconditional increment after its error
+    # branch); here each attempt counts once, as the metric's help describes.
+    metrics.record_pods_creation(metrics.pod_creation_reason(job, ctx.failed, ctx.terminating),
+                                 attempted - len(errors), len(errors))
     return active + created, errors[0] if errors else None

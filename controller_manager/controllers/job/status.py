@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from controller_manager.api.meta import format_time, is_being_deleted, key_of
 from controller_manager.client.errors import NotFound
 
+from . import metrics
 from .context import SyncJobCtx
 from .indexed import pod_index, valid_index
 from .pod_failure_policy import match_pod_failure_policy
@@ -105,6 +106,7 @@ async def track_job_status_and_remove_finalizers(jm: JobController, ctx: SyncJob
     pods_to_remove_finalizer: list[Obj] = []
     new_succeeded_indexes: list[int] = []
     reached_max = False
+    failures_by_policy_action: dict[str, int] = {}
     policy = pod_failure_policy(job)
     for pod in ctx.pods:
         uid = pod_uid(pod)
@@ -128,10 +130,15 @@ async def track_job_status_and_remove_finalizers(jm: JobController, ctx: SyncJob
             finishing = (ctx.finished_condition is not None
                          and not is_success_criteria_met_condition(ctx.finished_condition))
             countable = uid not in ctx.uncounted.failed and (not indexed or valid_index(pod, total) is not None)
-            if ((considered_failed or finishing) and countable
-                    and (policy is None or match_pod_failure_policy(policy, pod)[1])):
-                needs_flush = True
-                uncounted_status.setdefault("failed", []).append(uid)
+            if (considered_failed or finishing) and countable:
+                count_failed = True
+                if policy is not None:
+                    _, count_failed, action = match_pod_failure_policy(policy, pod)
+                    if action is not None:
+                        failures_by_policy_action[action] = failures_by_policy_action.get(action, 0) + 1
+                if count_failed:
+                    needs_flush = True
+                    uncounted_status.setdefault("failed", []).append(uid)
         in_flight = (len(new_succeeded_indexes) + len(uncounted_status.get("succeeded") or ())
                      + len(uncounted_status.get("failed") or ()))
         if in_flight >= MAX_UNCOUNTED_PODS:
@@ -167,7 +174,8 @@ async def track_job_status_and_remove_finalizers(jm: JobController, ctx: SyncJob
                                                str(ctx.finished_condition.get("message") or ""), now)
 
     needs_flush = await flush_uncounted_and_remove_finalizers(jm, ctx, pods_to_remove_finalizer,
-                                                              uids_with_finalizer, old_counters, needs_flush)
+                                                              uids_with_finalizer, old_counters, needs_flush,
+                                                              failures_by_policy_action)
     job_finished = not reached_max and enact_job_finished(jm, ctx)
     if job_finished:
         needs_flush = True
@@ -176,18 +184,25 @@ async def track_job_status_and_remove_finalizers(jm: JobController, ctx: SyncJob
         if job_finished:
             assert ctx.finished_condition is not None
             record_job_finished(jm, ctx.job, ctx.finished_condition)
+        metrics.record_job_pod_finished(ctx.job, old_counters)
 
 
 async def flush_uncounted_and_remove_finalizers(jm: JobController, ctx: SyncJobCtx, pods: Sequence[Obj],
                                                 uids_with_finalizer: set[str], old_counters: dict[str, Any],
-                                                needs_flush: bool) -> bool:
+                                                needs_flush: bool,
+                                                failures_by_policy_action: Mapping[str, int] | None = None) -> bool:
     """Write the uncounted UIDs, then remove finalizers, then count what was removed. Returns whether a status
-    change is still unwritten; raises the first finalizer-removal error after writing partial progress."""
+    change is still unwritten; raises the first finalizer-removal error after writing partial progress.
+    ``old_counters`` (the status the metrics last saw) is brought up to date when the status is written."""
     if needs_flush:
         ctx.job = await jm.update_status_handler(ctx.job)
         # Only now is it safe to remember these failures for the recreation backoff.
         jm.pod_backoff_store.update(ctx.new_backoff_record)
+        metrics.record_job_pod_finished(ctx.job, old_counters)
+        old_counters.clear()
+        old_counters.update(_counters_of(ctx.job))
         needs_flush = False
+    metrics.record_pod_failure_policy_actions(failures_by_policy_action or {})
     rm_error: BaseException | None = None
     if pods:
         removed, rm_error = await remove_tracking_finalizer_from_pods(jm, key_of(ctx.job), pods)
@@ -264,6 +279,11 @@ def enact_job_finished(jm: JobController, ctx: SyncJobCtx) -> bool:
     return True
 
 
+def _counters_of(job: Obj) -> dict[str, Any]:
+    status = job.get("status")
+    return dict(status) if isinstance(status, Mapping) else {}
+
+
 def record_job_finished(jm: JobController, job: Obj, cond: Obj) -> None:
     if cond.get("type") == JOB_COMPLETE:
         want = completions(job)
@@ -273,3 +293,4 @@ def record_job_finished(jm: JobController, job: Obj, cond: Obj) -> None:
         jm.recorder_event(job, "Normal", "Completed", "Job completed")
     else:
         jm.recorder_event(job, "Warning", str(cond.get("reason") or ""), str(cond.get("message") or ""))
+    metrics.record_job_finished(job, cond)

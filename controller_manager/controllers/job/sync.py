@@ -11,19 +11,23 @@ Guarantees:
   A finishing Job has its active pods deleted and is declared finished only once those deletions all
   succeeded and expectations were met.
 - Otherwise pods are managed (when expectations are satisfied and the Job is not being deleted); the Job
-  completes when enough pods succeeded (work-queue Jobs: any success) and none is active; the Suspended
-  condition and events follow ``spec.suspend``.
+  completes when enough pods succeeded (work-queue Jobs: any success) and none is active, with reason
+  ``CompletionsReached`` (JobSuccessPolicy is GA); the Suspended condition and events follow ``spec.suspend``.
+- Every sync of a Job that is present, managed here, unfinished and of a known completion mode is counted and
+  timed (see :mod:`.metrics`), with the action it took on pods and whether it raised.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.meta import format_time, is_being_deleted, parse_time, split_key
 from controller_manager.api.pods import count_terminating_pods, filter_active_pods
 from controller_manager.runtime.controller import Result
 
+from . import metrics
 from .context import (
     SyncJobCtx,
     Uncounted,
@@ -44,11 +48,13 @@ from .util import (
     JOB_SUCCESS_CRITERIA_MET,
     JOB_SUSPENDED,
     MSG_BACKOFF_LIMIT_EXCEEDED,
+    MSG_COMPLETIONS_REACHED,
     MSG_DEADLINE_EXCEEDED,
     MSG_FAILED_INDEXES,
     MSG_MAX_FAILED_INDEXES_EXCEEDED,
     NON_INDEXED,
     REASON_BACKOFF_LIMIT_EXCEEDED,
+    REASON_COMPLETIONS_REACHED,
     REASON_DEADLINE_EXCEEDED,
     REASON_FAILED_INDEXES,
     REASON_MAX_FAILED_INDEXES_EXCEEDED,
@@ -56,6 +62,7 @@ from .util import (
     REASON_SUCCESS_POLICY,
     active_deadline_seconds,
     backoff_limit,
+    completion_mode,
     completions,
     completions_or_zero,
     ensure_condition_status,
@@ -92,6 +99,7 @@ def _fail_job_message(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]])
 
 
 async def sync_job(jm: JobController, key: str) -> Result | None:
+    started = jm.ctx.clock.monotonic()
     namespace, name = split_key(key)
     if not namespace or not name:
         raise ValueError(f"invalid job key {key!r}: either namespace or name is missing")
@@ -113,9 +121,31 @@ async def sync_job(jm: JobController, key: str) -> Result | None:
         jm.recorder_event(shared, "Warning", "UnknownCompletionMode",
                           "Skipped Job sync because completion mode is unknown")
         return None
+    # From here on every sync is measured (job_sync_duration_seconds, job_syncs_total), as upstream does.
+    outcome = _Outcome()
+    try:
+        result = await _sync_job(jm, key, shared, outcome)
+    except Exception:
+        metrics.record_sync(completion_mode(shared), True, outcome.action, jm.ctx.clock.monotonic() - started)
+        raise
+    metrics.record_sync(completion_mode(shared), outcome.invalid, outcome.action,
+                        jm.ctx.clock.monotonic() - started)
+    return result
+
+
+@dataclass
+class _Outcome:
+    """What a sync did, for its metrics: ``action`` stays "reconciling" unless pods were managed."""
+
+    action: str = metrics.ACTION_RECONCILING
+    invalid: bool = False  # an unusable selector: upstream's sync returns an error here
+
+
+async def _sync_job(jm: JobController, key: str, shared: Mapping[str, Any], outcome: _Outcome) -> Result | None:
     selector = jm.selector(shared)
     if selector is None:
         jm.log.error("couldn't convert Job selector", key=key, selector=(shared.get("spec") or {}).get("selector"))
+        outcome.invalid = True
         return None
 
     job: dict[str, Any] = copy.deepcopy(dict(shared))  # the cache's object is never mutated
@@ -198,12 +228,13 @@ async def sync_job(jm: JobController, key: str) -> Result | None:
     else:
         managed = False
         if satisfied and not is_being_deleted(job):
-            active, manage_error = await manage_job(jm, job, ctx)
+            active, outcome.action, manage_error = await manage_job(jm, job, ctx)
             managed = True
         want = completions(job)
         complete = (ctx.succeeded > 0 if want is None else ctx.succeeded >= want) and active == 0
         if complete:
-            ctx.finished_condition = new_condition(JOB_SUCCESS_CRITERIA_MET, "True", "", "", now)
+            ctx.finished_condition = new_condition(JOB_SUCCESS_CRITERIA_MET, "True", REASON_COMPLETIONS_REACHED,
+                                                   MSG_COMPLETIONS_REACHED, now)
         elif managed:
             # Only a sync that managed pods speaks for the suspension state.
             conds = status.setdefault("conditions", [])

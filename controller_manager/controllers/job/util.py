@@ -42,11 +42,13 @@ REASON_POD_FAILURE_POLICY = "PodFailurePolicy"
 REASON_MAX_FAILED_INDEXES_EXCEEDED = "MaxFailedIndexesExceeded"
 REASON_FAILED_INDEXES = "FailedIndexes"
 REASON_SUCCESS_POLICY = "SuccessPolicy"
+REASON_COMPLETIONS_REACHED = "CompletionsReached"
 
 MSG_BACKOFF_LIMIT_EXCEEDED = "Job has reached the specified backoff limit"
 MSG_DEADLINE_EXCEEDED = "Job was active longer than specified deadline"
 MSG_MAX_FAILED_INDEXES_EXCEEDED = "Job has exceeded the specified maximal number of failed indexes"
 MSG_FAILED_INDEXES = "Job has failed indexes"
+MSG_COMPLETIONS_REACHED = "Reached expected number of succeeded pods"
 
 INDEXED = "Indexed"
 NON_INDEXED = "NonIndexed"

@@ -26,6 +26,9 @@ Guarantees:
 - Malformed nodes (odd conditions, taints that are not objects, missing labels) are logged and skipped; no
   sync raises except to retry a failed write.
 
+Prometheus: upstream's ``node_collector_*`` zone gauges, evictions counter and health-check timings
+(:mod:`.metrics`).
+
 Queue keys: a node name (condition taints + labels), ``namespace/name`` of a pod (newly bound), and the two
 periodic passes ``@monitor`` and ``@noexecute`` (names cannot start with "@").
 """
@@ -53,6 +56,7 @@ from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NODE_NAME_INDEX, Added, Deleted, Event, Updated
 
+from . import metrics
 from .health import HealthCheck, NodeHealth, ZoneState, compute_node_health, compute_zone_state, reduced_qps
 from .node_utils import (
     LABEL_NODE_DISRUPTION_EXCLUSION,
@@ -179,6 +183,13 @@ class NodeLifecycleController(Controller):
     # --- monitorNodeHealth --------------------------------------------------------------------------------
 
     async def monitor_node_health(self) -> None:
+        started = self.clock.monotonic()
+        try:
+            await self._monitor_node_health()
+        finally:
+            metrics.UPDATE_ALL_NODES_HEALTH_DURATION.observe(self.clock.monotonic() - started)
+
+    async def _monitor_node_health(self) -> None:
         nodes = self.node_informer.store.list()
         added, deleted, new_zone_nodes = self._classify_nodes(nodes)
         for node in new_zone_nodes:
@@ -202,7 +213,11 @@ class NodeLifecycleController(Controller):
 
         async def check(node: Obj) -> None:
             async with limit:
-                await self._update_node(node, zone_conditions)
+                started = self.clock.monotonic()
+                try:
+                    await self._update_node(node, zone_conditions)
+                finally:
+                    metrics.UPDATE_NODE_HEALTH_DURATION.observe(self.clock.monotonic() - started)
 
         await asyncio.gather(*(check(n) for n in nodes))
         await self._handle_disruption(zone_conditions, nodes)
@@ -340,6 +355,7 @@ class NodeLifecycleController(Controller):
         self.zone_tainters[zone] = RateLimitedTimedQueue(
             TokenBucketRateLimiter(self.eviction_qps, EVICTION_RATE_LIMITER_BURST, self.clock), self.clock)
         self.log.info("Initializing eviction metric for zone", zone=zone)
+        metrics.init_zone_evictions(zone)
 
     # --- zones --------------------------------------------------------------------------------------------
 
@@ -347,7 +363,8 @@ class NodeLifecycleController(Controller):
         new_states: dict[str, ZoneState] = {}
         all_fully_disrupted = True
         for zone, conditions in zone_conditions.items():
-            _, state = compute_zone_state(conditions, self.unhealthy_zone_threshold)
+            unhealthy, state = compute_zone_state(conditions, self.unhealthy_zone_threshold)
+            metrics.set_zone_stats(zone, len(conditions), unhealthy)
             if state != ZoneState.FULL_DISRUPTION:
                 all_fully_disrupted = False
             new_states[zone] = state
@@ -359,6 +376,7 @@ class NodeLifecycleController(Controller):
         all_were_fully_disrupted = True
         for zone in list(self.zone_states):
             if zone not in zone_conditions:
+                metrics.clear_zone(zone)
                 del self.zone_states[zone]
                 continue
             if self.zone_states[zone] != ZoneState.FULL_DISRUPTION:
@@ -436,7 +454,10 @@ class NodeLifecycleController(Controller):
         else:
             self.log.debug("Node was in a taint queue, but it's ready now. Ignoring taint request", node=value.value)
             return True, 0.0
-        return await swap_node_controller_taint(self.client, self.clock, [add], [remove], node), 0.0
+        tainted = await swap_node_controller_taint(self.client, self.clock, [add], [remove], node)
+        if tainted:
+            metrics.record_eviction(get_zone_key(node))
+        return tainted, 0.0
 
     # --- doNoScheduleTaintingPass and labels --------------------------------------------------------------
 

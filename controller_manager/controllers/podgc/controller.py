@@ -13,6 +13,8 @@ Guarantees, each pass (every ``gc_check_period`` = 20 s, counted from the end of
 - Every deletion first moves a pod that is not terminal to phase Failed through a ``/status`` patch (no kubelet
   will), then deletes it with grace period 0 and a UID precondition. A pod already gone is not an error; any
   other failure is logged and left for the next pass.
+- Every deletion attempted counts in ``pod_gc_collector_force_delete_pods_total{namespace,reason}``, every
+  failed one (NotFound included, as upstream) in ``..._force_delete_pod_errors_total`` (:mod:`.metrics`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from controller_manager.api.meta import format_time, meta, parse_time
 from controller_manager.api.resources import NODES, PODS
 from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
+
+from . import metrics
 
 __all__ = ["GC_KEY", "PodGCController", "is_pod_terminated", "sort_for_deletion"]
 
@@ -116,7 +120,7 @@ class PodGCController(Controller):
         if delete_count <= 0:
             return
         self.log.info("Garbage collecting pods", num_pods=delete_count)
-        await self._delete_all(sort_for_deletion(terminated)[:delete_count], "terminated")
+        await self._delete_all(sort_for_deletion(terminated)[:delete_count], metrics.REASON_TERMINATED)
 
     async def gc_terminating(self, pods: Sequence[Obj]) -> None:
         doomed = []
@@ -131,7 +135,7 @@ class PodGCController(Controller):
         if doomed:
             self.log.info("Garbage collecting pods that are terminating on node tainted with "
                           "node.kubernetes.io/out-of-service", num_pods=len(doomed))
-            await self._delete_all(sort_for_deletion(doomed), "terminating-out-of-service")
+            await self._delete_all(sort_for_deletion(doomed), metrics.REASON_TERMINATING_OUT_OF_SERVICE)
 
     async def gc_orphaned(self, pods: Sequence[Obj]) -> None:
         existing = set(self.node_informer.store.keys())
@@ -149,7 +153,7 @@ class PodGCController(Controller):
             if _node_name(pod) not in deleted:
                 continue
             self.log.info("Found orphaned Pod assigned to the Node, deleting", pod=_key(pod), node=_node_name(pod))
-            if await self._mark_failed_and_delete(pod, condition, "orphaned"):
+            if await self._mark_failed_and_delete(pod, condition, metrics.REASON_ORPHANED):
                 self.log.info("Forced deletion of orphaned Pod succeeded", pod=_key(pod))
 
     async def _discover_deleted_nodes(self, existing: set[str], now: float) -> set[str]:
@@ -174,7 +178,7 @@ class PodGCController(Controller):
             if meta(pod).get("deletionTimestamp") is None or _node_name(pod):
                 continue
             self.log.info("Found unscheduled terminating Pod not assigned to any Node, deleting", pod=_key(pod))
-            if await self._mark_failed_and_delete(pod, None, "terminating-unscheduled"):
+            if await self._mark_failed_and_delete(pod, None, metrics.REASON_TERMINATING_UNSCHEDULED):
                 self.log.info("Forced deletion of unscheduled terminating Pod succeeded", pod=_key(pod))
 
     async def _delete_all(self, pods: Sequence[Obj], reason: str) -> None:
@@ -192,6 +196,7 @@ class PodGCController(Controller):
         namespace = str(meta(pod).get("namespace", ""))
         uid = meta(pod).get("uid")
         self.log.info("PodGC is force deleting Pod", pod=_key(pod), reason=reason)
+        metrics.DELETING_PODS_TOTAL.labels(namespace, reason).inc()
         try:
             if _phase(pod) not in ("Succeeded", "Failed"):
                 status: dict[str, Any] = {"phase": "Failed"}
@@ -201,9 +206,12 @@ class PodGCController(Controller):
                                         patch_type="strategic", subresource="status")
             await self.client.delete(PODS, name, namespace, grace_period_seconds=0, uid=uid)
         except NotFound:
+            # Done all the same; upstream still counts the NotFound among its errors.
+            metrics.DELETING_PODS_ERROR_TOTAL.labels(namespace, reason).inc()
             return True
         except ApiError as err:
             self.log.error("PodGC failed to delete pod", pod=_key(pod), reason=reason, error=str(err))
+            metrics.DELETING_PODS_ERROR_TOTAL.labels(namespace, reason).inc()
             return False
         return True
 

@@ -15,6 +15,8 @@ Guarantees:
   ``DisruptionTarget`` condition (reason ``DeletionByTaintManager``, "Taint manager: deleting due to NoExecute
   taint") through a ``/status`` patch, then deletes it with a UID precondition. A failed attempt is retried
   with backoff, 5 attempts in all; a pod already gone counts as done.
+- Prometheus (:mod:`.metrics`): each pod deleted here counts once, with the time from its deletion being due to
+  the delete.
 - Handlers only enqueue. Node and pod keys are handled without awaiting, so what the controller knows of a
   node's taints and the pods' timers never interleave half-updated.
 
@@ -33,6 +35,7 @@ from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NODE_NAME_INDEX, Event, Updated
 
+from . import metrics
 from .timed_workers import TimedWorkerQueue
 
 __all__ = [
@@ -248,9 +251,10 @@ class TaintEvictionController(Controller):
             self.log.info("Deleting pod", pod=key)
             self._record(key, f"Marking for deletion Pod {key}")
         try:
-            await self._add_condition_and_delete_pod(key)
+            if await self._add_condition_and_delete_pod(key):
+                metrics.record_deletion(self.clock.now() - worker.fire_at)
         except NotFound:
-            pass
+            pass  # gone already: nothing was deleted here, so nothing is counted
         except ApiError as err:
             if attempt < DELETE_ATTEMPTS:
                 raise
@@ -258,7 +262,8 @@ class TaintEvictionController(Controller):
         self._attempts.pop(key, None)
         self.evictions.finished(key)
 
-    async def _add_condition_and_delete_pod(self, key: str) -> None:
+    async def _add_condition_and_delete_pod(self, key: str) -> bool:
+        """Mark and delete the pod; True once the delete went through (NotFound propagates)."""
         namespace, name = split_key(key)
         pod = await self.client.get(PODS, name, namespace)
         uid = meta(pod).get("uid")
@@ -274,3 +279,4 @@ class TaintEvictionController(Controller):
             patch = {"metadata": {"uid": uid}, "status": {"conditions": [condition]}}
             await self.client.patch(PODS, name, patch, namespace, patch_type="strategic", subresource="status")
         await self.client.delete(PODS, name, namespace, uid=uid)
+        return True

@@ -24,8 +24,8 @@ BLE = ("FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the spe
 BLE_FAILED = ("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
 DEADLINE = ("FailureTarget", "True", "DeadlineExceeded", "Job was active longer than specified deadline")
 DEADLINE_FAILED = ("Failed", "True", "DeadlineExceeded", "Job was active longer than specified deadline")
-SCM = ("SuccessCriteriaMet", "True", "", "")
-COMPLETE = ("Complete", "True", "", "")
+SCM = ("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods")
+COMPLETE = ("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods")
 SUSPENDED = ("Suspended", "True", "JobSuspended", "Job suspended")
 RESUMED = ("Suspended", "False", "JobResumed", "Job resumed")
 
