@@ -56,6 +56,17 @@ def pod_phase(pod: Pod) -> str:
     return str(_status(pod).get("phase") or "")
 
 
+def pod_ips(pod: Pod) -> list[str]:
+    """The pod's IP addresses, primary first: ``status.podIPs``, else ``status.podIP`` (an informer's cached pod
+    keeps podIPs only when dual-stack, as podIPs[0] always equals podIP)."""
+    status = _status(pod)
+    ips = status.get("podIPs")
+    if type(ips) is list and ips:
+        return [str(entry["ip"]) for entry in ips if isinstance(entry, Mapping) and entry.get("ip")]
+    ip = status.get("podIP")
+    return [ip] if isinstance(ip, str) and ip else []
+
+
 def pod_key(pod: Pod) -> str:
     """``namespace/name`` (``controller.PodKey``): how expectations name the pods they wait for."""
     m = meta(pod)

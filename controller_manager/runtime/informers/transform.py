@@ -257,19 +257,21 @@ class Sharer:
 # controllers in controller_manager/controllers read of a cached pod (grepped; keep this list current when a
 # controller starts reading more): metadata (all of it but managedFields); spec.nodeName, restartPolicy,
 # tolerations, terminationGracePeriodSeconds, nodeSelector, affinity, hostNetwork, priority and the rest of the
-# scalars; of each container only its name (pod failure policies and sidecar restart counts match on it, with
-# initContainers' restartPolicy), plus image and resources for whoever reports them; status.phase, conditions,
-# reason, message, hostIP, podIP, startTime, qosClass, and of the containers' statuses their name, state,
-# lastState, ready, restartCount, started and image. Dropped: spec.volumes, every other container field (env,
-# ports, probes, mounts, command, ...), status.podIPs/hostIPs (podIP/hostIP stay), and every other container
-# status field (containerID and imageID, unique per pod; allocated resources, mounts, user, ...). The projected
-# pod must never be written back whole (no controller updates a pod from its cache: they patch), so what is
-# dropped here is never lost on the server.
-POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy"})
+# scalars; of each container its name (pod failure policies and sidecar restart counts match on it, with
+# initContainers' restartPolicy) and ports (EndpointSlices resolve named target ports), plus image and resources
+# for whoever reports them; status.phase, conditions, reason, message, hostIP, podIP, startTime, qosClass, and of
+# the containers' statuses their name, state, lastState, ready, restartCount, started and image. Dropped:
+# spec.volumes, every other container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when
+# they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0] to hostIP, so a single
+# entry says nothing more; dual-stack lists are kept: read ``api.pods.pod_ips``), and every other container status field
+# (containerID and imageID, unique per pod; allocated resources, mounts, user, ...). The projected pod must never
+# be written back whole (no controller updates a pod from its cache: they patch), so what is dropped here is never
+# lost on the server.
+POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy", "ports"})
 POD_CONTAINER_STATUS_KEEP: frozenset[str] = frozenset(
     {"name", "state", "lastState", "ready", "restartCount", "started", "image"})
 POD_SPEC_DROP: frozenset[str] = frozenset({"volumes"})
-POD_STATUS_DROP: frozenset[str] = frozenset({"podIPs", "hostIPs"})
+POD_STATUS_IP_LISTS: frozenset[str] = frozenset({"podIPs", "hostIPs"})  # dropped when single (see above)
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
 
@@ -288,6 +290,11 @@ def project_container_statuses(statuses: Any) -> Any:
     return [{k: v for k, v in c.items() if k in keep} if type(c) is dict else c for c in statuses]
 
 
+def single_address(ips: Any) -> bool:
+    """A pod's podIPs or hostIPs that repeat the one address podIP/hostIP already holds (or hold none)."""
+    return type(ips) is list and len(ips) <= 1
+
+
 def project_pod(obj: Obj) -> Obj:
     """A pod with what no controller reads dropped (see the list above); other kinds are returned as they are."""
     if obj.get("kind") != "Pod":
@@ -301,7 +308,8 @@ def project_pod(obj: Obj) -> Obj:
                 spec[key] = project_containers(spec[key])
     status = obj.get("status")
     if type(status) is dict:
-        status = out["status"] = {k: v for k, v in status.items() if k not in POD_STATUS_DROP}
+        status = out["status"] = {k: v for k, v in status.items()
+                                  if k not in POD_STATUS_IP_LISTS or not single_address(v)}
         for key in CONTAINER_STATUS_LISTS:
             if key in status:
                 status[key] = project_container_statuses(status[key])

@@ -4,7 +4,7 @@ Why: on the watch path the default transform (transform.py) used to cost more th
 orjson first builds every node of the object (managedFields, volumes, env, probes, ...) and Python then walks it
 again to drop and share. Here msgspec (C) parses the event into its sections with each field's value left as
 the raw JSON text the server sent (``msgspec.Raw``: a slice, not parsed), and only what is kept is decoded:
-- dropped fields (``managedFields``; a pod's volumes, podIPs, hostIPs) are skipped in C and never built;
+- dropped fields (``managedFields``; a pod's volumes) are skipped in C and never built;
 - a kept field whose value is an object or array is looked up in the sharer's pool by that raw text: a repeat
   (a pod's labels, ownerReferences, tolerations, nodeSelector, ...) costs one dict lookup and is the shared
   object itself, with no parse and no walk;
@@ -40,7 +40,7 @@ from .transform import (
     POD_CONTAINER_KEEP,
     POD_CONTAINER_STATUS_KEEP,
     POD_SPEC_DROP,
-    POD_STATUS_DROP,
+    POD_STATUS_IP_LISTS,
     VOLATILE_KEYS,
     Sharer,
     Transform,
@@ -48,6 +48,7 @@ from .transform import (
     default_transform,
     project_container_statuses,
     project_containers,
+    single_address,
 )
 
 Obj = dict[str, Any]
@@ -90,6 +91,7 @@ class _Container(msgspec.Struct, gc=False):
     image: Any = msgspec.UNSET
     resources: Any = msgspec.UNSET
     restartPolicy: Any = msgspec.UNSET
+    ports: Any = msgspec.UNSET
 
 
 class _ContainerStatus(msgspec.Struct, gc=False):
@@ -126,12 +128,13 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
     return {
         "metadata": metadata,
         "spec": unique | dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers"),
-        "status": unique | dict.fromkeys(POD_STATUS_DROP, DROP)
+        "status": unique | dict.fromkeys(POD_STATUS_IP_LISTS, "_ip_list")
         | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
     }
 
 
 _MISS = object()
+_DROPPED = object()  # what a projection returns for a field it leaves out
 
 
 class WireDecoder:
@@ -227,6 +230,8 @@ class WireDecoder:
                 continue
             else:
                 value = rule(bytes(raw))
+                if value is _DROPPED:
+                    continue
             out[key] = value
         return out
 
@@ -246,6 +251,10 @@ class WireDecoder:
 
     def _container_statuses(self, text: bytes) -> Any:
         return self._projected(text, _decode_container_statuses, project_container_statuses)
+
+    def _ip_list(self, text: bytes) -> Any:
+        value = _loads(text)
+        return _DROPPED if single_address(value) else self._sharer.canonical(value)
 
     def _projected(self, text: bytes, decode: Callable[[bytes], list[Any]], project: Callable[[Any], Any]) -> Any:
         try:

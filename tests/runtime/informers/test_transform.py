@@ -13,6 +13,7 @@ import pytest
 
 from bench.pods import pod_json
 from controller_manager.api.meta import key_of
+from controller_manager.api.pods import pod_ips
 from controller_manager.api.resources import PODS
 from controller_manager.runtime.informers import Sharer, Store, compose, default_transform, strip_managed_fields
 from controller_manager.runtime.informers.informer import builtin_indexers
@@ -115,9 +116,12 @@ def test_pod_projection_drops_only_what_no_controller_reads() -> None:
     assert pod == original
     assert "volumes" not in projected["spec"]
     assert projected["spec"]["containers"] == [
-        {k: v for k, v in c.items() if k in ("name", "image", "resources")} for c in pod["spec"]["containers"]]
+        {k: v for k, v in c.items() if k in ("name", "image", "resources", "ports")}
+        for c in pod["spec"]["containers"]]
+    # Single-stack: podIPs/hostIPs only repeat podIP/hostIP.
     assert "podIPs" not in projected["status"]
     assert "hostIPs" not in projected["status"]
+    assert pod_ips(projected) == [pod["status"]["podIP"]]
     assert projected["status"]["podIP"] == pod["status"]["podIP"]
     statuses = projected["status"]["containerStatuses"]
     assert all("containerID" not in c and "imageID" not in c for c in statuses)
@@ -126,6 +130,16 @@ def test_pod_projection_drops_only_what_no_controller_reads() -> None:
         assert projected["spec"][key] == pod["spec"][key]
     assert projected["metadata"] == pod["metadata"]
     assert projected["status"]["conditions"] == pod["status"]["conditions"]
+
+
+def test_pod_projection_keeps_dual_stack_addresses() -> None:
+    pod = strip_managed_fields(_pod(5))
+    pod["status"] = {**pod["status"], "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}, {"ip": "fd00::5"}],
+                     "hostIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}
+    projected = project_pod(pod)
+    assert projected["status"]["podIPs"] == pod["status"]["podIPs"]
+    assert projected["status"]["hostIPs"] == pod["status"]["hostIPs"]
+    assert pod_ips(projected) == ["10.1.0.5", "fd00::5"]
 
 
 def test_pod_projection_leaves_other_kinds_alone() -> None:
