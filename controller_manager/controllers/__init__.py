@@ -18,6 +18,7 @@ from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
+from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
 from controller_manager.controllers.ttlafterfinished import TTLAfterFinishedController
 
@@ -31,6 +32,7 @@ ALL: list[type[Controller]] = [
     DaemonSetController,
     DeploymentController,
     ReplicaSetController,
+    StatefulSetController,
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, JOBS
+from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, JOBS, STATEFULSETS
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
 from controller_manager.sim.apiserver import requestinfo
@@ -67,12 +67,20 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         job_template["metadata"]["annotations"] = {"sim.controller-manager.io/run-seconds": "0"}
         api.create(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
                           "spec": {"template": job_template, "ttlSecondsAfterFinished": 3600}}, NS)
+        api.create(STATEFULSETS, {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+                                  "spec": {"replicas": 2, "serviceName": "db",
+                                           "selector": {"matchLabels": {"app": "db"}}, "template": _template("db"),
+                                           "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                                               "accessModes": ["ReadWriteOnce"],
+                                               "resources": {"requests": {"storage": "1Gi"}}}}]}}, NS)
 
         async def settled() -> bool:
             deployment = api.get(DEPLOYMENTS, NS, "web")
             daemonset = api.get(DAEMONSETS, NS, "agent")
             job = api.get(JOBS, NS, "once")
+            statefulset = api.get(STATEFULSETS, NS, "db")
             checks = {
+                "statefulset-controller": (statefulset.get("status") or {}).get("readyReplicas") == 2,
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
@@ -107,3 +115,5 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "replicasets") in verbs
     if "replicaset-controller" in names:
         assert ("create", "pods") in verbs
+    if "statefulset-controller" in names:
+        assert ("create", "persistentvolumeclaims") in verbs
