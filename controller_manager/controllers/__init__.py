@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
+from controller_manager.controllers.endpointslice import EndpointSliceController
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from controller_manager.controllers.job import JobController
 from controller_manager.controllers.namespace import NamespaceController
@@ -31,6 +32,7 @@ ALL: list[type[Controller]] = [
     JobController,
     DaemonSetController,
     DeploymentController,
+    EndpointSliceController,
     ReplicaSetController,
     StatefulSetController,
     NodeLifecycleController,

@@ -158,6 +158,7 @@ class Options:
     concurrent_service_endpoint_syncs: int = 5
     mirroring_concurrent_service_endpoint_syncs: int = 5
     max_endpoints_per_slice: int = 100
+    endpointslice_updates_batch_period: float = 0.0
     concurrent_gc_syncs: int = 20
     enable_garbage_collector: bool = True
     concurrent_namespace_syncs: int = 10
@@ -290,6 +291,8 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Services synced in parallel by the EndpointSlice mirroring controller (workers).'),
         _flag("max-endpoints-per-slice", _INT, "100",
               'Upper bound on endpoints written into one EndpointSlice.'),
+        _flag("endpointslice-updates-batch-period", _DURATION, "0s",
+              'How long pod changes are gathered before a Service\'s EndpointSlices are rewritten (0: at once).'),
         _flag("concurrent-gc-syncs", _INT, "20",
               'Garbage-collector workers deleting or orphaning dependents in parallel.'),
         _flag("enable-garbage-collector", _BOOL, "true",

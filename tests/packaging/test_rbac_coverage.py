@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, JOBS, STATEFULSETS
+from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, ENDPOINTSLICES, JOBS, SERVICES, STATEFULSETS
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
 from controller_manager.sim.apiserver import requestinfo
@@ -67,6 +67,8 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         job_template["metadata"]["annotations"] = {"sim.controller-manager.io/run-seconds": "0"}
         api.create(JOBS, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
                           "spec": {"template": job_template, "ttlSecondsAfterFinished": 3600}}, NS)
+        api.create(SERVICES, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                              "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}, NS)
         api.create(STATEFULSETS, {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
                                   "spec": {"replicas": 2, "serviceName": "db",
                                            "selector": {"matchLabels": {"app": "db"}}, "template": _template("db"),
@@ -79,7 +81,9 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
             daemonset = api.get(DAEMONSETS, NS, "agent")
             job = api.get(JOBS, NS, "once")
             statefulset = api.get(STATEFULSETS, NS, "db")
+            slices, _ = api.list(ENDPOINTSLICES, NS)
             checks = {
+                "endpointslice-controller": sum(len(s.get("endpoints") or ()) for s in slices) == 2,
                 "statefulset-controller": (statefulset.get("status") or {}).get("readyReplicas") == 2,
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
@@ -115,5 +119,7 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "replicasets") in verbs
     if "replicaset-controller" in names:
         assert ("create", "pods") in verbs
+    if "endpointslice-controller" in names:
+        assert ("create", "endpointslices") in verbs
     if "statefulset-controller" in names:
         assert ("create", "persistentvolumeclaims") in verbs

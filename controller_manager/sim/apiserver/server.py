@@ -32,7 +32,7 @@ from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import errors, events, strategy
+from controller_manager.sim.apiserver import errors, events, service_ips, strategy
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -252,6 +252,9 @@ class ApiServer:
         obj = defaults.apply_defaults(res, obj)
         if res.kind == "Job" and res.group == "batch":
             obj = defaults.job_selector_defaults(obj, meta["uid"])
+        if res.kind == "Service" and res.group == "":
+            in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
+            obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
         stored_res = res
         if is_events_v1(res):
             self._validate(res, obj, None)

@@ -22,7 +22,8 @@ Obj = dict[str, Any]
 
 # Kinds whose metadata.generation the API server maintains.
 GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
-                              "PodDisruptionBudget", "Pod", "ReplicationController", "HorizontalPodAutoscaler"})
+                              "PodDisruptionBudget", "Pod", "ReplicationController", "HorizontalPodAutoscaler",
+                              "EndpointSlice"})
 # metadata fields a /status update may not change, per kind (the status strategies' reset fields).
 _STATUS_RESET_META: dict[str, tuple[str, ...]] = {
     "Deployment": ("labels",),
@@ -134,7 +135,9 @@ def _carry_system_metadata(res: Resource, new: Obj, old: Obj, *, main: bool) -> 
         # Deployments also count annotation changes: they are copied to the ReplicaSets.
         annotations_changed = main and res.kind == "Deployment" and meta.get("annotations") != old_meta.get(
             "annotations")
-        if spec_changed or annotations_changed:
+        # EndpointSlices count label changes too (their registry strategy compares labels beside the content).
+        labels_changed = res.kind == "EndpointSlice" and meta.get("labels") != old_meta.get("labels")
+        if spec_changed or annotations_changed or labels_changed:
             generation += 1
         meta["generation"] = generation
     else:
