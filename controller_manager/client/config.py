@@ -48,6 +48,7 @@ class ClientConfig:
     authorization: str | None = None  # the Authorization header value ("Bearer ...", "Basic ...")
     tls_server_name: str | None = None  # SNI / verification name when it differs from the host
     proxy: str | None = None
+    ca_file: str | None = None  # the PEM bundle that verifies the server (what the root CA publisher publishes)
     # The kubernetes_asyncio Configuration whose refresh hook rotates the token; None when static.
     source: Any = field(default=None, repr=False)
 
@@ -112,6 +113,7 @@ async def _finish(configuration: Any) -> ClientConfig:
         authorization=auth or None,
         tls_server_name=getattr(configuration, "tls_server_name", None) or None,
         proxy=getattr(configuration, "proxy", None) or None,
+        ca_file=getattr(configuration, "ssl_ca_cert", None) or None,
         source=configuration if configuration.refresh_api_key_hook is not None else None,
     )
 

@@ -145,6 +145,7 @@ class Options:
     bind_address: str = "0.0.0.0"
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
+    root_ca_file: str = ""
     authorization_always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
     # per-controller concurrency
     concurrent_deployment_syncs: int = 5
@@ -264,6 +265,9 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'start.'),
         _flag("tls-private-key-file", _str, "",
               'Private key (PEM) of --tls-cert-file.'),
+        _flag("root-ca-file", _str, "",
+              'CA bundle (PEM) published to every namespace as the kube-root-ca.crt ConfigMap; without it, the '
+              'CA that verifies the API server in the kubeconfig.'),
         _flag("authorization-always-allow-paths", _SLICE, "/healthz,/readyz,/livez",
               'Paths served to anyone, with no TokenReview or SubjectAccessReview.'),
     )),
