@@ -174,6 +174,20 @@ _GENERIC: dict[int, tuple[str, str]] = {
 }
 
 
+# v1.NamespaceTerminatingCause: the cause NamespaceLifecycle admission gives when it refuses a create.
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+
+
+def has_status_cause(err: BaseException, cause_type: str) -> bool:
+    """``errors.HasStatusCause``: the API error's ``details.causes`` list one of type ``cause_type``.
+
+    A StatusCause's type travels under the JSON key ``reason`` (the Go field is ``Type``, tagged ``reason``)."""
+    if not isinstance(err, ApiError):
+        return False
+    causes = err.details.get("causes") or ()
+    return any(isinstance(c, Mapping) and c.get("reason") == cause_type for c in causes)
+
+
 def error_class(status: int, reason: str) -> type[ApiError]:
     """The exception class for a Status's code and reason (reason first, then code)."""
     cls = _BY_REASON.get(reason)

@@ -35,7 +35,14 @@ import structlog
 
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import EVENTS, Resource
-from controller_manager.client.errors import AlreadyExists, ApiConnectionError, ApiError, NotFound
+from controller_manager.client.errors import (
+    NAMESPACE_TERMINATING_CAUSE,
+    AlreadyExists,
+    ApiConnectionError,
+    ApiError,
+    NotFound,
+    has_status_cause,
+)
 from controller_manager.clock import Clock
 
 MAX_QUEUED_EVENTS = 1000
@@ -466,8 +473,7 @@ class EventBroadcaster:
             _log.error("Unable to write event (may retry after sleeping)", object=_ref_text(ev), error=str(err))
             return False
         except ApiError as err:
-            causes = err.details.get("causes") or ()
-            terminating = any(isinstance(c, Mapping) and c.get("type") == "NamespaceTerminating" for c in causes)
+            terminating = has_status_cause(err, NAMESPACE_TERMINATING_CAUSE)
             level = _log.debug if isinstance(err, AlreadyExists) or terminating else _log.error
             level(
                 "Server rejected event (will not retry!)", object=_ref_text(ev), reason=ev.get("reason"), error=str(err)

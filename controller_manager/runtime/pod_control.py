@@ -28,7 +28,7 @@ from controller_manager.api.meta import meta
 from controller_manager.api.resources import PODS, Resource
 from controller_manager.api.selectors import is_dns1123_subdomain
 from controller_manager.client import ApiClient
-from controller_manager.client.errors import ApiError, NotFound
+from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.runtime.controller_ref import new_controller_ref, validate_controller_ref
 from controller_manager.runtime.events import EventRecorder
 
@@ -52,18 +52,7 @@ SUCCESSFUL_CREATE_POD_REASON = "SuccessfulCreate"
 FAILED_DELETE_POD_REASON = "FailedDelete"
 SUCCESSFUL_DELETE_POD_REASON = "SuccessfulDelete"
 
-# v1.NamespaceTerminatingCause: the status cause an apiserver sets when refusing creates in a dying namespace.
-NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
-
 _log = structlog.get_logger("controller_manager.pod_control")
-
-
-def has_status_cause(err: BaseException, cause_type: str) -> bool:
-    """``errors.HasStatusCause``: the API error's details list a cause of ``cause_type``."""
-    if not isinstance(err, ApiError):
-        return False
-    causes = err.details.get("causes") or ()
-    return any(isinstance(c, Mapping) and c.get("type") == cause_type for c in causes)
 
 
 def _mask_trailing_dash(name: str) -> str:

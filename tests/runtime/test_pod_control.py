@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from controller_manager.api.resources import PODS, REPLICASETS
-from controller_manager.client.errors import Conflict, Forbidden, NotFound, ServerError
+from controller_manager.client.errors import Conflict, Forbidden, NotFound, ServerError, has_status_cause
 from controller_manager.runtime.controller_ref import new_controller_ref
-from controller_manager.runtime.pod_control import PodControl, has_status_cause, pod_from_template, pods_prefix
+from controller_manager.runtime.pod_control import PodControl, pod_from_template, pods_prefix
 from controller_manager.sim.apiserver.server import ApiServer
 from tests.runtime.fakes import FakeClient, FakeRecorder, SimClient
 
@@ -136,7 +136,7 @@ async def test_create_failure_records_warning() -> None:
 async def test_create_in_terminating_namespace_records_nothing() -> None:
     client, recorder = FakeClient(), FakeRecorder()
     err = Forbidden(403, "Forbidden", "unable to create new content in namespace default because it is being "
-                    "terminated", {"causes": [{"type": "NamespaceTerminating", "message": "namespace default is "
+                    "terminated", {"causes": [{"reason": "NamespaceTerminating", "message": "namespace default is "
                                                "being terminated", "field": "metadata.namespace"}]})
     client.errors[("create", "foobar-")] = err
     assert has_status_cause(err, "NamespaceTerminating")

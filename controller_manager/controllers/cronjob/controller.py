@@ -37,12 +37,11 @@ from prometheus_client import Histogram
 from controller_manager.api.cron import Schedule, ScheduleError, UnknownTimeZone, load_location, parse_standard
 from controller_manager.api.meta import controller_ref, format_time, is_being_deleted, key_of, meta, split_key
 from controller_manager.api.resources import CRONJOBS, JOBS
-from controller_manager.client.errors import AlreadyExists, NotFound
+from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, AlreadyExists, NotFound, has_status_cause
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.controller_ref import resolve_controller_ref
 from controller_manager.runtime.events import object_reference
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 
 from .control import ApiCronJobControl, ApiJobControl, CronJobControl, JobControl
 from .utils import (

@@ -31,11 +31,16 @@ from typing import Any
 
 from controller_manager.api.meta import controller_ref, meta
 from controller_manager.api.resources import DEPLOYMENTS, REPLICASETS
-from controller_manager.client.errors import AlreadyExists, ApiError, NotFound
+from controller_manager.client.errors import (
+    NAMESPACE_TERMINATING_CAUSE,
+    AlreadyExists,
+    ApiError,
+    NotFound,
+    has_status_cause,
+)
 from controller_manager.controllers.deployment import util
 from controller_manager.runtime.controller_ref import new_controller_ref
 from controller_manager.runtime.controller_utils import compute_hash
-from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 
 from .control import DeploymentControl, Obj, replace, status_of
 

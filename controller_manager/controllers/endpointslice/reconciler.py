@@ -31,8 +31,7 @@ import structlog
 
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import ENDPOINTSLICES, Resource
-from controller_manager.client.errors import ApiError, NotFound
-from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
+from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 
 from . import metrics
 from .endpointset import EndpointSet, PortMapKey, endpoints_equal_beyond_hash, port_map_key

@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any
 from controller_manager.api.meta import key_of, meta
 from controller_manager.api.pods import filter_terminating_pods, is_pod_ready
 from controller_manager.api.resources import JOBS
-from controller_manager.client.errors import ApiError, NotFound
+from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.runtime.controller_ref import new_controller_ref
 from controller_manager.runtime.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, sort_active_pods
-from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 
 from . import metrics
 from .backoff import remaining_time_per_index

@@ -36,7 +36,7 @@ from controller_manager.api.meta import controller_ref, is_being_deleted, key_of
 from controller_manager.api.pods import is_pod_ready, pod_key, split_active_and_terminating
 from controller_manager.api.resources import PODS, REPLICASETS
 from controller_manager.api.selectors import Selector
-from controller_manager.client.errors import ApiError, NotFound
+from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.controller_ref import (
     ControllerRefManager,
@@ -52,7 +52,7 @@ from controller_manager.runtime.controller_utils import (
 )
 from controller_manager.runtime.expectations import ControllerExpectations, UIDTrackingControllerExpectations
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.pod_control import NAMESPACE_TERMINATING_CAUSE, PodControl, has_status_cause
+from controller_manager.runtime.pod_control import PodControl
 from controller_manager.runtime.selector_cache import SelectorCache
 
 from .pods import ORPHAN_INDEX, filter_claimed_pods, get_pods_to_delete, orphan_index

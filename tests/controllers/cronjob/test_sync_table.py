@@ -39,7 +39,7 @@ def _already_exists() -> AlreadyExists:
 
 def _namespace_terminating() -> Forbidden:
     return Forbidden(403, "Forbidden", "unable to create new content in namespace default because it is being "
-                     "terminated", details={"causes": [{"type": "NamespaceTerminating", "field": "metadata.namespace",
+                     "terminated", details={"causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
                                                         "message": "namespace default is being terminated"}]})
 
 
