@@ -10,7 +10,8 @@ Guarantees:
 - ``eviction`` deletes the pod unless the one PodDisruptionBudget selecting it allows no disruption
   (429 with a ``DisruptionBudget`` cause) or has not yet been observed by its controller (429,
   retry after 10s); more than one PDB is a 500, as upstream. A successful eviction records the pod in
-  the PDB's ``status.disruptedPods`` and decrements ``disruptionsAllowed``.
+  the PDB's ``status.disruptedPods``, decrements ``disruptionsAllowed``, and adds the ``DisruptionTarget``
+  condition (reason ``EvictionByEvictionAPI``) to the pod's status before deleting it.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def evict(api: ApiServer, namespace: str, name: str, eviction: Any, *, dry_run: 
                             dry_run or "All" in (opts.get("dryRun") or []))
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):
-        delete(api, PODS, namespace, name, options)
+        _add_condition_and_delete(api, namespace, name, options)
         return errors.success(201)
     pdbs = _pdbs_for(api, namespace, pod)
     if len(pdbs) > 1:
@@ -167,8 +168,22 @@ def evict(api: ApiServer, namespace: str, name: str, eviction: Any, *, dry_run: 
                                     "subresource does not support.")
     if pdbs:
         _check_and_decrement(api, pdbs[0], name, dry_run=options.dry_run)
-    delete(api, PODS, namespace, name, options)
+    _add_condition_and_delete(api, namespace, name, options)
     return errors.success(201)
+
+
+def _add_condition_and_delete(api: ApiServer, namespace: str, name: str, options: DeleteOptions) -> None:
+    """eviction.go's addConditionAndDeletePod: the pod gets DisruptionTarget=True (reason EvictionByEvictionAPI)
+    in its status first, so whoever sees it go knows why (Job pod failure policies, the disruption controller)."""
+    pod = api.get_stored(PODS, namespace, name).obj
+    status = pod.get("status") or {}
+    if not options.dry_run:
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
+        conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": format_time(api.clock.now()), "reason": "EvictionByEvictionAPI",
+                           "message": "Eviction API: evicting"})
+        api.update(PODS, {**pod, "status": {**status, "conditions": conditions}}, subresource="status")
+    delete(api, PODS, namespace, name, options)
 
 
 def _pdbs_for(api: ApiServer, namespace: str, pod: Obj) -> list[Obj]:

@@ -141,6 +141,27 @@ def _lease(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def _pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidatePodDisruptionBudgetSpec's checks on the two budgets."""
+    spec = _dict(obj.get("spec"))
+    errs: list[FieldError] = []
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        errs.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+    for field in ("minAvailable", "maxUnavailable"):
+        value = spec.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            errs.append(invalid(f"spec.{field}", value, "must be greater than or equal to 0"))
+        elif isinstance(value, str):
+            pct = value[:-1] if value.endswith("%") else None
+            if pct is None or not pct.isdigit():
+                errs.append(invalid(f"spec.{field}", value, "a valid percent string must be a numeric string "
+                                    "followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation "
+                                    "is '[0-9]+%')"))
+            elif int(pct) > 100:
+                errs.append(invalid(f"spec.{field}", value, "must not be greater than 100%"))
+    return errs
+
+
 def _apps(check: Callable[[Obj], list[FieldError]], kind: str) -> Callable[[Obj, Obj | None], list[FieldError]]:
     def run(obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = check(obj)
@@ -168,6 +189,7 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "Namespace": _namespace,
     "Service": _service,
     "Lease": _lease,
+    "PodDisruptionBudget": _pdb,
     "Deployment": _apps(validate_deployment, "Deployment"),
     "ReplicaSet": _apps(validate_replicaset, "ReplicaSet"),
     "DaemonSet": _apps(validate_daemonset, "DaemonSet"),

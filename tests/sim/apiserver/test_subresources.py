@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from controller_manager.api.resources import PODDISRUPTIONBUDGETS
 from controller_manager.sim.apiserver import ApiServer
+from controller_manager.sim.apiserver.errors import StatusError
 from tests.sim.apiserver.conftest import Client, deployment, pod
 
 PODS_URL = "/api/v1/namespaces/default/pods"
@@ -66,6 +69,37 @@ async def test_eviction_without_pdb_deletes(client: Client) -> None:
     assert status["status"] == "Success"
     _, p = await client.get(f"{PODS_URL}/p")
     assert p["metadata"]["deletionTimestamp"]  # graceful: the kubelet finishes it
+    # addConditionAndDeletePod: the pod says why it goes before it is deleted.
+    disruption = [c for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert [(c["status"], c["reason"], c["message"]) for c in disruption] == [
+        ("True", "EvictionByEvictionAPI", "Eviction API: evicting")]
+
+
+async def test_eviction_dry_run_changes_nothing(client: Client) -> None:
+    await client.post(PODS_URL, pod("p", node="n1"))
+    await client.patch(f"{PODS_URL}/p/status", {"status": {"phase": "Running"}})
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"},
+                "deleteOptions": {"dryRun": ["All"]}}
+    code, _ = await client.post(f"{PODS_URL}/p/eviction", eviction)
+    assert code == 201
+    _, p = await client.get(f"{PODS_URL}/p")
+    assert "deletionTimestamp" not in p["metadata"]
+    assert all(c["type"] != "DisruptionTarget" for c in p["status"].get("conditions") or ())
+
+
+def test_a_new_budget_shows_zero_counts_and_both_budgets_are_refused(api: ApiServer) -> None:
+    created = api.create(PODDISRUPTIONBUDGETS, {"metadata": {"name": "b"}, "spec": {
+        "minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}}}, "default")
+    assert created["status"] == {"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0,
+                                 "expectedPods": 0}
+    with pytest.raises(StatusError) as both:
+        api.create(PODDISRUPTIONBUDGETS, {"metadata": {"name": "c"}, "spec": {
+            "minAvailable": 1, "maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}}, "default")
+    assert "minAvailable and maxUnavailable cannot be both set" in both.value.status["message"]
+    with pytest.raises(StatusError) as pct:
+        api.create(PODDISRUPTIONBUDGETS, {"metadata": {"name": "d"}, "spec": {
+            "maxUnavailable": "150%", "selector": {"matchLabels": {"app": "web"}}}}, "default")
+    assert "must not be greater than 100%" in pct.value.status["message"]
 
 
 async def test_eviction_refused_by_pdb(client: Client, api: ApiServer) -> None:
