@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
+from controller_manager.controllers.disruption import DisruptionController
 from controller_manager.controllers.endpointslice import EndpointSliceController
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from controller_manager.controllers.job import JobController
@@ -19,6 +20,8 @@ from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
+from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
+from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
 from controller_manager.controllers.ttlafterfinished import TTLAfterFinishedController
@@ -32,8 +35,11 @@ ALL: list[type[Controller]] = [
     JobController,
     DaemonSetController,
     DeploymentController,
+    DisruptionController,
     EndpointSliceController,
     ReplicaSetController,
+    RootCACertPublisher,
+    ServiceAccountsController,
     StatefulSetController,
     NodeLifecycleController,
     TaintEvictionController,

@@ -266,8 +266,9 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
         _flag("tls-private-key-file", _str, "",
               'Private key (PEM) of --tls-cert-file.'),
         _flag("root-ca-file", _str, "",
-              'CA bundle (PEM) published to every namespace as the kube-root-ca.crt ConfigMap; without it, the '
-              'CA that verifies the API server in the kubeconfig.'),
+              'If set, this root certificate authority is the CA bundle published to every namespace as the '
+              'kube-root-ca.crt ConfigMap (a valid PEM-encoded CA bundle); without it, the CA that verifies the '
+              'API server in the kubeconfig.'),
         _flag("authorization-always-allow-paths", _SLICE, "/healthz,/readyz,/livez",
               'Paths served to anyone, with no TokenReview or SubjectAccessReview.'),
     )),
