@@ -18,13 +18,12 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 import structlog
 
-from controller_manager.api.meta import meta
+from controller_manager.api.meta import deep_copy, meta
 from controller_manager.api.resources import PODS, Resource
 from controller_manager.api.selectors import is_dns1123_subdomain
 from controller_manager.client import ApiClient
@@ -83,7 +82,7 @@ def pod_from_template(template: Obj, owner: Obj, ref: Mapping[str, Any] | None) 
     if ref is not None:
         metadata["ownerReferences"] = [dict(ref)]
     # The spec is nested and may be a shared cached object: the new pod gets its own copy.
-    return {"metadata": metadata, "spec": copy.deepcopy(dict(template.get("spec") or {}))}
+    return {"metadata": metadata, "spec": deep_copy(dict(template.get("spec") or {}))}
 
 
 class PodControl:

@@ -4,6 +4,7 @@ import pytest
 
 from controller_manager.api.meta import (
     controller_ref,
+    deep_copy,
     format_micro_time,
     format_time,
     key_of,
@@ -40,3 +41,22 @@ def test_time_formats_round_trip() -> None:
     assert parse_time(format_micro_time(ts)) == ts
     assert parse_time("garbage") is None
     assert parse_time(None) is None
+
+
+def test_deep_copy_is_equal_and_shares_nothing() -> None:
+    obj = {"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 3, "ratio": 0.5, "on": True,
+                                                                     "list": [{"k": None}], "big": 2**70}}
+    copied = deep_copy(obj)
+    assert copied == obj
+    assert copied is not obj
+    assert copied["metadata"] is not obj["metadata"]
+    assert copied["spec"]["list"][0] is not obj["spec"]["list"][0]
+    copied["metadata"]["labels"]["x"] = "2"
+    assert obj["metadata"]["labels"]["x"] == "1"
+
+
+def test_deep_copy_falls_back_for_what_json_cannot_hold() -> None:
+    marker = object()
+    obj = {"a": [marker]}
+    copied = deep_copy(obj)
+    assert copied["a"] is not obj["a"]

@@ -25,7 +25,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,15 @@ from typing import Any, ClassVar
 from prometheus_client import Histogram
 
 from controller_manager.api.cron import Schedule, ScheduleError, UnknownTimeZone, load_location, parse_standard
-from controller_manager.api.meta import controller_ref, format_time, is_being_deleted, key_of, meta, split_key
+from controller_manager.api.meta import (
+    controller_ref,
+    deep_copy,
+    format_time,
+    is_being_deleted,
+    key_of,
+    meta,
+    split_key,
+)
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, AlreadyExists, NotFound, has_status_cause
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
@@ -196,7 +203,7 @@ class CronJobController(Controller):
             return None
         jobs = self.jobs_to_be_reconciled(cached)
         # One working copy collects every status change, so status is written at most once.
-        work: Work = copy.deepcopy(dict(cached))
+        work: Work = deep_copy(dict(cached))
         update_after_cleanup = await self.cleanup_finished_jobs(work, jobs)
         outcome = await self.sync_cron_job(work, jobs)
         if outcome.error is not None:
@@ -244,7 +251,7 @@ class CronJobController(Controller):
                     # Our copy lags our own last status write: carry on with (and later write) the live one.
                     # Upstream carries on with it too but writes its stale copy; that only costs a Conflict.
                     cj.clear()
-                    cj.update(copy.deepcopy(fresh))
+                    cj.update(deep_copy(fresh))
                     continue
                 self.recorder.event(cj, WARNING, "UnexpectedJob",
                                     f"Saw a job that the controller did not create or forgot: {meta(job).get('name')}",

@@ -19,14 +19,13 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import enum
 from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller_manager.api.cron import ZERO, Schedule, load_location
-from controller_manager.api.meta import controller_ref, format_time, meta, parse_time
+from controller_manager.api.meta import controller_ref, deep_copy, format_time, meta, parse_time
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.runtime.controller_ref import new_controller_ref
 
@@ -248,5 +247,5 @@ def job_from_template(cj: Obj, scheduled: datetime) -> dict[str, Any]:
         "apiVersion": JOBS.api_version,
         "kind": JOBS.kind,
         "metadata": job_meta,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "spec": deep_copy(dict(template.get("spec") or {})),
     }

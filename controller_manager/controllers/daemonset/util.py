@@ -17,12 +17,11 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controller_manager.api.intstr import scaled_value
-from controller_manager.api.meta import meta
+from controller_manager.api.meta import deep_copy, meta
 from controller_manager.api.taints import (
     EFFECT_NO_EXECUTE,
     EFFECT_NO_SCHEDULE,
@@ -133,7 +132,7 @@ def add_or_update_daemon_pod_tolerations(pod_spec: Obj) -> list[dict[str, Any]]:
 
 def create_pod_template(template: Obj, generation: int | None, hash_: str) -> dict[str, Any]:
     """The template daemon pods are created from (``CreatePodTemplate``)."""
-    new: dict[str, Any] = copy.deepcopy(dict(template))
+    new: dict[str, Any] = deep_copy(dict(template))
     spec = dict(new.get("spec") or {})
     spec["tolerations"] = add_or_update_daemon_pod_tolerations(spec)
     new["spec"] = spec
@@ -195,7 +194,7 @@ def replace_node_name_affinity(affinity: Obj | None, node_name: str) -> dict[str
     """``ReplaceDaemonSetPodNodeNameNodeAffinity``: required node affinity selects just ``node_name``."""
     selector = {"nodeSelectorTerms": [{"matchFields": [
         {"key": OBJECT_NAME_FIELD, "operator": "In", "values": [node_name]}]}]}
-    out: dict[str, Any] = copy.deepcopy(dict(affinity or {}))
+    out: dict[str, Any] = deep_copy(dict(affinity or {}))
     node_affinity = dict(out.get("nodeAffinity") or {})
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = selector
     out["nodeAffinity"] = node_affinity

@@ -15,14 +15,13 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
-from controller_manager.api.meta import meta
+from controller_manager.api.meta import deep_copy, meta
 from controller_manager.api.resources import DEPLOYMENTS, REPLICASETS, Resource
 from controller_manager.clock import Clock
 
@@ -111,6 +110,6 @@ def status_of(obj: Obj | None) -> Mapping[str, Any]:
 
 def replace(d: dict[str, Any], new: Obj) -> None:
     """Make the working copy ``d`` become ``new`` (a util function's returned copy of it)."""
-    fresh = copy.deepcopy(dict(new))
+    fresh = deep_copy(dict(new))
     d.clear()
     d.update(fresh)

@@ -21,11 +21,10 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta, split_key
+from controller_manager.api.meta import controller_ref, deep_copy, is_being_deleted, key_of, meta, split_key
 from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
@@ -249,7 +248,7 @@ class DeploymentController(Controller):
             self.log.debug("deployment has been deleted", key=key)
             return None
         # Our working copy: the rollout code updates it in place, the cache stays untouched.
-        d: dict[str, Any] = copy.deepcopy(dict(cached))
+        d: dict[str, Any] = deep_copy(dict(cached))
         d.setdefault("apiVersion", DEPLOYMENTS.api_version)
         d.setdefault("kind", DEPLOYMENTS.kind)
         dc = self.control

@@ -16,12 +16,11 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from controller_manager.api.meta import meta
+from controller_manager.api.meta import deep_copy, meta
 from controller_manager.controllers.deployment import util
 
 from .control import DeploymentControl, Obj, replace
@@ -88,7 +87,7 @@ async def rollback_to_template(dc: DeploymentControl, d: dict[str, Any], rs: Obj
     performed = False
     if not util.equal_ignore_hash((d.get("spec") or {}).get("template"), (rs.get("spec") or {}).get("template")):
         dc.log.debug("rolling back deployment to old template spec", deployment=meta(d).get("name"))
-        updated = util.set_from_replica_set_template(d, copy.deepcopy((rs.get("spec") or {}).get("template") or {}))
+        updated = util.set_from_replica_set_template(d, deep_copy((rs.get("spec") or {}).get("template") or {}))
         # Take the RS's annotations too (e.g. its change-cause), or the Deployment's current ones would be
         # copied onto the RS we roll back to.
         updated = util.set_deployment_annotations_to(updated, rs)

@@ -25,11 +25,10 @@ DeploymentPodReplacementPolicy off):
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controller_manager.api.meta import controller_ref, meta
+from controller_manager.api.meta import controller_ref, deep_copy, meta
 from controller_manager.api.resources import DEPLOYMENTS, REPLICASETS
 from controller_manager.client.errors import (
     NAMESPACE_TERMINATING_CAUSE,
@@ -150,7 +149,7 @@ async def _sync_existing_new_replica_set(dc: DeploymentControl, d: dict[str, Any
         d, existing, new_revision, True, util.MAX_REV_HISTORY_LENGTH_IN_CHARS)
     min_ready = int(_spec(d).get("minReadySeconds") or 0)
     if annotations_updated or int(_spec(rs_copy).get("minReadySeconds") or 0) != min_ready:
-        rs_copy = copy.deepcopy(rs_copy)
+        rs_copy = deep_copy(rs_copy)
         rs_copy.setdefault("spec", {})["minReadySeconds"] = min_ready
         return await dc.update_replica_set(rs_copy)
 
@@ -174,7 +173,7 @@ async def _sync_existing_new_replica_set(dc: DeploymentControl, d: dict[str, Any
 def _new_replica_set_object(d: Obj) -> dict[str, Any]:
     """The ReplicaSet a Deployment's current template becomes (replicas and annotations still unset)."""
     spec = _spec(d)
-    template = copy.deepcopy(dict(spec.get("template") or {}))
+    template = deep_copy(dict(spec.get("template") or {}))
     collision_count = status_of(d).get("collisionCount")
     template_hash = compute_hash(template, collision_count if isinstance(collision_count, int) else None)
     template_meta = dict(template.get("metadata") or {})
@@ -330,7 +329,7 @@ async def scale_replica_set(dc: DeploymentControl, rs: Obj, new_scale: int, d: O
     if not size_needs_update and not util.replicas_annotations_need_update(rs, desired, max_replicas):
         return False, rs
     rs_copy, _ = util.set_replicas_annotations(rs, desired, max_replicas)
-    rs_copy = copy.deepcopy(rs_copy)
+    rs_copy = deep_copy(rs_copy)
     rs_copy.setdefault("spec", {})["replicas"] = new_scale
     updated = await dc.update_replica_set(rs_copy)
     if size_needs_update:
@@ -408,7 +407,7 @@ def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, 
     if old.get("collisionCount") is not None:
         status["collisionCount"] = old["collisionCount"]
     if old.get("conditions"):
-        status["conditions"] = copy.deepcopy(list(old["conditions"]))
+        status["conditions"] = deep_copy(list(old["conditions"]))
 
     if available >= util.deployment_replicas(d) - util.max_unavailable(d):
         condition = util.new_deployment_condition(util.DEPLOYMENT_AVAILABLE, util.CONDITION_TRUE,

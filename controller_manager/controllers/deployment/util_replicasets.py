@@ -17,7 +17,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api import selectors
-from controller_manager.api.meta import meta, parse_time
+from controller_manager.api.meta import deep_copy, meta, parse_time
 from controller_manager.api.quantity import parse_quantity
 from controller_manager.controllers.deployment.util_annotations import revision
 from controller_manager.controllers.deployment.util_strategy import replica_set_replicas
@@ -212,7 +211,7 @@ def replica_sets_by_revision(replica_sets: Iterable[Obj]) -> list[Obj]:
 
 def set_from_replica_set_template(deployment: Obj, template: Obj) -> dict[str, Any]:
     """The Deployment with the ReplicaSet's template (minus the pod-template-hash label): a rollback."""
-    new_template = copy.deepcopy(dict(template))
+    new_template = deep_copy(dict(template))
     metadata = dict(new_template.get("metadata") or {})
     labels = dict(metadata.get("labels") or {})
     labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
@@ -271,7 +270,7 @@ def clone_selector_and_add_label(selector: Obj | None, key: str, value: str) -> 
     """A deep copy of a LabelSelector with ``key=value`` added to matchLabels (None stays None)."""
     if selector is None:
         return None
-    cloned = copy.deepcopy(dict(selector))
+    cloned = deep_copy(dict(selector))
     if key:
         cloned["matchLabels"] = {**(cloned.get("matchLabels") or {}), key: value}
     return cloned

@@ -19,11 +19,10 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from controller_manager.api.meta import key_of, meta
+from controller_manager.api.meta import deep_copy, key_of, meta
 from controller_manager.api.pods import filter_terminating_pods, is_pod_ready
 from controller_manager.api.resources import JOBS
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
@@ -204,7 +203,7 @@ def _indexes_ready_to_create(jm: JobController, indexes: Sequence[int], delayed:
 
 
 def _base_template(job: Obj) -> dict[str, Any]:
-    template = copy.deepcopy(dict((job.get("spec") or {}).get("template") or {}))
+    template = deep_copy(dict((job.get("spec") or {}).get("template") or {}))
     tmeta = template.setdefault("metadata", {})
     finalizers = list(tmeta.get("finalizers") or [])
     if JOB_TRACKING_FINALIZER not in finalizers:
@@ -223,7 +222,7 @@ def _base_template(job: Obj) -> dict[str, Any]:
 
 
 def _indexed_template(jm: JobController, job: Obj, base: Obj, index: int, ctx: SyncJobCtx) -> dict[str, Any]:
-    template = copy.deepcopy(dict(base))
+    template = deep_copy(dict(base))
     tmeta = template.setdefault("metadata", {})
     annotations = dict(tmeta.get("annotations") or {})
     annotations[JOB_COMPLETION_INDEX_ANNOTATION] = str(index)

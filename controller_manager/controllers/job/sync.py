@@ -19,11 +19,10 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from controller_manager.api.meta import format_time, is_being_deleted, parse_time, split_key
+from controller_manager.api.meta import deep_copy, format_time, is_being_deleted, parse_time, split_key
 from controller_manager.api.pods import count_terminating_pods, filter_active_pods
 from controller_manager.runtime.controller import Result
 
@@ -148,7 +147,7 @@ async def _sync_job(jm: JobController, key: str, shared: Mapping[str, Any], outc
         outcome.invalid = True
         return None
 
-    job: dict[str, Any] = copy.deepcopy(dict(shared))  # the cache's object is never mutated
+    job: dict[str, Any] = deep_copy(dict(shared))  # the cache's object is never mutated
     status = job.setdefault("status", {})
     if not isinstance(status.get("uncountedTerminatedPods"), dict):
         status["uncountedTerminatedPods"] = {}

@@ -18,13 +18,12 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
 
-from controller_manager.api.meta import format_time, meta
+from controller_manager.api.meta import deep_copy, format_time, meta
 from controller_manager.api.pods import is_pod_available, is_pod_ready
 from controller_manager.api.resources import REPLICASETS
 from controller_manager.api.selectors import from_set
@@ -105,7 +104,7 @@ def remove_condition(status: dict[str, Any], cond_type: str) -> None:
 def calculate_status(rs: Obj, active_pods: Sequence[Obj], terminating_pods: Sequence[Obj],
                      manage_error: BaseException | None, now: float) -> dict[str, Any]:
     """The status ``rs`` should have (``calculateStatus``)."""
-    status: dict[str, Any] = copy.deepcopy(dict(rs.get("status") or {}))
+    status: dict[str, Any] = deep_copy(dict(rs.get("status") or {}))
     template_labels = meta((rs.get("spec") or {}).get("template") or {}).get("labels")
     template_selector = from_set(template_labels if isinstance(template_labels, Mapping) else None)
     mrs = min_ready_seconds(rs)

@@ -15,13 +15,12 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from controller_manager.api.meta import controller_ref, meta
+from controller_manager.api.meta import controller_ref, deep_copy, meta
 from controller_manager.api.resources import CONTROLLERREVISIONS, STATEFULSETS
 from controller_manager.api.selectors import Selector
 from controller_manager.client import ApiClient
@@ -54,7 +53,7 @@ _UPDATE_RETRIES = 5
 
 def get_patch(sts: Obj) -> dict[str, Any]:
     """``getPatch``: the revision data for the set's current template."""
-    template = copy.deepcopy(dict((sts.get("spec") or {}).get("template") or {}))
+    template = deep_copy(dict((sts.get("spec") or {}).get("template") or {}))
     template["$patch"] = "replace"
     return {"spec": {"template": template}}
 

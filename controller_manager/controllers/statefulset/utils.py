@@ -15,13 +15,12 @@ Guarantees:
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controller_manager.api.intstr import scaled_value
-from controller_manager.api.meta import is_being_deleted, meta
+from controller_manager.api.meta import deep_copy, is_being_deleted, meta
 from controller_manager.api.pods import POD_FAILED, POD_PENDING, POD_RUNNING, POD_SUCCEEDED, is_pod_available
 from controller_manager.api.pods import is_pod_ready as _is_pod_ready
 from controller_manager.api.resources import STATEFULSETS
@@ -211,7 +210,7 @@ def get_persistent_volume_claims(sts: Obj, pod: Obj) -> dict[str, dict[str, Any]
     match_labels = (selector.get("matchLabels") if isinstance(selector, Mapping) else None) or {}
     claims: dict[str, dict[str, Any]] = {}
     for template in _claim_templates(sts):
-        claim = copy.deepcopy(dict(template))
+        claim = deep_copy(dict(template))
         claim.pop("status", None)  # the API server ignores it on create
         metadata = dict(claim.get("metadata") or {})
         metadata["name"] = get_persistent_volume_claim_name(sts, template, ordinal)
