@@ -253,6 +253,9 @@ class WireDecoder:
         return self._projected(text, _decode_container_statuses, project_container_statuses)
 
     def _ip_list(self, text: bytes) -> Any:
+        # An array text with no comma anywhere holds at most one element: single-stack, dropped without a parse.
+        if text[:1] == b"[" and b"," not in text:
+            return _DROPPED
         value = _loads(text)
         return _DROPPED if single_address(value) else self._sharer.canonical(value)
 
