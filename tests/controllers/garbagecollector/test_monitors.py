@@ -113,3 +113,27 @@ async def test_a_full_informer_another_controller_runs_is_shared() -> None:
     assert gc.graph_has_uid("pod-uid")
     assert gc.graph_has_uid("rs-uid")
     assert gc.builder.cached_metadata(PODS, "ns", "p") is pods.store.get("ns/p")
+
+
+async def test_updates_that_change_nothing_the_graph_reads_are_not_queued() -> None:
+    client = FakeClient()
+    gc, _ = make_gc(client, sync_period=0.0)
+    client.serve([PODS])
+    await gc.resync_monitors()
+    informer = gc.builder.monitors[("", "v1", "pods")].informer
+    base = {"kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "1",
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                              "uid": "rs-uid", "controller": True}]}}
+    informer.apply("ADDED", base)
+    queued = len(gc.builder.graph_changes)
+    status_only = {**base, "metadata": {**base["metadata"], "resourceVersion": "2"}, "status": {"phase": "Running"}}
+    informer.apply("MODIFIED", status_only)
+    assert len(gc.builder.graph_changes) == queued  # a status update: the graph has nothing to learn
+    for change in ({"finalizers": ["x"]}, {"deletionTimestamp": "2026-01-01T00:00:00Z"}, {"ownerReferences": []},
+                   {"uid": "u2"}):
+        informer.apply("MODIFIED", {**base, "metadata": {**base["metadata"], "resourceVersion": "3", **change}})
+        assert len(gc.builder.graph_changes) == queued + 1, change
+        queued += 1
+        informer.apply("MODIFIED", base)  # back to the base facts: also a change
+        queued += 1
