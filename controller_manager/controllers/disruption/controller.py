@@ -124,9 +124,10 @@ class DisruptionController(Controller):
 
     def _on_pod(self, event: Event) -> None:
         pod = event.new if isinstance(event, Updated) else event.obj
-        pdb = self.pdb_for_pod(pod)
-        if pdb is not None:
-            self.queue.add(key_of(pdb))
+        if self.pdb_informer.store.index_count(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
+            pdb = self.pdb_for_pod(pod)
+            if pdb is not None:
+                self.queue.add(key_of(pdb))
         if isinstance(event, Deleted):
             return
         wait = self.stale_disruption_wait(pod)

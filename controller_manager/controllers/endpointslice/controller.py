@@ -123,6 +123,9 @@ class EndpointSliceController(Controller):
     # --- pods -------------------------------------------------------------------------------------
 
     def _on_pod(self, event: Event) -> None:
+        pod = event.new if isinstance(event, Updated) else event.obj
+        if not self.service_informer.store.index_count(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
+            return  # no Service in the pod's namespace: no slice can change (most pods of most rollouts)
         if isinstance(event, Updated):
             services = self._services_to_update(event.old, event.new)
         else:

@@ -62,6 +62,20 @@ MAX_JOB_API_BACKOFF = 60.0
 ORPHAN_POD_PREFIX = "pod:"
 
 
+def _nothing_for_jobs(old: Obj, new: Obj) -> bool:
+    """An update updatePod would do nothing with (and no metric counts): neither version carries a finalizer or is
+    being deleted, the owner references and labels did not change, and the controller (if any) is not a Job.
+    Most pod updates in a cluster are other controllers' pods changing status; this decides them in a few
+    lookups."""
+    om, nm = meta(old), meta(new)
+    if om.get("finalizers") or nm.get("finalizers") or nm.get("deletionTimestamp") is not None:
+        return False
+    if om.get("ownerReferences") != nm.get("ownerReferences") or om.get("labels") != nm.get("labels"):
+        return False
+    ref = controller_ref(new)
+    return ref is None or ref.get("kind") != "Job"
+
+
 class JobController(Controller):
     """Jobs -> pods. Its queue holds Job keys and ``pod:<ns>/<name>`` keys of orphans to clean up."""
 
@@ -166,6 +180,8 @@ class JobController(Controller):
         return found
 
     def _on_pod(self, event: Event) -> None:
+        if isinstance(event, Updated) and _nothing_for_jobs(event.old, event.new):
+            return
         if isinstance(event, Added):
             metrics.record_finished_pod_with_tracking_finalizer(None, event.obj)
             self._add_pod(event.obj)

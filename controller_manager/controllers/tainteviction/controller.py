@@ -149,9 +149,14 @@ class TaintEvictionController(Controller):
         self.queue.add(str(meta(obj).get("name", "")))
 
     def _on_pod(self, event: Event) -> None:
-        if isinstance(event, Updated) and (_tolerations(event.old) == _tolerations(event.new)
-                                           and _node_name(event.old) == _node_name(event.new)):
-            return
+        if isinstance(event, Updated):
+            old_spec, new_spec = event.old.get("spec"), event.new.get("spec")
+            # Cached pods share unchanged sub-trees, so an identical tolerations list is usually the same object.
+            same_tolerations = (type(old_spec) is dict and type(new_spec) is dict
+                                and old_spec.get("tolerations") is new_spec.get("tolerations"))
+            if (same_tolerations or _tolerations(event.old) == _tolerations(event.new)) and (
+                    _node_name(event.old) == _node_name(event.new)):
+                return
         obj = event.new if isinstance(event, Updated) else event.obj
         self.queue.add(f"{meta(obj).get('namespace', '')}/{meta(obj).get('name', '')}")
 

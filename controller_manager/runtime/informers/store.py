@@ -74,6 +74,10 @@ class Store:
         items = self._items
         return [items[k] for k in self._bucket(name, value)]
 
+    def index_count(self, name: str, value: str) -> int:
+        """How many cached objects index ``name`` files under ``value`` (no list is built)."""
+        return len(self._bucket(name, value))
+
     def index_keys(self, name: str, value: str) -> builtins.list[str]:
         return list(self._bucket(name, value))
 

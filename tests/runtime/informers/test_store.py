@@ -186,3 +186,13 @@ async def test_indexes_follow_watch_events(server: FakeServer, clock: FakeClock,
     await eventually(lambda: informer.store.by_index(NODE_NAME_INDEX, "n1") == [])
     assert informer.store.index_values(NODE_NAME_INDEX) == ["n2"]
     assert [o["metadata"]["name"] for o in informer.store.by_index(NAMESPACE_INDEX, "default")] == ["a"]
+
+
+def test_index_count_counts_without_building_a_list() -> None:
+    store = Store(builtin_indexers(PODS))
+    for i in range(3):
+        store._put(f"a/p{i}", {"metadata": {"name": f"p{i}", "namespace": "a"}})
+    store._put("b/q", {"metadata": {"name": "q", "namespace": "b"}})
+    assert store.index_count(NAMESPACE_INDEX, "a") == 3
+    assert store.index_count(NAMESPACE_INDEX, "b") == 1
+    assert store.index_count(NAMESPACE_INDEX, "c") == 0
