@@ -117,7 +117,7 @@ def owner_refs(obj: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
 def _same_graph_facts(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """The update changes nothing the graph reads: same uid, ownerReferences, finalizers, deletionTimestamp.
 
-    Upstream queues every update (graph_builder.go's UpdateFunc carries a TODO to skip exactly these); a pod's
+    Upstream queues every update (graph_builder.go's UpdateFunc carries a note proposing to skip exactly these); a pod's
     status updates are most of a rollout's events, and each would cost a queue round trip here."""
     om, nm = meta(old), meta(new)
     return (om.get("uid") == nm.get("uid") and om.get("ownerReferences") == nm.get("ownerReferences")
@@ -206,7 +206,7 @@ class GraphBuilder:
                 if event.old is event.new:
                     return  # a periodic resync: upstream registers the collector's handler without one
                 if _same_graph_facts(event.old, event.new):
-                    return  # upstream's own TODO: nothing the graph keeps changed (status updates, mostly)
+                    return  # as upstream's UpdateFunc note proposes: nothing the graph keeps changed
                 changes.add(GraphEvent("update", event.new, api_version, kind, old=event.old))
             elif isinstance(event, Deleted):
                 changes.add(GraphEvent("delete", event.obj, api_version, kind))
