@@ -1,0 +1,161 @@
+"""The API's types: one description of every kind kube-sim serves, generated from upstream's Go types.
+
+``types.json`` beside this module is written by ``tools/gen_schema.py`` from k8s.io/api and
+k8s.io/apimachinery (the release and commits are in its ``source``); nothing here is written by hand
+except the handful of types upstream serializes with hand-written code (:data:`CUSTOM`).
+
+Guarantees:
+- :func:`kind` finds a kind's struct by ``apiVersion`` and ``kind``; :func:`struct` any struct by its
+  OpenAPI-style name (``io.k8s.api.apps.v1.DeploymentSpec``). Structs are built on first use and cached.
+- A :class:`Struct`'s ``fields`` are its Go fields in declaration order (inline embeddings included, as
+  protobuf sees them); ``json_fields`` is the JSON view, embedded structs' fields promoted in place, as
+  encoding/json walks them (that order is the order a Go server writes keys in).
+- A :class:`Type` says what a value is: a scalar, ``bytes``, a struct, a list or map of a type, a named
+  slice that protobuf wraps in a message of its own (``wrapper``), or one of the custom types.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["CUSTOM", "Field", "Struct", "Type", "kind", "kinds", "source", "struct"]
+
+_DATA = Path(__file__).with_name("types.json")
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+# Types with hand-written JSON and protobuf forms upstream, by name -> the Type.kind the codec handles.
+CUSTOM = {
+    _META + "Time": "time",
+    _META + "MicroTime": "microtime",
+    _META + "Duration": "duration",
+    _META + "FieldsV1": "fieldsv1",
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": "quantity",
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "intorstring",
+    "io.k8s.apimachinery.pkg.runtime.RawExtension": "raw",
+}
+SCALARS = frozenset({"string", "bool", "int32", "int64", "uint32", "uint64", "float64", "bytes", "any"})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Type:
+    """What a value is. ``kind``: a scalar name (``string``, ``int32``, ``int64``, ``bool``, ``bytes``,
+    ``any``...), ``struct``, ``list``, ``map``, ``wrapper`` (a named slice: a list in JSON, a message with
+    ``items = 1`` in protobuf), or a custom kind (``time``, ``microtime``, ``duration``, ``quantity``,
+    ``intorstring``, ``raw``, ``fieldsv1``)."""
+
+    kind: str
+    name: str = ""                  # the struct's or wrapper's OpenAPI-style name
+    elem: Type | None = None        # list, map and wrapper elements
+    elem_pointer: bool = False      # []*T / map[string]*T
+
+    @property
+    def struct(self) -> Struct:
+        return struct(self.name)
+
+
+@dataclass(slots=True, eq=False)
+class Field:
+    json: str                       # JSON name; "" for an inline embedding
+    go: str                         # Go field name ("Replicas")
+    type: Type
+    go_type: str                    # how Go's reflect names the type in errors ("v1.Protocol", "[]v1.Container")
+    pointer: bool = False
+    omitempty: bool = False
+    inline: bool = False
+    proto: int = 0                  # protobuf field number (0: not in protobuf)
+    wire: str = ""                  # "varint" or "bytes"
+    repeated: bool = False
+    patch_strategy: str = ""
+    merge_key: str = ""
+    list_type: str = ""             # +listType: atomic, set, map
+    list_map_keys: tuple[str, ...] = ()
+    map_type: str = ""              # +mapType: atomic, granular
+    optional: bool = False
+    required: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Struct:
+    name: str
+    go: str                         # Go type name ("DeploymentSpec")
+    fields: list[Field]
+    atomic: bool = False            # +structType=atomic
+    json_fields: dict[str, Field] = field(default_factory=dict)
+    # For a promoted field, the inline embedding fields it sits in, outermost first (protobuf nests them).
+    inline_path: dict[str, tuple[Field, ...]] = field(default_factory=dict)
+
+
+@functools.cache
+def _data() -> dict[str, Any]:
+    result: dict[str, Any] = orjson.loads(_DATA.read_bytes())
+    return result
+
+
+def source() -> dict[str, Any]:
+    """Where the schema came from: the Kubernetes release and the upstream commits."""
+    return dict(_data()["source"])
+
+
+def kinds() -> dict[str, str]:
+    """``apiVersion/Kind`` -> struct name, for every top-level kind (lists included)."""
+    return dict(_data()["kinds"])
+
+
+def kind(api_version: str, kind_name: str) -> Struct | None:
+    name = _data()["kinds"].get(f"{api_version}/{kind_name}")
+    return struct(name) if name else None
+
+
+@functools.cache
+def parse_type(spec: str) -> tuple[Type, bool]:
+    """A type string of types.json (``*int32``, ``[]io.k8s...Container``, ``map[]string``) -> (Type, pointer)."""
+    pointer = spec.startswith("*")
+    spec = spec.removeprefix("*")
+    if spec.startswith("[]") or spec.startswith("map[]"):
+        container = "list" if spec.startswith("[]") else "map"
+        elem, elem_pointer = parse_type(spec.removeprefix("[]").removeprefix("map[]"))
+        return Type(container, elem=elem, elem_pointer=elem_pointer), pointer
+    if spec.startswith("named:"):
+        name = spec.removeprefix("named:")
+        items, _ = parse_type(_data()["types"][name]["items"])
+        return Type("wrapper", name=name, elem=items), pointer
+    if spec in SCALARS:
+        return Type(spec), pointer
+    if spec in CUSTOM:
+        return Type(CUSTOM[spec], name=spec), pointer
+    return Type("struct", name=spec), pointer
+
+
+@functools.cache
+def struct(name: str) -> Struct:
+    raw = _data()["types"].get(name)
+    if raw is None or "fields" not in raw:
+        raise KeyError(f"no struct {name} in the schema")
+    fields = []
+    for f in raw["fields"]:
+        type_, pointer = parse_type(f["type"])
+        proto = f.get("proto") or (0, "", False)
+        fields.append(Field(
+            json=f.get("json", ""), go=f["go"], type=type_, go_type=f["goType"], pointer=pointer,
+            omitempty=bool(f.get("omitempty")), inline=bool(f.get("inline")), proto=proto[0], wire=proto[1],
+            repeated=proto[2], patch_strategy=f.get("patchStrategy", ""), merge_key=f.get("patchMergeKey", ""),
+            list_type=f.get("listType", ""), list_map_keys=tuple(f.get("listMapKeys", ())),
+            map_type=f.get("mapType", ""), optional=bool(f.get("optional")), required=bool(f.get("required"))))
+    result = Struct(name, raw["go"], fields, atomic=raw.get("structType") == "atomic")
+    for f in fields:
+        if f.inline and f.type.kind == "struct":
+            inner = struct(f.type.name)
+            for json_name, promoted in inner.json_fields.items():
+                # Go: a field declared by the outer struct wins over a promoted one of the same name.
+                if json_name not in result.json_fields:
+                    result.json_fields[json_name] = promoted
+                    result.inline_path[json_name] = (f, *inner.inline_path.get(json_name, ()))
+        elif not f.inline:
+            result.json_fields[f.json] = f
+            result.inline_path.pop(f.json, None)
+    return result

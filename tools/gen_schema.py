@@ -1,0 +1,399 @@
+"""Generate kube-sim's API schema from upstream's Go type definitions.
+
+Reads the ``types.go`` files of k8s.io/api and of the parts of k8s.io/apimachinery the API types use
+(meta/v1, runtime, intstr, resource) from git directories, and writes
+``controller_manager/sim/apiserver/schema/types.json``: for every struct, its fields in declaration
+order with JSON name, ``omitempty``, Go type (pointer, slice, map, named struct), inline embedding,
+protobuf field number and wire type, patch strategy and merge key, and the ``+listType``/``+listMapKey``/
+``+mapType``/``+structType``/``+optional``/``+required`` markers; and for every top-level kind, its group,
+version and struct. A new Kubernetes release is one run:
+
+    python tools/gen_schema.py --api /path/to/kubernetes/api.git --apimachinery /path/to/apimachinery.git \
+        [--rev HEAD]
+
+Only facts are extracted (names, numbers, tags, markers); no upstream text or code is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parents[1] / "controller_manager" / "sim" / "apiserver" / "schema" / "types.json"
+
+# apimachinery packages the API types reference, by import path.
+APIMACHINERY_PACKAGES = {
+    "k8s.io/apimachinery/pkg/apis/meta/v1": "pkg/apis/meta/v1",
+    "k8s.io/apimachinery/pkg/runtime": "pkg/runtime",
+    "k8s.io/apimachinery/pkg/util/intstr": "pkg/util/intstr",
+    "k8s.io/apimachinery/pkg/api/resource": "pkg/api/resource",
+}
+# Types whose JSON and protobuf forms are written by hand upstream (custom Marshal methods); the codec
+# knows each by name, so their Go fields are not described.
+CUSTOM = {
+    "k8s.io/apimachinery/pkg/apis/meta/v1.Time",
+    "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime",
+    "k8s.io/apimachinery/pkg/apis/meta/v1.Duration",
+    "k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1",
+    "k8s.io/apimachinery/pkg/api/resource.Quantity",
+    "k8s.io/apimachinery/pkg/util/intstr.IntOrString",
+    "k8s.io/apimachinery/pkg/runtime.RawExtension",
+}
+PRIMITIVES = {"string", "bool", "int", "int32", "int64", "uint32", "uint64", "float32", "float64", "byte"}
+# Go named types from outside the API packages that are plain strings on the wire.
+EXTERNAL_STRINGS = {"k8s.io/apimachinery/pkg/types.UID", "k8s.io/apimachinery/pkg/types.NodeName"}
+
+_TYPE_DECL = re.compile(r"^type\s+(\w+)\s+(.*)$")
+_TAG = re.compile(r'(\w+):"([^"]*)"')
+_MARKER = re.compile(r"^//\s*\+([\w.:/-]+)(?:=(.*))?$")
+
+
+def openapi_name(import_path: str) -> str:
+    """k8s.io/api/apps/v1 -> io.k8s.api.apps.v1 (the prefix OpenAPI definitions use)."""
+    host, _, rest = import_path.partition("/")
+    return ".".join([*reversed(host.split(".")), *rest.split("/")])
+
+
+@dataclass
+class GoField:
+    name: str            # Go field name ("" for an embedded type)
+    type_expr: str       # Go type expression as written, package aliases resolved later
+    tags: dict[str, str]
+    markers: dict[str, str]
+    embedded: bool
+
+
+@dataclass
+class GoType:
+    package: str         # import path
+    name: str
+    underlying: str      # "struct" or a Go type expression
+    fields: list[GoField] = field(default_factory=list)
+    markers: dict[str, str] = field(default_factory=dict)
+    imports: dict[str, str] = field(default_factory=dict)
+
+
+def git_files(repo: str, rev: str, directory: str) -> list[str]:
+    out = subprocess.run(["git", "-C", repo, "ls-tree", "--name-only", f"{rev}:{directory}"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return [f"{directory}/{f}" for f in out if f.endswith(".go") and not f.endswith("_test.go")
+            and not f.startswith("zz_generated") and f not in ("generated.pb.go", "types_swagger_doc_generated.go")]
+
+
+def git_show(repo: str, rev: str, path: str) -> str:
+    return subprocess.run(["git", "-C", repo, "show", f"{rev}:{path}"], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def parse_imports(src: str, package: str) -> dict[str, str]:
+    imports: dict[str, str] = {}
+    block = re.search(r"^import\s*\((.*?)^\)", src, re.S | re.M)
+    lines = block.group(1).splitlines() if block else re.findall(r"^import\s+(.*)$", src, re.M)
+    for line in lines:
+        m = re.match(r'\s*(\w+)?\s*"([^"]+)"', line)
+        if m:
+            path = m.group(2)
+            imports[m.group(1) or path.rsplit("/", 1)[-1]] = path
+    return imports
+
+
+def parse_markers(comments: list[str]) -> dict[str, str]:
+    markers: dict[str, str] = {}
+    for c in comments:
+        m = _MARKER.match(c.strip())
+        if m:
+            key, value = m.group(1), (m.group(2) or "").strip()
+            if key in markers and key == "listMapKey":
+                markers[key] += "," + value
+            else:
+                markers[key] = value
+    return markers
+
+
+def parse_go(src: str, package: str) -> list[GoType]:
+    """Type declarations of one Go file: structs with their fields, and named non-struct types."""
+    imports = parse_imports(src, package)
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)  # block comments carry no markers
+    types: list[GoType] = []
+    lines = src.splitlines()
+    comments: list[str] = []
+    i = 0
+    in_type_block = False
+    while i < len(lines):
+        line = lines[i].rstrip()
+        stripped = line.strip()
+        if stripped.startswith("//"):
+            comments.append(stripped)
+            i += 1
+            continue
+        if stripped == "type (":
+            in_type_block = True
+            comments = []
+            i += 1
+            continue
+        if in_type_block and stripped == ")":
+            in_type_block = False
+            i += 1
+            continue
+        decl = stripped if in_type_block else line
+        m = _TYPE_DECL.match(decl) if not in_type_block else re.match(r"^(\w+)\s+(.*)$", stripped)
+        if m and (in_type_block or line.startswith("type ")):
+            name, rest = m.group(1), m.group(2).strip()
+            markers = parse_markers(comments)
+            comments = []
+            if rest.startswith("struct {") or rest == "struct{}":
+                t = GoType(package, name, "struct", markers=markers, imports=imports)
+                if rest.endswith("}") and rest != "struct {":
+                    types.append(t)
+                    i += 1
+                    continue
+                i += 1
+                field_comments: list[str] = []
+                while i < len(lines) and lines[i].strip() != "}":
+                    fl = lines[i].strip()
+                    i += 1
+                    if not fl:
+                        field_comments = []
+                        continue
+                    if fl.startswith("//"):
+                        field_comments.append(fl)
+                        continue
+                    code, _, rest = fl.partition("`")
+                    tag = rest.rpartition("`")[0]
+                    tokens = code.split("//")[0].split()
+                    if not tokens or len(tokens) > 2:
+                        # Not an API type (a func-typed field, say): dropped; a reference to it fails later.
+                        t.underlying = "unparsed"
+                        continue
+                    tags = dict(_TAG.findall(tag))
+                    if len(tokens) == 1:  # an embedded type: its fields are promoted unless the tag names it
+                        t.fields.append(GoField("", tokens[0], tags, parse_markers(field_comments), True))
+                    else:
+                        t.fields.append(GoField(tokens[0], tokens[1], tags, parse_markers(field_comments), False))
+                    field_comments = []
+                if t.underlying == "struct":
+                    types.append(t)
+                i += 1
+                continue
+            if rest.startswith("interface"):
+                i += 1
+                continue
+            underlying = rest.split("//")[0].strip()
+            if underlying.startswith("="):
+                underlying = underlying[1:].strip()
+            types.append(GoType(package, name, underlying, markers=markers, imports=imports))
+            i += 1
+            continue
+        if stripped and not stripped.startswith("//"):
+            comments = []
+        i += 1
+    return types
+
+
+class Resolver:
+    """Turns Go type expressions into the schema's type strings."""
+
+    def __init__(self, types: dict[str, GoType]) -> None:
+        self.types = types  # "importpath.Name" -> GoType
+
+    def qualify(self, expr: str, owner: GoType) -> str:
+        if "." in expr:
+            alias, _, name = expr.partition(".")
+            return f"{owner.imports.get(alias, alias)}.{name}"
+        return f"{owner.package}.{expr}"
+
+    def resolve(self, expr: str, owner: GoType) -> str:
+        """Schema type string: primitives, "bytes", "*T", "[]T", "map[]T", or an OpenAPI-style struct name."""
+        expr = expr.strip()
+        if expr.startswith("*"):
+            return "*" + self.resolve(expr[1:], owner)
+        if expr == "[]byte":
+            return "bytes"
+        if expr.startswith("[]"):
+            return "[]" + self.resolve(expr[2:], owner)
+        if expr.startswith("map["):
+            depth, j = 0, 3
+            for j in range(3, len(expr)):
+                if expr[j] == "[":
+                    depth += 1
+                elif expr[j] == "]":
+                    depth -= 1
+                    if depth == 0:
+                        break
+            key = self.resolve(expr[4:j], owner)
+            if key != "string":
+                raise ValueError(f"map key {expr} in {owner.package}.{owner.name} is not a string")
+            return "map[]" + self.resolve(expr[j + 1:], owner)
+        if expr in ("interface{}", "any"):
+            return "any"
+        if expr in PRIMITIVES:
+            return {"int": "int64", "float32": "float64", "byte": "int32"}.get(expr, expr)
+        qualified = self.qualify(expr, owner)
+        if qualified in CUSTOM:
+            return openapi_name(qualified)
+        if qualified in EXTERNAL_STRINGS:
+            return "string"
+        t = self.types.get(qualified)
+        if t is None:
+            raise ValueError(f"unknown type {expr} ({qualified}) in {owner.package}.{owner.name}")
+        if t.underlying == "struct":
+            return openapi_name(qualified)
+        resolved = self.resolve(t.underlying, t)
+        if resolved.startswith("[]") and resolved != "bytes":
+            return "named:" + openapi_name(qualified)  # a named slice: a message of its own in protobuf
+        return resolved
+
+
+def go_display(expr: str, owner: GoType) -> str:
+    """How Go's reflect names a type in error messages: ``[]v1.Container``, ``map[string]string``, ``int32``."""
+    expr = expr.strip()
+    for prefix in ("*", "[]"):
+        if expr.startswith(prefix):
+            inner = go_display(expr[len(prefix):], owner)
+            return prefix + ("uint8" if inner == "byte" else inner)
+    if expr.startswith("map["):
+        key, _, value = expr[4:].partition("]")
+        return f"map[{go_display(key, owner)}]{go_display(value, owner)}"
+    if expr in PRIMITIVES or expr in ("interface{}", "any"):
+        return "interface {}" if expr in ("interface{}", "any") else expr
+    alias, dot, name = expr.partition(".")
+    path = owner.imports.get(alias, alias) if dot else owner.package
+    return f"{path.rsplit('/', 1)[-1]}.{name if dot else expr}"
+
+
+def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any] | None:
+    json_tag = f.tags.get("json")
+    if json_tag == "-":
+        return None
+    json_name, _, opts = (json_tag or "").partition(",")
+    options = set(opts.split(",")) if opts else set()
+    inline = f.embedded and (not json_name or "inline" in options)
+    type_str = resolver.resolve(f.type_expr, owner)
+    rec: dict[str, Any] = {"go": f.name or f.type_expr.rsplit(".", 1)[-1].lstrip("*"), "type": type_str,
+                           "goType": go_display(f.type_expr.lstrip("*"), owner)}
+    if inline:
+        rec["inline"] = True
+    else:
+        rec["json"] = json_name or f.name
+    if "omitempty" in options:
+        rec["omitempty"] = True
+    proto = f.tags.get("protobuf")
+    if proto:
+        parts = proto.split(",")
+        rec["proto"] = [int(parts[1]), parts[0], parts[2] == "rep"]
+    for key in ("patchStrategy", "patchMergeKey"):
+        if key in f.tags:
+            rec[key] = f.tags[key]
+    markers = f.markers
+    for key in ("listType", "mapType", "structType"):
+        if key in markers:
+            rec[key] = markers[key]
+    if "listMapKey" in markers:
+        rec["listMapKeys"] = markers["listMapKey"].split(",")
+    if "optional" in markers or "k8s:optional" in markers:
+        rec["optional"] = True
+    if "required" in markers or "k8s:required" in markers:
+        rec["required"] = True
+    return rec
+
+
+def load(api: str, apimachinery: str, rev: str) -> tuple[dict[str, GoType], dict[str, str]]:
+    types: dict[str, GoType] = {}
+    groups: dict[str, str] = {}  # import path -> API group
+    packages: list[tuple[str, str, str]] = []  # (repo, dir, import path)
+    for import_path, directory in APIMACHINERY_PACKAGES.items():
+        packages.append((apimachinery, directory, import_path))
+    tree = subprocess.run(["git", "-C", api, "ls-tree", "-r", "--name-only", rev], check=True, capture_output=True,
+                          text=True).stdout.split()
+    for path in sorted({p.rsplit("/", 1)[0] for p in tree if p.endswith("/types.go")}):
+        packages.append((api, path, f"k8s.io/api/{path}"))
+    for repo, directory, import_path in packages:
+        for path in git_files(repo, rev, directory):
+            src = git_show(repo, rev, path)
+            for t in parse_go(src, import_path):
+                types[f"{import_path}.{t.name}"] = t
+            m = re.search(r'^const GroupName = "([^"]*)"', src, re.M)
+            if m:
+                groups[import_path] = m.group(1)
+    return types, groups
+
+
+def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
+    types, groups = load(api, apimachinery, rev)
+    resolver = Resolver(types)
+    out_types: dict[str, Any] = {}
+    kinds: dict[str, Any] = {}
+    wrappers: set[str] = set()
+    # Every struct of k8s.io/api, and the meta/v1 and runtime structs, with whatever they reference.
+    pending = [q for q, t in types.items() if t.underlying == "struct" and q not in CUSTOM and (
+        t.package.startswith("k8s.io/api/") or t.package in ("k8s.io/apimachinery/pkg/apis/meta/v1",
+                                                             "k8s.io/apimachinery/pkg/runtime"))]
+    pending = [q for q in pending if q.rsplit(".", 1)[-1][0].isupper()]
+    done: set[str] = set()
+    while pending:
+        qualified = pending.pop()
+        if qualified in done:
+            continue
+        done.add(qualified)
+        t = types[qualified]
+        if not t.package.startswith("k8s.io/api/") and not all("json" in f.tags for f in t.fields):
+            continue  # machinery, not an API type (a Scheme, a serializer's options)
+        fields = []
+        for f in t.fields:
+            rec = field_record(f, t, resolver)
+            if rec is None:
+                continue
+            base = rec["type"].lstrip("*").removeprefix("[]").removeprefix("map[]").lstrip("*")
+            if base.startswith("named:"):
+                wrappers.add(base[len("named:"):])
+            elif base.startswith("io.k8s."):
+                ref = next((q for q in types if openapi_name(q) == base), None)
+                if ref is not None and ref not in CUSTOM:
+                    pending.append(ref)
+            fields.append(rec)
+        entry: dict[str, Any] = {"go": t.name, "fields": fields}
+        if "structType" in t.markers:
+            entry["structType"] = t.markers["structType"]
+        name = openapi_name(qualified)
+        out_types[name] = entry
+        embeds_type_meta = any(f.embedded and f.type_expr.endswith("TypeMeta") for f in t.fields)
+        has_meta = any(f.tags.get("json", "").startswith("metadata") for f in t.fields)
+        if embeds_type_meta and has_meta and t.package.startswith("k8s.io/api/") and t.package in groups:
+            version = t.package.rsplit("/", 1)[-1]
+            group = groups[t.package]
+            api_version = f"{group}/{version}" if group else version
+            kinds[f"{api_version}/{t.name}"] = name
+    for name in sorted(wrappers):
+        qualified = next(q for q in types if openapi_name(q) == name)
+        t = types[qualified]
+        out_types[name] = {"go": t.name, "items": resolver.resolve(t.underlying, t)}
+    return {"types": dict(sorted(out_types.items())), "kinds": dict(sorted(kinds.items()))}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--api", required=True, help="git directory of kubernetes/api")
+    parser.add_argument("--apimachinery", required=True, help="git directory of kubernetes/apimachinery")
+    parser.add_argument("--rev", default="HEAD")
+    parser.add_argument("--version", required=True, help="the Kubernetes release the revision is, e.g. v1.37.0")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    doc = generate(args.api, args.apimachinery, args.rev)
+    commits = {name: subprocess.run(["git", "-C", repo, "rev-parse", args.rev], check=True, capture_output=True,
+                                    text=True).stdout.strip()
+               for name, repo in (("kubernetes/api", args.api), ("kubernetes/apimachinery", args.apimachinery))}
+    doc = {"source": {"kubernetes": args.version, "commits": commits}, **doc}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False) + "\n")
+    print(f"{len(doc['types'])} types, {len(doc['kinds'])} kinds -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
