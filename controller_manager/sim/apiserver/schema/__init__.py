@@ -159,3 +159,68 @@ def struct(name: str) -> Struct:
             result.json_fields[f.json] = f
             result.inline_path.pop(f.json, None)
     return result
+
+
+class _Omit:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT: Any = _Omit()
+"""What :func:`zero_json` returns for a field encoding/json leaves out."""
+
+_ZERO_SCALARS: dict[str, Any] = {"string": "", "bool": False, "int32": 0, "int64": 0, "uint32": 0, "uint64": 0,
+                                 "float64": 0}
+
+
+def zero_json(f: Field) -> Any:
+    """What a Go server writes for ``f`` holding its zero value: ``OMIT`` when the key is left out.
+
+    encoding/json never omits a struct (``omitempty`` does not apply to them), writes nil pointers, slices
+    and maps as ``null`` unless ``omitempty``, and a zero ``metav1.Time`` as ``null``. A new object has
+    to be written once before its zero-valued struct fields can be shared: callers copy what they mutate.
+    """
+    kind = f.type.kind
+    if f.pointer or kind in ("list", "map", "wrapper", "bytes", "any", "fieldsv1"):
+        return OMIT if f.omitempty else None
+    if kind == "struct":
+        return zero_struct(f.type.name)
+    if kind in ("time", "microtime", "raw"):
+        return None
+    if kind == "duration":
+        return "0s"
+    if kind == "quantity":
+        return "0"
+    if kind == "intorstring":
+        return 0
+    return OMIT if f.omitempty else _ZERO_SCALARS[kind]
+
+
+def zero_struct(name: str) -> dict[str, Any]:
+    """The JSON a Go server writes for a zero value of struct ``name`` (a new dict each call)."""
+    return orjson.loads(_zero_struct_bytes(name))  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _zero_struct_bytes(name: str) -> bytes:
+    out: dict[str, Any] = {}
+    for json_name, f in struct(name).json_fields.items():
+        value = zero_json(f)
+        if value is not OMIT:
+            out[json_name] = value
+    return orjson.dumps(out)
+
+
+def is_empty(f: Field, value: Any) -> bool:
+    """encoding/json's ``omitempty`` test: false, 0, "", a nil pointer, an empty slice or map (never a struct,
+    and never a non-nil pointer, even to a zero value)."""
+    if value is None:
+        return True
+    if f.pointer:
+        return False
+    kind = f.type.kind
+    if kind in ("struct", "time", "microtime", "duration", "quantity", "intorstring", "raw"):
+        return False
+    if kind in ("list", "map", "wrapper", "bytes", "string"):
+        return len(value) == 0
+    return value is False or value == 0 and value is not True
