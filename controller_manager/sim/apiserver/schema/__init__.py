@@ -223,4 +223,4 @@ def is_empty(f: Field, value: Any) -> bool:
         return False
     if kind in ("list", "map", "wrapper", "bytes", "string"):
         return len(value) == 0
-    return value is False or value == 0 and value is not True
+    return value is False or (value == 0 and value is not True)
