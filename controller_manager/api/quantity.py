@@ -91,3 +91,8 @@ def value(q: str | int | float) -> int:
 def milli_value(q: str | int | float) -> int:
     """Quantity.MilliValue(): thousandths, rounded up (``"100m"`` -> 100, ``"2"`` -> 2000)."""
     return int((parse_quantity(q) * 1000).to_integral_value(rounding=ROUND_CEILING))
+
+
+def canonicalize(q: str | int | float) -> str:  # TEMP shim until the helper lands
+    parse_quantity(q)
+    return str(q)

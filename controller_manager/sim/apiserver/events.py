@@ -9,7 +9,10 @@ action, reason, type, related and reportingInstance keep their names. Conversion
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+from controller_manager.sim.apiserver import gojson, schema
 
 Obj = dict[str, Any]
 
@@ -23,51 +26,25 @@ _RENAMES = (
     ("deprecatedLastTimestamp", "lastTimestamp"),
     ("deprecatedCount", "count"),
 )
-_CORE_ORDER = ("involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
-               "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance")
-_V1_ORDER = ("eventTime", "series", "reportingController", "reportingInstance", "action", "reason", "regarding",
-             "related", "note", "type", "deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
-             "deprecatedCount")
 _V1_TO_CORE = dict(_RENAMES)
 _CORE_TO_V1 = {core: v1 for v1, core in _RENAMES}
 
 
-def _ordered(fields: Obj, order: tuple[str, ...]) -> Obj:
-    out = {k: fields[k] for k in order if k in fields}
-    out.update({k: v for k, v in fields.items() if k not in out})
-    return out
-
-
 def to_core(event: Obj) -> Obj:
-    """An events.k8s.io/v1 Event as the core/v1 Event it is stored as."""
-    body = {_V1_TO_CORE.get(k, k): v for k, v in event.items() if k not in ("kind", "apiVersion")}
-    return normalize_core(body)
+    """An events.k8s.io/v1 Event as the core/v1 Event it is stored as (written out by the store)."""
+    body = {_V1_TO_CORE.get(k, k): v for k, v in event.items() if k not in ("kind", "apiVersion", "metadata")}
+    return {"kind": "Event", "apiVersion": "v1", "metadata": event.get("metadata", {}), **body}
 
 
 def to_v1(event: Obj) -> Obj:
-    """A stored core/v1 Event as events.k8s.io/v1 shows it."""
-    body = {}
-    for key, value in event.items():
-        if key in ("kind", "apiVersion", "metadata"):
-            continue
-        name = _CORE_TO_V1.get(key, key)
-        if value in (None, "", {}) and name not in ("eventTime",):
-            continue  # omitempty on the events.k8s.io side
-        if name == "deprecatedCount" and value == 0:
-            continue
-        body[name] = value
-    body.setdefault("eventTime", None)
-    return {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": event.get("metadata", {}),
-            **_ordered(body, _V1_ORDER)}
+    """A stored core/v1 Event as events.k8s.io/v1 shows it, with that type's Go serialization rules."""
+    body = {_CORE_TO_V1.get(k, k): v for k, v in event.items() if k not in ("kind", "apiVersion", "metadata")}
+    v1 = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": event.get("metadata", {}), **body}
+    return gojson.normalize(v1, _v1_struct())
 
 
-def normalize_core(event: Obj) -> Obj:
-    """A core/v1 Event with the fields Go always serialises present (zero times as null)."""
-    body = {k: v for k, v in event.items() if k not in ("kind", "apiVersion", "metadata")}
-    body.setdefault("involvedObject", {})
-    body.setdefault("source", {})
-    for key in ("firstTimestamp", "lastTimestamp", "eventTime"):
-        body.setdefault(key, None)
-    body.setdefault("reportingComponent", "")
-    body.setdefault("reportingInstance", "")
-    return {"kind": "Event", "apiVersion": "v1", "metadata": event.get("metadata", {}), **_ordered(body, _CORE_ORDER)}
+@functools.cache
+def _v1_struct() -> schema.Struct:
+    struct = schema.kind("events.k8s.io/v1", "Event")
+    assert struct is not None
+    return struct

@@ -20,18 +20,16 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import auth, discovery, errors, openapi, subresources, tables
+from controller_manager.sim.apiserver import auth, codec, discovery, errors, openapi, subresources, tables
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
 from controller_manager.sim.apiserver.watch import Watcher
 
 JSON = "application/json"
-_BODY_TYPES = (JSON,)
 _PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
                 "application/strategic-merge-patch+json": "strategic"}
 _HEALTH = ("/healthz", "/livez", "/readyz")
@@ -269,20 +267,14 @@ class _Handlers:
     # --- single objects ----------------------------------------------------------------------------
 
     async def _body(self, request: web.Request, patch: bool = False) -> Any:
-        ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        """The body parsed by its media type (raw bytes for a patch); not yet decoded into its kind."""
+        ctype = codec.media_type(request.headers.get("Content-Type", ""))
         raw = await request.read()
         if patch:
             if ctype not in _PATCH_TYPES:
                 raise errors.unsupported_media_type(tuple(_PATCH_TYPES))
             return raw
-        if ctype and ctype not in _BODY_TYPES:
-            raise errors.unsupported_media_type(_BODY_TYPES)
-        if not raw.strip():
-            return None
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as e:
-            raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        return codec.parse(raw, ctype, keep_duplicates=request.query.get("fieldValidation") != "Ignore")
 
     async def _object(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                       accept: _Accept) -> web.Response:
@@ -321,7 +313,9 @@ class _Handlers:
                 raise errors.method_not_allowed()
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
-            return _response(encode(api.create(res, body, namespace, dry_run=dry_run)), 201)
+            decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
+            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run)), 201),
+                                  decoded.warnings)
         if verb == "update":
             body = await self._body(request)
             if sub == "scale":
@@ -331,15 +325,25 @@ class _Handlers:
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
-            return _response(encode(api.update(res, body, subresource=sub, dry_run=dry_run, namespace=namespace,
-                                               name=name)))
+            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"))
+            return _with_warnings(_response(encode(api.update(res, decoded.obj, subresource=sub, dry_run=dry_run,
+                                                              namespace=namespace, name=name))), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale"):
                 raise errors.method_not_allowed()
-            ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            return _response(encode(api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub,
-                                              dry_run=dry_run)))
+            ctype = codec.media_type(request.headers.get("Content-Type", ""))
+            validation = codec.field_validation(q, "PatchOptions")
+            warnings: list[str] = []
+
+            def decode(patched: Obj) -> Obj:
+                decoded = codec.typed(res, patched, validation)
+                warnings.extend(decoded.warnings)
+                return decoded.obj  # type: ignore[no-any-return]
+
+            patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
+                                decode=decode if sub != "scale" else None)
+            return _with_warnings(_response(encode(patched)), warnings)
         if verb == "delete":
             if sub is not None:
                 raise errors.method_not_allowed()
@@ -376,6 +380,12 @@ class _Handlers:
             deleted.append(encode(out))
         head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
         return _response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted))
+
+
+def _with_warnings(resp: web.Response, warnings: list[str]) -> web.Response:
+    for message in warnings:
+        resp.headers.add("Warning", codec.warning_header(message))
+    return resp
 
 
 def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:

@@ -22,6 +22,7 @@ import binascii
 import json
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import errors, events, service_ips, strategy
+from controller_manager.sim.apiserver import codec, errors, events, service_ips, strategy
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -181,7 +182,11 @@ class ApiServer:
         result: Obj = decode(self.view(res)(stored)[1])
         return result
 
-    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool) -> Stored:
+    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool, *, normalized: bool = False) -> Stored:
+        """Store ``obj`` at the next resourceVersion, written as the real server writes it (Go's JSON rules,
+        :mod:`gojson`), so get, list and watch all return the same bytes."""
+        if not normalized:
+            obj = codec.normalize(store.resource, obj)
         rv = self.rv + 1 if dry_run else self._next_rv()
         meta = {**obj["metadata"], "resourceVersion": str(rv)}
         stored = Stored(key, {**obj, "metadata": meta}, rv)
@@ -261,7 +266,7 @@ class ApiServer:
             obj = strategy.prepare_for_create(EVENTS, events.to_core(obj))
             stored_res = EVENTS
         else:
-            obj = strategy.prepare_for_create(res, events.normalize_core(obj) if res is EVENTS else obj)
+            obj = strategy.prepare_for_create(res, obj)
             self._validate(res, obj, None)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
         meta = obj["metadata"]
@@ -378,7 +383,7 @@ class ApiServer:
             new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)
             stored_res = EVENTS
         else:
-            new = strategy.prepare_for_update(res, events.normalize_core(obj) if res is EVENTS else obj, old,
+            new = strategy.prepare_for_update(res, obj, old,
                                               subresource)
             self._validate(res, new, old)
         self.admit_namespace(res, namespace, name, create=False)
@@ -388,7 +393,8 @@ class ApiServer:
         """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
         object left without finalizers after its deletion was requested is deleted."""
         store = self.store(res)
-        new = {**new, "metadata": {**new["metadata"], "resourceVersion": str(existing.rv)}}
+        new = codec.normalize(store.resource, {**new, "metadata": {**new["metadata"],
+                                                                   "resourceVersion": str(existing.rv)}})
         if new == existing.obj:
             return existing
         old_meta = existing.obj["metadata"]
@@ -397,10 +403,13 @@ class ApiServer:
                 and (res.kind != "Namespace" or not (new.get("spec") or {}).get("finalizers"))):
             self._remove(store, existing.key, dry_run)
             return Stored(existing.key, new, existing.rv)
-        return self._commit(store, existing.key, new, dry_run)
+        return self._commit(store, existing.key, new, dry_run, normalized=True)
 
     def patch(self, res: Resource, namespace: str | None, name: str, patch: PatchBody,
-              patch_type: str, *, subresource: str | None = None, dry_run: bool = False) -> Obj:
+              patch_type: str, *, subresource: str | None = None, dry_run: bool = False,
+              decode: Callable[[Obj], Obj] | None = None) -> Obj:
+        """PATCH: ``decode`` reads the patched object as the request's typed decoding would (strict field
+        validation, type errors) before it is stored."""
         from controller_manager.sim.apiserver import patch as patching
         from controller_manager.sim.apiserver import subresources
 
@@ -414,6 +423,8 @@ class ApiServer:
             raise errors.StatusError(e.status()) from None
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
+        if decode is not None:
+            patched = decode(patched)
         meta = patched.get("metadata")
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "

@@ -60,9 +60,6 @@ def prepare_for_create(res: Resource, obj: Obj) -> Obj:
         out["status"] = {"phase": "Active"}
     elif kind == "Pod":
         out["status"] = {"phase": "Pending", "qosClass": pod_qos(out)}
-    elif kind == "PodDisruptionBudget":
-        # The status struct's counts have no omitempty: a new budget shows them as 0.
-        out["status"] = {"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}
     elif has_status(res) and kind != "Node":
         out["status"] = {}
     if kind in GENERATION_KINDS:

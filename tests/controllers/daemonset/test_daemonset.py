@@ -203,7 +203,7 @@ async def test_on_delete_updates_only_deleted_pods() -> None:
             return got if (got.get("status") or {}).get("observedGeneration") == 2 else None
 
         status = (await wait_for(observed, what="generation 2 observed"))["status"]
-        assert status["updatedNumberScheduled"] == 0
+        assert status.get("updatedNumberScheduled", 0) == 0  # omitempty: a real server leaves a zero out
         victim = next(p for p in await live_pods(h) if node_of(p) == "node-2")
         await h.client.delete(PODS, victim["metadata"]["name"], "default")
 
@@ -267,7 +267,7 @@ async def test_bad_input_is_reported_and_survived() -> None:
 
         status = await wait_for(zero_status, what="status of a DaemonSet selecting no node")
         assert status["desiredNumberScheduled"] == 0
-        assert status["numberUnavailable"] == 0
+        assert "numberUnavailable" not in status  # omitempty: a real server leaves a zero out
         assert await h.pods(selector="app=agent") == []
         # Garbage in node conditions does not matter; the controller keeps working afterwards.
         node = await h.client.get(NODES, "node-1")

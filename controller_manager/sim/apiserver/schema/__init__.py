@@ -122,8 +122,8 @@ def parse_type(spec: str) -> tuple[Type, bool]:
         return Type(container, elem=elem, elem_pointer=elem_pointer), pointer
     if spec.startswith("named:"):
         name = spec.removeprefix("named:")
-        items, _ = parse_type(_data()["types"][name]["items"])
-        return Type("wrapper", name=name, elem=items), pointer
+        items, _ = parse_type(_data()["types"][name]["items"])  # the named type's []T
+        return Type("wrapper", name=name, elem=items.elem), pointer
     if spec in SCALARS:
         return Type(spec), pointer
     if spec in CUSTOM:
@@ -214,13 +214,13 @@ def _zero_struct_bytes(name: str) -> bytes:
 def is_empty(f: Field, value: Any) -> bool:
     """encoding/json's ``omitempty`` test: false, 0, "", a nil pointer, an empty slice or map (never a struct,
     and never a non-nil pointer, even to a zero value)."""
+    kind = f.type.kind
+    if f.pointer:
+        return value is None
+    if kind in ("struct", "time", "microtime", "duration", "quantity", "intorstring", "raw"):
+        return False  # a struct, even one whose JSON is null (a zero metav1.Time)
     if value is None:
         return True
-    if f.pointer:
-        return False
-    kind = f.type.kind
-    if kind in ("struct", "time", "microtime", "duration", "quantity", "intorstring", "raw"):
-        return False
     if kind in ("list", "map", "wrapper", "bytes", "string"):
         return len(value) == 0
     return value is False or (value == 0 and value is not True)

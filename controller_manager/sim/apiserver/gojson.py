@@ -1,0 +1,412 @@
+"""Objects as a Go API server holds them: strict decoding of request bodies, and Go's JSON rules on output.
+
+A real kube-apiserver decodes every body into its Go struct and writes every response from one, so
+what a client reads is what encoding/json makes of that struct, whatever the client sent. This module
+gives kube-sim the same two steps over plain dicts, driven by :mod:`schema`:
+
+- :func:`decode` reads a parsed JSON (or YAML) body as sigs.k8s.io/json's case-sensitive decoder does:
+  the first value of a wrong type is a :class:`GoTypeError` carrying encoding/json's message
+  (``json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32``);
+  unknown and duplicate fields are dropped and reported as strict errors with upstream's paths
+  (``unknown field "spec.template.spec.containers[0].imagee"``), at most 100, each once.
+- :func:`normalize` writes a dict as encoding/json would write the struct it decodes to: keys in Go's
+  field order, non-``omitempty`` fields always present (zero values included, nil slices, maps and
+  pointers as ``null``), ``omitempty`` empties dropped, times in UTC at the type's precision, durations,
+  quantities and bytes in their canonical text. Fields the type does not have are dropped.
+  ``decode`` returns its result in this form too.
+
+Values of the custom types keep upstream's own rules: ``metav1.Time`` at second precision (a zero time
+is ``null``), ``MicroTime`` at microseconds, ``Duration`` as Go prints it, ``Quantity`` canonical,
+``IntOrString`` as int or string, ``RawExtension``/``FieldsV1``/``interface{}`` as given.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from controller_manager.api import quantity
+from controller_manager.sim.apiserver.schema import OMIT, Field, Struct, Type, is_empty, zero_json
+
+__all__ = ["GoTypeError", "decode", "format_duration", "normalize", "parse_duration", "parse_json_strict"]
+
+_MAX_STRICT_ERRORS = 100
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),
+               "uint64": (0, 2**64 - 1)}
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+_RFC3339_MICRO = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{6})(Z|[+-]\d{2}:\d{2})")
+_LAYOUT = "2006-01-02T15:04:05Z07:00"
+_LAYOUT_MICRO = "2006-01-02T15:04:05.000000Z07:00"
+
+
+class GoTypeError(ValueError):
+    """A value Go could not decode into its field; the message is the one the real server reports."""
+
+
+class _DuplicateKeys(dict[str, Any]):
+    """An object of a parsed body that repeated keys (the last value kept, as Go keeps it)."""
+
+    __slots__ = ("duplicates",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.duplicates = [k for i, (k, _) in enumerate(pairs) if any(k == p for p, _ in pairs[:i])]
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    return result if len(result) == len(pairs) else _DuplicateKeys(pairs)
+
+
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_pairs_hook)
+
+
+def parse_json_strict(raw: bytes | str) -> Any:
+    """Parse JSON keeping a record of repeated keys, for :func:`decode`'s duplicate-field errors.
+    Raises ``ValueError`` on malformed input."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    return _STRICT_JSON.decode(text)
+
+
+# --- the custom types -------------------------------------------------------------------------------------
+
+
+def _parse_time(text: str, pattern: re.Pattern[str], layout: str) -> datetime:
+    m = pattern.fullmatch(text)
+    if m is None:
+        raise GoTypeError(f'parsing time "{text}" as "{layout}": cannot parse "{text}" as "{layout}"')
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    fraction, zone = m.group(7), m.group(8)
+    try:
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        raise GoTypeError(f'parsing time "{text}": day out of range') from None
+    if fraction:
+        moment += timedelta(microseconds=int((fraction[1:] + "000000")[:6]))
+    if zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+    return moment
+
+
+def _time(value: Any, micro: bool) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise GoTypeError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+    if not micro and len(value) == 20 and value[19] == "Z" and _RFC3339.fullmatch(value):
+        return value  # already as Go writes it: the common case
+    if micro:
+        moment = _parse_time(value, _RFC3339_MICRO, _LAYOUT_MICRO)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _parse_time(value, _RFC3339, _LAYOUT).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_DURATION_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+                   "m": 60_000_000_000, "h": 3_600_000_000_000}
+_DURATION_PART = re.compile(r"(\d*)(?:\.(\d*))?([a-zµμ]+)")
+
+
+def parse_duration(text: str) -> int:
+    """Go's time.ParseDuration, in nanoseconds."""
+    original = text
+    sign = -1 if text.startswith("-") else 1
+    text = text.lstrip("+-") if text[:1] in "+-" else text
+    if text == "0":
+        return 0
+    if not text:
+        raise GoTypeError(f'time: invalid duration "{original}"')
+    total = 0
+    pos = 0
+    while pos < len(text):
+        m = _DURATION_PART.match(text, pos)
+        if m is None or not (m.group(1) or m.group(2)):
+            raise GoTypeError(f'time: invalid duration "{original}"')
+        unit = _DURATION_UNITS.get(m.group(3))
+        if unit is None:
+            raise GoTypeError(f'time: unknown unit "{m.group(3)}" in duration "{original}"')
+        whole = int(m.group(1) or 0) * unit
+        frac = m.group(2) or ""
+        if frac:
+            whole += int(frac) * unit // 10 ** len(frac)
+        total += whole
+        pos = m.end()
+    if total > 2**63 - 1:
+        raise GoTypeError(f'time: invalid duration "{original}"')
+    return sign * total
+
+
+def format_duration(ns: int) -> str:
+    """Go's time.Duration.String: ``1h2m3.5s``, ``150ms``, ``0s``."""
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return sign + _decimal(ns, size) + unit
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    seconds = _decimal(rest, 1_000_000_000) + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}"
+    if minutes:
+        return f"{sign}{minutes}m{seconds}"
+    return sign + seconds
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = str(frac).rjust(len(str(unit)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"
+
+
+def _duration(value: Any) -> str:
+    if not isinstance(value, str):
+        raise GoTypeError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+    return format_duration(parse_duration(value))
+
+
+def _quantity(value: Any) -> str:
+    if value is None:
+        return "0"
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise GoTypeError(_QUANTITY_FORMAT)
+    try:
+        return quantity.canonicalize(value.strip() if isinstance(value, str) else value)
+    except ValueError:
+        raise GoTypeError(_QUANTITY_FORMAT) from None
+
+
+_QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _int_or_string(value: Any) -> int | str:
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31:
+        return value
+    shown = _json_kind(value) if not isinstance(value, int | float) or isinstance(value, bool) else \
+        f"number {value}"
+    raise GoTypeError(f"json: cannot unmarshal {shown} into Go value of type int32")
+
+
+def _bytes(value: str) -> str:
+    try:
+        return base64.b64encode(base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)).decode()
+    except (binascii.Error, ValueError):
+        raise GoTypeError(f"illegal base64 data at input byte {_bad_base64_offset(value)}") from None
+
+
+def _bad_base64_offset(value: str) -> int:
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+    for i, ch in enumerate(value):
+        if ch not in alphabet and ch not in "\r\n":
+            return i
+    return len(value) - len(value) % 4
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "null"
+
+
+# --- the walk ------------------------------------------------------------------------------------------------
+
+
+class _Decoder:
+    """One body's decode: the error context (as encoding/json keeps it) and the strict errors."""
+
+    __slots__ = ("_seen", "report", "strict")
+
+    def __init__(self, report: bool) -> None:
+        self.report = report        # collect unknown/duplicate fields (decode) or drop them silently (normalize)
+        self.strict: list[str] = []
+        self._seen: set[str] = set()
+
+    def strict_error(self, kind: str, path: str) -> None:
+        message = f"{kind} {json.dumps(path)}"
+        if self.report and message not in self._seen and len(self.strict) < _MAX_STRICT_ERRORS:
+            self._seen.add(message)
+            self.strict.append(message)
+
+    def type_error(self, value: Any, go_type: str, struct: str, path: list[str]) -> GoTypeError:
+        kind = _json_kind(value)
+        if kind == "number" and go_type.lstrip("*") in ("int32", "int64", "uint32", "uint64", "bool") \
+                and go_type != "bool":
+            kind = f"number {value}"
+        where = f"Go struct field {struct}.{'.'.join(path)}" if struct else "Go value"
+        return GoTypeError(f"json: cannot unmarshal {kind} into {where} of type {go_type}")
+
+    def struct(self, value: Any, st: Struct, ctx: tuple[str, list[str]], spath: str, go_type: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.type_error(value, go_type, ctx[0], ctx[1])
+        fields = st.json_fields
+        if isinstance(value, _DuplicateKeys):
+            for key in value.duplicates:
+                if key in fields:
+                    self.strict_error("duplicate field", f"{spath}.{key}" if spath else key)
+        decoded: dict[str, Any] = {}
+        for key, item in value.items():
+            f = fields.get(key)
+            if f is None:
+                self.strict_error("unknown field", f"{spath}.{key}" if spath else key)
+                continue
+            if item is None and not (f.type.kind in _NULL_AWARE and not f.pointer):
+                continue  # null leaves the field at its zero value
+            child_path = [*ctx[1], key]
+            decoded[key] = self.value(item, f.type, f.go_type, (st.go, child_path),
+                                      f"{spath}.{key}" if spath else key)
+        out: dict[str, Any] = {}
+        for key, f in fields.items():
+            if key in decoded:
+                item = decoded[key]
+                if f.omitempty and is_empty(f, item):
+                    continue
+                out[key] = item
+            else:
+                zero = zero_json(f)
+                if zero is not OMIT:
+                    out[key] = zero
+        return out
+
+    def value(self, value: Any, t: Type, go_type: str, ctx: tuple[str, list[str]], spath: str) -> Any:
+        kind = t.kind
+        if kind == "string":
+            if not isinstance(value, str):
+                raise self.type_error(value, go_type, *ctx)
+            return value
+        if kind in _INT_RANGES:
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, float):
+                    raise GoTypeError(f"json: cannot unmarshal number {value!r} into Go struct field "
+                                      f"{ctx[0]}.{'.'.join(ctx[1])} of type {go_type.lstrip('*')}")
+                raise self.type_error(value, go_type.lstrip("*"), *ctx)
+            lo, hi = _INT_RANGES[kind]
+            if not lo <= value <= hi:
+                raise GoTypeError(f"json: cannot unmarshal number {value} into Go struct field "
+                                  f"{ctx[0]}.{'.'.join(ctx[1])} of type {go_type.lstrip('*')}")
+            return value
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise self.type_error(value, go_type.lstrip("*"), *ctx)
+            return value
+        if kind == "struct":
+            return self.struct(value, t.struct, ctx, spath, go_type.lstrip("*"))
+        if kind == "list" or kind == "wrapper":
+            if value is None:
+                return None
+            if not isinstance(value, list):
+                raise self.type_error(value, go_type, *ctx)
+            elem = t.elem
+            assert elem is not None
+            elem_go = _elem_go_type(go_type, elem)
+            return [None if item is None and (t.elem_pointer or elem.kind in ("list", "map", "any", "raw"))
+                    else self.value(_null_to_zero(item, elem), elem, elem_go, ctx, f"{spath}[{i}]")
+                    for i, item in enumerate(value)]
+        if kind == "map":
+            if value is None:
+                return None
+            if not isinstance(value, dict):
+                raise self.type_error(value, go_type, *ctx)
+            elem = t.elem
+            assert elem is not None
+            if isinstance(value, _DuplicateKeys):
+                for key in value.duplicates:
+                    self.strict_error("duplicate field", f"{spath}.{key}")
+            elem_go = _elem_go_type(go_type, elem)
+            return {key: None if item is None and (t.elem_pointer or elem.kind in ("list", "map", "any", "raw"))
+                    else self.value(_null_to_zero(item, elem), elem, elem_go, ctx, f"{spath}.{key}")
+                    for key, item in value.items()}
+        custom = _CUSTOM.get(kind)
+        if custom is not None:
+            return custom(value)
+        if kind == "bytes":
+            if not isinstance(value, str):
+                raise self.type_error(value, "[]uint8", *ctx)
+            return _bytes(value)
+        if kind in ("any", "raw", "fieldsv1"):
+            return value
+        if kind == "float64":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise self.type_error(value, go_type, *ctx)
+            return value
+        raise AssertionError(f"unhandled type kind {kind}")
+
+
+# Custom types whose UnmarshalJSON sees a JSON null (a non-pointer one decodes it to its zero value).
+_NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1"})
+_CUSTOM: dict[str, Callable[[Any], Any]] = {
+    "time": lambda v: _time(v, micro=False),
+    "microtime": lambda v: _time(v, micro=True),
+    "duration": _duration,
+    "quantity": _quantity,
+    "intorstring": _int_or_string,
+}
+
+
+def _null_to_zero(item: Any, elem: Type) -> Any:
+    """A null list element or map value of a value type decodes to that type's zero value."""
+    if item is not None or elem.kind in _NULL_AWARE:
+        return item
+    if elem.kind == "struct":
+        return {}
+    return {"string": "", "bool": False, "bytes": ""}.get(elem.kind, 0)
+
+
+def _elem_go_type(go_type: str, elem: Type) -> str:
+    if go_type.startswith("[]"):
+        return go_type[2:]
+    if go_type.startswith("map["):
+        depth = 0
+        for i, ch in enumerate(go_type):
+            if ch == "[":
+                depth += 1
+            elif ch == "]":
+                depth -= 1
+                if depth == 0:
+                    return go_type[i + 1:]
+    # A named slice or map (v1.ResourceList): name the element by its own type.
+    if elem.kind == "struct":
+        parts = elem.name.rsplit(".", 2)
+        return f"{parts[-2]}.{parts[-1]}"
+    return {"quantity": "resource.Quantity", "bytes": "[]uint8"}.get(elem.kind, elem.kind)
+
+
+def decode(body: Any, st: Struct, go_name: str) -> tuple[dict[str, Any], list[str]]:
+    """A parsed request body as the server's typed decode sees it: (the object in Go's JSON form, the strict
+    errors). ``go_name`` is how Go names the kind's type (``v1.Deployment``). Raises :class:`GoTypeError`."""
+    decoder = _Decoder(report=True)
+    if not isinstance(body, dict):
+        raise GoTypeError(f"json: cannot unmarshal {_json_kind(body)} into Go value of type {go_name}")
+    result = decoder.struct(body, st, (st.go, []), "", go_name)
+    return result, decoder.strict
+
+
+def normalize(obj: dict[str, Any], st: Struct) -> dict[str, Any]:
+    """``obj`` as a Go server writes it back (see the module docstring). Fields the type lacks are dropped;
+    a value of the wrong type raises :class:`GoTypeError` (the server built something invalid)."""
+    return _Decoder(report=False).struct(obj, st, (st.go, []), "", st.go)
+
+
+def field_of(st: Struct, key: str) -> Field | None:
+    return st.json_fields.get(key)
