@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_UP, Context, Decimal
 
-__all__ = ["milli_value", "parse_quantity", "value"]
+__all__ = ["canonicalize", "milli_value", "parse_quantity", "value"]
 
 _NUMBER = re.compile(r"([+-]?)(\d+(?:\.\d*)?|\.\d+)(.*)", re.DOTALL)
 
@@ -93,6 +93,55 @@ def milli_value(q: str | int | float) -> int:
     return int((parse_quantity(q) * 1000).to_integral_value(rounding=ROUND_CEILING))
 
 
-def canonicalize(q: str | int | float) -> str:  # TEMP shim until the helper lands
-    parse_quantity(q)
-    return str(q)
+_DECIMAL_SUFFIXES = {exp: suffix for suffix, exp in _DECIMAL.items()}
+_BINARY_SUFFIXES = {exp // 10: suffix for suffix, exp in _BINARY.items()}
+
+
+def canonicalize(q: str | int | float) -> str:
+    """The text a real API server writes for a quantity (``Quantity.String()`` after parsing): the value in
+    the format the input used, with the largest suffix that keeps the number whole.
+
+    Decimal inputs (``m``, ``k``, ``M``, no suffix...) come back in SI steps of 1000 (``"1000m"`` -> ``"1"``,
+    ``"0.5"`` -> ``"500m"``, ``"1500"`` -> ``"1500"``); exponent inputs as ``<n>e<multiple of 3>``
+    (``"1.2e6"`` -> ``"1200e3"``); binary inputs in steps of 1024 (``"1024Mi"`` -> ``"1Gi"``,
+    ``"1.5Gi"`` -> ``"1536Mi"``) unless the value is below 1024 or not whole, which is written as decimal
+    SI instead, as upstream does to avoid rounding. Raises ``ValueError`` for what is not a quantity."""
+    amount = parse_quantity(q)
+    if amount.is_zero():
+        return "0"
+    fmt = _format_of(q)
+    if fmt == "binary" and (abs(amount) < 1024 or amount != amount.to_integral_value()):
+        fmt = "decimal"
+    if fmt == "binary":
+        whole = int(amount)
+        exponent = 0
+        while whole % 1024 == 0:
+            whole //= 1024
+            exponent += 1
+        return f"{whole}{_BINARY_SUFFIXES.get(exponent, '')}" if exponent <= 6 else f"{amount}"
+    sign, digits, exp = amount.as_tuple()
+    mantissa = int("".join(map(str, digits)) or "0")
+    exponent = int(exp)
+    while mantissa and mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    shift = exponent % 3  # down to a multiple of 3, so the suffix is an SI one
+    mantissa *= 10**shift
+    exponent -= shift
+    number = f"{'-' if sign else ''}{mantissa}"
+    if fmt == "exponent":
+        return number if exponent == 0 else f"{number}e{exponent}"
+    return number + _DECIMAL_SUFFIXES[exponent]
+
+
+def _format_of(q: str | int | float) -> str:
+    """The format a quantity was written in: ``decimal`` (SI suffix or none), ``binary`` or ``exponent``."""
+    if isinstance(q, int):
+        return "decimal"
+    text = repr(q) if isinstance(q, float) else q
+    m = _NUMBER.fullmatch(text)
+    suffix = m.group(3) if m else ""
+    if suffix in _BINARY:
+        return "binary"
+    return "decimal" if suffix in _DECIMAL else "exponent"
+

@@ -6,8 +6,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from controller_manager.api.quantity import milli_value, parse_quantity, value
+from controller_manager.api.quantity import canonicalize, milli_value, parse_quantity, value
 
 MAX = Decimal(2**63 - 1)
 Ki, Mi, Gi, Ti, Pi, Ei = (Decimal(2) ** (10 * i) for i in range(1, 7))
@@ -107,3 +109,44 @@ def test_huge_exponent_stays_exact() -> None:
 def test_milli_and_value(text: str, milli: int, whole: int) -> None:
     assert milli_value(text) == milli
     assert value(text) == whole
+
+
+@pytest.mark.parametrize(("given", "written"), [
+    pytest.param("0", "0", id="zero"),
+    pytest.param("0Mi", "0", id="zero-binary"),
+    pytest.param("1000m", "1", id="milli-to-unit"),
+    pytest.param("0.5", "500m", id="fraction-to-milli"),
+    pytest.param("1.5", "1500m", id="fraction-keeps-digits"),
+    pytest.param("1000", "1k", id="whole-thousands"),
+    pytest.param("1024", "1024", id="plain-number-stays-decimal"),
+    pytest.param("1500M", "1500M", id="not-a-whole-G"),
+    pytest.param("5G", "5G", id="suffix-kept"),
+    pytest.param("1n", "1n", id="nano"),
+    pytest.param("0.0000000001", "1n", id="below-nano-rounds-up"),
+    pytest.param("0.001m", "1u", id="micro"),
+    pytest.param("-1", "-1", id="negative"),
+    pytest.param("1024Mi", "1Gi", id="binary-up"),
+    pytest.param("1.5Gi", "1536Mi", id="binary-down"),
+    pytest.param("1023Ki", "1023Ki", id="binary-kept"),
+    pytest.param("-1024Mi", "-1Gi", id="binary-negative"),
+    pytest.param("0.5Ki", "512", id="binary-below-1024-is-decimal"),
+    pytest.param("0.9Ki", "921600m", id="binary-not-whole-is-decimal"),
+    pytest.param("1e3", "1e3", id="exponent"),
+    pytest.param("1E3", "1e3", id="exponent-upper"),
+    pytest.param("12e6", "12e6", id="exponent-kept"),
+    pytest.param("1.2e6", "1200e3", id="exponent-multiple-of-3"),
+    pytest.param("1e-3", "1e-3", id="exponent-negative"),
+    pytest.param(100, "100", id="json-int"),
+    pytest.param(1.5, "1500m", id="json-float"),
+])
+def test_canonical_form_is_what_the_server_writes(given: str | int | float, written: str) -> None:
+    assert canonicalize(given) == written
+
+
+@given(st.decimals(min_value=-(10**12), max_value=10**12, places=9, allow_nan=False, allow_infinity=False),
+       st.sampled_from(["", "m", "k", "M", "G", "Ki", "Mi", "Gi", "e3", "e-3"]))
+def test_canonical_form_is_a_fixed_point_with_the_same_value(number: Decimal, suffix: str) -> None:
+    text = f"{number:f}{suffix}"
+    written = canonicalize(text)
+    assert canonicalize(written) == written
+    assert parse_quantity(written) == parse_quantity(text)
