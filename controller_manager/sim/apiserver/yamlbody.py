@@ -22,8 +22,8 @@ import yaml
 __all__ = ["YAMLError", "json_value_to_yaml", "yaml_to_json_value"]
 
 try:
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment,misc]
-    _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment,misc]
+    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+    _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
 except AttributeError:  # PyYAML built without libyaml
     _Loader = yaml.SafeLoader
     _Dumper = yaml.SafeDumper
@@ -97,11 +97,8 @@ def _scalar(value: Any) -> Any:
 def yaml_to_json_value(raw: bytes | str) -> Any:
     """The JSON value of a YAML body's first document (None for an empty one); raises :class:`YAMLError`."""
     try:
-        loader = _Loader(raw)
-        try:
-            document = loader.get_data() if loader.check_data() else None
-        finally:
-            loader.dispose()
+        # The first document only, as go-yaml's Unmarshal reads it.
+        document = next(yaml.load_all(raw, Loader=_Loader), None)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e)

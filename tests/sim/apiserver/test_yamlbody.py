@@ -39,7 +39,7 @@ def test_yaml_to_json(text: bytes, value: Any) -> None:
 
 
 def test_a_billion_laughs_is_refused_before_it_is_expanded() -> None:
-    with pytest.raises(YAMLError, match="^yaml: document contains excessive aliasing$"):
+    with pytest.raises(YAMLError, match=r"^yaml: document contains excessive aliasing$"):
         yaml_to_json_value(BOMB)
 
 
@@ -49,7 +49,7 @@ def test_a_billion_laughs_is_refused_before_it_is_expanded() -> None:
     pytest.param(b"\t- x", id="tab"),
 ])
 def test_malformed_yaml_is_an_error_with_yamls_words(text: bytes) -> None:
-    with pytest.raises(YAMLError, match="^yaml: "):
+    with pytest.raises(YAMLError, match=r"^yaml: "):
         yaml_to_json_value(text)
 
 
