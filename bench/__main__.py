@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from bench import convergence, ingest, latency, memory, workqueue
+from bench import apiserver, convergence, ingest, latency, memory, workqueue
 from bench.report import Figure, markdown, table, write_json
 
 HERE = Path(__file__).resolve().parent
@@ -36,6 +36,7 @@ SCALES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "convergence": ({"replicas": 1000, "many": 100, "each": 10, "idle_pods": 10_000, "idle_seconds": 30.0},
                     {"replicas": 100, "many": 10, "each": 5, "idle_pods": 500, "idle_seconds": 3.0}),
     "latency": ({"samples": 200, "load_rate": 1000.0}, {"samples": 10, "load_rate": 1000.0}),
+    "apiserver": ({"pods": 3000, "concurrency": 8, "watchers": 4}, {"pods": 300, "concurrency": 8, "watchers": 2}),
 }
 
 
@@ -44,7 +45,7 @@ def benchmarks() -> dict[str, Callable[..., Awaitable[list[Figure]]]]:
         return await asyncio.to_thread(memory.run, **kwargs)
 
     return {"ingest": ingest.run, "memory": memory_run, "workqueue": workqueue.run,
-            "convergence": convergence.run, "latency": latency.run}
+            "convergence": convergence.run, "latency": latency.run, "apiserver": apiserver.run}
 
 
 async def run_all(names: list[str], quick: bool) -> tuple[list[Figure], dict[str, str]]:

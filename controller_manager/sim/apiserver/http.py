@@ -20,10 +20,11 @@ import contextlib
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import auth, codec, discovery, errors, openapi, subresources, tables
+from controller_manager.sim.apiserver import auth, codec, discovery, errors, openapi, subresources, tables, yamlbody
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
@@ -45,10 +46,14 @@ class _Accept:
         self.partial = False
         self.aggregated = False
         self.json_ok = not header
+        self.yaml = False  # YAML is the first plain type the client listed
         for part in header.split(","):
             fields = [f.strip() for f in part.split(";")]
             mime = fields[0].lower()
             params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+            if mime == codec.YAML and "as" not in params and not self.json_ok:
+                self.yaml = self.json_ok = True
+                continue
             if mime not in ("application/json", "*/*", "application/*", "application/json-seq"):
                 continue
             as_ = params.get("as")
@@ -108,9 +113,15 @@ class _Handlers:
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
-            return await self._dispatch(request)
+            resp = await self._dispatch(request)
         except errors.StatusError as e:
-            return _status_response(e)
+            resp = _status_response(e)
+        if isinstance(resp, web.Response) and resp.content_type == JSON and resp.body \
+                and _Accept(request.headers.get("Accept", "")).yaml:
+            # The same answer in the representation asked for (objects, lists and errors alike).
+            resp.body = yamlbody.json_value_to_yaml(orjson.loads(resp.body))  # type: ignore[arg-type]
+            resp.content_type = codec.YAML
+        return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         user = self.auth.authenticate(request.headers.get("Authorization"))

@@ -156,3 +156,27 @@ async def test_values_are_written_back_in_their_canonical_form(client: Client) -
     assert created["spec"]["template"]["spec"]["containers"][0]["resources"] == {
         "requests": {"cpu": "500m", "memory": "1024"}}
     assert list(created) == ["kind", "apiVersion", "metadata", "spec", "status"]
+
+
+async def test_yaml_bodies_in_and_yaml_answers_out(client: Client) -> None:
+    manifest = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  enabled: 'yes'\n"
+                b"  count: '3'\n")
+    resp = await client.tc.post(CONFIGMAPS, data=manifest, headers={
+        "Authorization": "Bearer admin-token", "Content-Type": "application/yaml", "Accept": "application/yaml"})
+    assert resp.status == 201
+    assert resp.content_type == "application/yaml"
+    text = (await resp.read()).decode()
+    assert "data:\n  count: '3'\n  enabled: 'yes'\n" in text
+    resp = await client.tc.get(f"{CONFIGMAPS}/missing", headers={"Authorization": "Bearer admin-token",
+                                                                 "Accept": "application/yaml, application/json"})
+    assert resp.status == 404
+    assert (await resp.read()).decode().startswith("apiVersion: v1\ncode: 404\n")
+
+
+async def test_a_yaml_bomb_is_400_and_the_server_keeps_serving(client: Client) -> None:
+    from tests.sim.apiserver.test_yamlbody import BOMB
+
+    code, status = await client.call("POST", CONFIGMAPS, raw=BOMB, content_type="application/yaml")
+    assert code == 400
+    assert status["message"] == "yaml: document contains excessive aliasing"
+    assert (await client.post(CONFIGMAPS, configmap("after")))[0] == 201
