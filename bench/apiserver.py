@@ -115,7 +115,7 @@ async def _watch_throughput(session: aiohttp.ClientSession, api: ApiServer, pods
 
     tasks = [asyncio.create_task(watch(i)) for i in range(watchers)]
     deadline = time.monotonic() + 10
-    while len(api.store(PODS).watchers) < watchers and time.monotonic() < deadline:
+    while len(api.store(PODS).watchers) < watchers and time.monotonic() < deadline:  # noqa: ASYNC110 - no event to wait on
         await asyncio.sleep(0.01)  # the watches are registered before the writes begin
     started = time.perf_counter()
     objs, _ = api.list(PODS, "default")

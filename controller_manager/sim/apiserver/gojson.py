@@ -257,7 +257,10 @@ class _Decoder:
         where = f"Go struct field {struct}.{'.'.join(path)}" if struct else "Go value"
         return GoTypeError(f"json: cannot unmarshal {kind} into {where} of type {go_type}")
 
-    def struct(self, value: Any, st: Struct, ctx: tuple[str, list[str]], spath: str, go_type: str) -> dict[str, Any]:
+    def struct(self, value: Any, st: Struct, ctx: tuple[str, list[str]], spath: str, go_type: str,
+               old: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``old``: the same struct as already written (normalize only); a field equal to its old value is
+        taken from it without a walk, which keeps updates that change a small part of an object cheap."""
         if not isinstance(value, dict):
             raise self.type_error(value, go_type, ctx[0], ctx[1])
         fields = st.json_fields
@@ -271,11 +274,17 @@ class _Decoder:
             if f is None:
                 self.strict_error("unknown field", f"{spath}.{key}" if spath else key)
                 continue
+            if old is not None:
+                before = old.get(key, OMIT)
+                if item is before or item == before:
+                    decoded[key] = before
+                    continue
             if item is None and not (f.type.kind in _NULL_AWARE and not f.pointer):
                 continue  # null leaves the field at its zero value
             child_path = [*ctx[1], key]
             decoded[key] = self.value(item, f.type, f.go_type, (st.go, child_path),
-                                      f"{spath}.{key}" if spath else key)
+                                      f"{spath}.{key}" if spath else key,
+                                      before if old is not None and isinstance(before, dict) else None)
         out: dict[str, Any] = {}
         for key, f in fields.items():
             if key in decoded:
@@ -284,12 +293,16 @@ class _Decoder:
                     continue
                 out[key] = item
             else:
-                zero = zero_json(f)
+                zero = _ZEROS.get(id(f), _MISSING)
+                if zero is _MISSING:
+                    # Shared by every object written: stored objects are never mutated.
+                    zero = _ZEROS[id(f)] = zero_json(f)
                 if zero is not OMIT:
                     out[key] = zero
         return out
 
-    def value(self, value: Any, t: Type, go_type: str, ctx: tuple[str, list[str]], spath: str) -> Any:
+    def value(self, value: Any, t: Type, go_type: str, ctx: tuple[str, list[str]], spath: str,
+              old: dict[str, Any] | None = None) -> Any:
         kind = t.kind
         if kind == "string":
             if not isinstance(value, str):
@@ -311,7 +324,7 @@ class _Decoder:
                 raise self.type_error(value, go_type.lstrip("*"), *ctx)
             return value
         if kind == "struct":
-            return self.struct(value, t.struct, ctx, spath, go_type.lstrip("*"))
+            return self.struct(value, t.struct, ctx, spath, go_type.lstrip("*"), old)
         if kind == "list" or kind == "wrapper":
             if value is None:
                 return None
@@ -352,6 +365,9 @@ class _Decoder:
             return value
         raise AssertionError(f"unhandled type kind {kind}")
 
+
+_MISSING = object()
+_ZEROS: dict[int, Any] = {}  # id(Field) -> its zero JSON; fields live as long as the schema cache
 
 # Custom types whose UnmarshalJSON sees a JSON null (a non-pointer one decodes it to its zero value).
 _NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1"})
@@ -402,10 +418,11 @@ def decode(body: Any, st: Struct, go_name: str) -> tuple[dict[str, Any], list[st
     return result, decoder.strict
 
 
-def normalize(obj: dict[str, Any], st: Struct) -> dict[str, Any]:
+def normalize(obj: dict[str, Any], st: Struct, old: dict[str, Any] | None = None) -> dict[str, Any]:
     """``obj`` as a Go server writes it back (see the module docstring). Fields the type lacks are dropped;
-    a value of the wrong type raises :class:`GoTypeError` (the server built something invalid)."""
-    return _Decoder(report=False).struct(obj, st, (st.go, []), "", st.go)
+    a value of the wrong type raises :class:`GoTypeError` (the server built something invalid). ``old``, the
+    object as stored before, lets unchanged parts be taken from it as they are."""
+    return _Decoder(report=False).struct(obj, st, (st.go, []), "", st.go, old)
 
 
 def field_of(st: Struct, key: str) -> Field | None:

@@ -394,7 +394,8 @@ class ApiServer:
         object left without finalizers after its deletion was requested is deleted."""
         store = self.store(res)
         new = codec.normalize(store.resource, {**new, "metadata": {**new["metadata"],
-                                                                   "resourceVersion": str(existing.rv)}})
+                                                                   "resourceVersion": str(existing.rv)}},
+                              existing.obj)
         if new == existing.obj:
             return existing
         old_meta = existing.obj["metadata"]
