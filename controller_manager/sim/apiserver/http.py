@@ -24,7 +24,18 @@ import orjson
 from aiohttp import web
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import auth, codec, discovery, errors, openapi, subresources, tables, yamlbody
+from controller_manager.sim.apiserver import (
+    auth,
+    codec,
+    discovery,
+    errors,
+    fieldmanager,
+    openapi,
+    subresources,
+    tables,
+    yamlbody,
+)
+from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
@@ -32,7 +43,8 @@ from controller_manager.sim.apiserver.watch import Watcher
 
 JSON = "application/json"
 _PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
-                "application/strategic-merge-patch+json": "strategic"}
+                "application/strategic-merge-patch+json": "strategic", "application/apply-patch+yaml": "apply"}
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 _HEALTH = ("/healthz", "/livez", "/readyz")
 API_KEY = web.AppKey("api", ApiServer)
 _LIVENESS_CHECK = 5.0
@@ -297,6 +309,11 @@ class _Handlers:
             raise errors.path_not_found()
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed()
+        manager = ""
+        if verb in _OPTIONS_KIND:
+            is_apply = codec.media_type(request.headers.get("Content-Type", "")) == "application/apply-patch+yaml"
+            fieldmanager.validate_field_manager(q, _OPTIONS_KIND[verb], apply=verb == "patch" and is_apply)
+            manager = fieldmanager.manager_name(q.get("fieldManager"), request.headers.get("User-Agent", ""))
         if verb == "get":
             if sub == "scale":
                 return _response(encode(subresources.get_scale(api, res, namespace, name)))
@@ -325,20 +342,22 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
-            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run)), 201),
-                                  decoded.warnings)
+            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run,
+                                                              field_manager=manager)), 201), decoded.warnings)
         if verb == "update":
             body = await self._body(request)
             if sub == "scale":
-                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run)))
+                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run,
+                                                                  field_manager=manager)))
             if sub not in (None, "status", "finalize"):
                 raise errors.method_not_allowed()
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"))
-            return _with_warnings(_response(encode(api.update(res, decoded.obj, subresource=sub, dry_run=dry_run,
-                                                              namespace=namespace, name=name))), decoded.warnings)
+            return _with_warnings(_response(encode(api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
+                                                              namespace=namespace, name=name, field_manager=manager))),
+                                  decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale"):
@@ -350,10 +369,15 @@ class _Handlers:
             def decode(patched: Obj) -> Obj:
                 decoded = codec.typed(res, patched, validation)
                 warnings.extend(decoded.warnings)
-                return decoded.obj  # type: ignore[no-any-return]
+                return fieldmanager.keep_reset(patched, decoded.obj)
 
+            if _PATCH_TYPES[ctype] == "apply" and sub != "scale":
+                applied, created = apply.apply(api, res, namespace, name, body, manager=manager,
+                                               force=q.get("force", "").lower() in ("1", "t", "true"),
+                                               subresource=sub, dry_run=dry_run, decode=decode)
+                return _with_warnings(_response(encode(applied), 201 if created else 200), warnings)
             patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
-                                decode=decode if sub != "scale" else None)
+                                decode=decode if sub != "scale" else None, field_manager=manager)
             return _with_warnings(_response(encode(patched)), warnings)
         if verb == "delete":
             if sub is not None:

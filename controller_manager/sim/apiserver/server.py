@@ -33,7 +33,7 @@ from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import codec, errors, events, service_ips, strategy
+from controller_manager.sim.apiserver import codec, errors, events, fieldmanager, service_ips, strategy
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -238,7 +238,10 @@ class ApiServer:
 
     # --- verbs -----------------------------------------------------------------------------------------
 
-    def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
+    def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
+               field_manager: str | None = None, managed_fields: Any = fieldmanager.MISSING) -> Obj:
+        """POST. ``field_manager`` records the writer in managedFields (None: an internal write, untracked);
+        ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
         store = self.store(res)
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
@@ -250,8 +253,9 @@ class ApiServer:
         generate = bool(meta.get("generateName")) and not meta.get("name")
         if generate:
             meta["name"] = meta["generateName"] + random_suffix()
-        for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+        for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(f, None)
+        incoming = meta.pop("managedFields", fieldmanager.MISSING)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = format_time(self.clock.now())
         obj = defaults.apply_defaults(res, obj)
@@ -269,12 +273,16 @@ class ApiServer:
             obj = strategy.prepare_for_create(res, obj)
             self._validate(res, obj, None)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
-        meta = obj["metadata"]
+        obj = codec.normalize(store.resource, obj)
+        if managed_fields is fieldmanager.MISSING and field_manager is not None:
+            managed_fields = fieldmanager.track_update(stored_res, None, obj, manager=field_manager, subresource="",
+                                                       incoming=incoming, now=format_time(self.clock.now()))
+        meta = _with_managed_fields(obj["metadata"], managed_fields)
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run)
+                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True)
                 if dry_run:
                     stored = Stored(key, {**obj, "metadata": meta}, stored.rv)
                 return self._out(res, stored)
@@ -358,11 +366,16 @@ class ApiServer:
             raise errors.bad_request(f"invalid resource version: {value}") from None
 
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
-               namespace: str | None = None, name: str | None = None) -> Obj:
-        """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given)."""
+               namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
+               managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None) -> Obj:
+        """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
+        ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
+        managedFields; ``manager_subresource`` names the subresource the write is recorded under when it is
+        not ``subresource`` (a /scale write updates the main resource)."""
         store = self.store(res)
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
+        incoming = meta.get("managedFields", fieldmanager.MISSING)
         name = name or meta.get("name") or ""
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
@@ -387,15 +400,32 @@ class ApiServer:
                                               subresource)
             self._validate(res, new, old)
         self.admit_namespace(res, namespace, name, create=False)
-        return self._out(res, self.write_update(stored_res, existing, new, dry_run))
+        track: Callable[[Obj, Obj], Any] | None = None
+        if managed_fields is not fieldmanager.MISSING:
+            def track(_live: Obj, _new: Obj) -> Any:
+                return managed_fields
+        elif field_manager is not None:
+            manager = field_manager
 
-    def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool) -> Stored:
+            def track(live: Obj, new: Obj) -> Any:
+                return fieldmanager.track_update(stored_res, live, new, manager=manager,
+                                                 subresource=manager_subresource or subresource or "",
+                                                 incoming=incoming,
+                                                 now=format_time(self.clock.now()))
+        return self._out(res, self.write_update(stored_res, existing, new, dry_run, managed_fields=track))
+
+    def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool, *,
+                     managed_fields: Callable[[Obj, Obj], Any] | None = None) -> Stored:
         """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
-        object left without finalizers after its deletion was requested is deleted."""
+        object left without finalizers after its deletion was requested is deleted. ``managed_fields(live,
+        new)`` gives the managedFields to store (default: the stored ones)."""
         store = self.store(res)
         new = codec.normalize(store.resource, {**new, "metadata": {**new["metadata"],
                                                                    "resourceVersion": str(existing.rv)}},
                               existing.obj)
+        entries = (managed_fields(existing.obj, new) if managed_fields is not None
+                   else existing.obj["metadata"].get("managedFields"))
+        new["metadata"] = _with_managed_fields(new["metadata"], entries)
         if new == existing.obj:
             return existing
         old_meta = existing.obj["metadata"]
@@ -408,14 +438,24 @@ class ApiServer:
 
     def patch(self, res: Resource, namespace: str | None, name: str, patch: PatchBody,
               patch_type: str, *, subresource: str | None = None, dry_run: bool = False,
-              decode: Callable[[Obj], Obj] | None = None) -> Obj:
+              decode: Callable[[Obj], Obj] | None = None, field_manager: str | None = None,
+              force: bool = False) -> Obj:
         """PATCH: ``decode`` reads the patched object as the request's typed decoding would (strict field
-        validation, type errors) before it is stored."""
+        validation, type errors) before it is stored. ``patch_type`` "apply" is server-side apply
+        (``field_manager`` required, ``force`` takes conflicting fields)."""
         from controller_manager.sim.apiserver import patch as patching
         from controller_manager.sim.apiserver import subresources
+        from controller_manager.sim.apiserver.fieldmanager import apply
+
+        if patch_type == "apply":
+            if not isinstance(patch, bytes | str):
+                patch = json.dumps(patch)
+            return apply.apply(self, res, namespace, name, patch, manager=field_manager or "", force=force,
+                               subresource=subresource, dry_run=dry_run, decode=decode)[0]
 
         if subresource == "scale":
-            return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run)
+            return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
+                                            field_manager=field_manager)
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
         original = self.view(res)(existing)[0]
         try:
@@ -430,7 +470,8 @@ class ApiServer:
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
                                      f"URL ({name})")
-        return self.update(res, patched, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name)
+        return self.update(res, patched, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
+                           field_manager=field_manager)
 
     def delete(self, res: Resource, namespace: str | None, name: str, *, grace_period_seconds: int | None = None,
                propagation_policy: str | None = None, preconditions: dict[str, Any] | None = None,
@@ -491,6 +532,15 @@ class ApiServer:
         a watch from any earlier resourceVersion now gets 410 Gone."""
         for store in self._stores.values():
             store.forget_history(self.rv)
+
+
+def _with_managed_fields(meta: Obj, entries: Any) -> Obj:
+    """``meta`` carrying ``entries`` as managedFields (none: the key is left out, as omitempty writes it)."""
+    if entries is fieldmanager.MISSING or not entries:
+        if "managedFields" not in meta:
+            return meta
+        return {k: v for k, v in meta.items() if k != "managedFields"}
+    return {**meta, "managedFields": entries}
 
 
 _CONTINUE_EXPIRED = (

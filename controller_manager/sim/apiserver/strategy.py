@@ -25,7 +25,7 @@ GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Daemon
                               "PodDisruptionBudget", "Pod", "ReplicationController", "HorizontalPodAutoscaler",
                               "EndpointSlice"})
 # metadata fields a /status update may not change, per kind (the status strategies' reset fields).
-_STATUS_RESET_META: dict[str, tuple[str, ...]] = {
+STATUS_RESET_META: dict[str, tuple[str, ...]] = {
     "Deployment": ("labels",),
     "ReplicaSet": ("labels",),
     "StatefulSet": ("labels",),
@@ -81,7 +81,7 @@ def prepare_for_update(res: Resource, new: Obj, old: Obj, subresource: str | Non
             del out[k]
         meta = dict(out.get("metadata") or {})
         old_meta = old.get("metadata") or {}
-        for field in _STATUS_RESET_META.get(res.kind, ()):
+        for field in STATUS_RESET_META.get(res.kind, ()):
             _copy_field(meta, old_meta, field)
         out["metadata"] = meta
     elif subresource == "finalize":
