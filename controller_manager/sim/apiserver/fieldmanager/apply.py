@@ -11,6 +11,7 @@ FieldManagerConflict causes; a configuration the schema cannot index (duplicate 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ from controller_manager.sim.apiserver.fieldmanager import (
     typed,
     updater,
 )
+
+from controller_manager.sim.apiserver.fieldmanager.fieldpath import Set
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -82,17 +85,36 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
         raise errors.internal_error(f"failed to decode managed fields: {e}") from None
     base = live if live is not None else empty_object(res.api_version, res.kind)
     sub = subresource or ""
+    atom = kind_atom(res)
+
+    def run(force: bool) -> tuple[Any, managed.Managed]:
+        return updater.apply(current, base, config, atom, manager=manager, api_version=res.api_version,
+                             subresource=sub, force=force, ignored=ignored_fields(res, sub),
+                             now=format_time(api.clock.now()), empty=empty_object(res.api_version, res.kind))
+
     try:
-        merged, result = updater.apply(current, base, config, kind_atom(res), manager=manager,
-                                       api_version=res.api_version, subresource=sub, force=force,
-                                       ignored=ignored_fields(res, sub), now=format_time(api.clock.now()),
-                                       empty=empty_object(res.api_version, res.kind))
+        try:
+            merged, result = run(force)
+        except updater.Conflicts as e:
+            if manager != "kubectl" or live is None:
+                raise
+            # lastAppliedManager: kubectl moving from client-side apply may take the fields its
+            # last-applied configuration still describes.
+            allowed = _allowed_by_last_applied(res, live, atom)
+            if allowed is None:
+                raise
+            rest = [(m, p) for m, p in e.conflicts if not allowed.has(p)]
+            if rest:
+                raise updater.Conflicts(rest) from None
+            merged, result = run(True)
     except updater.Conflicts as e:
         raise conflict_error(e.conflicts) from None
     except typed.TypedError as e:
         ident = f"{ns or ''}/{name}; {_gvk(config)}"
         raise errors.internal_error(f"failed to create typed patch object ({ident}): {e}") from None
     obj = updater.without_managed_fields(merged if merged is not None else base)
+    if manager == "kubectl":
+        obj = _update_last_applied(obj, config)
     obj = {**obj, "apiVersion": res.api_version, "kind": res.kind,
            "metadata": {**(obj.get("metadata") or {}), "name": name}}
     if decode is not None:
@@ -102,3 +124,51 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
         return api.create(res, obj, namespace, dry_run=dry_run, managed_fields=entries), True
     return api.update(res, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
                       managed_fields=entries), False
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _allowed_by_last_applied(res: Resource, live: Obj, atom: typed.Atom) -> Set | None:
+    """The fields of the live object's last-applied configuration whose values it still has."""
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    if not text:
+        return None
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(last, dict) or last.get("apiVersion") != res.api_version:
+        return None
+    try:
+        fields = typed.to_field_set(last, atom)
+        cmp = typed.compare(last, updater.without_managed_fields(live), atom)
+    except typed.TypedError:
+        return None
+    return fields.difference(cmp.modified).difference(cmp.added).difference(cmp.removed)
+
+
+def _update_last_applied(obj: Obj, config: Obj) -> Obj:
+    """lastAppliedUpdater: an object that carries kubectl's last-applied annotation gets the configuration
+    just applied in it, so a later client-side apply sees what server-side apply did."""
+    meta = obj.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if not annotations.get(LAST_APPLIED):
+        return obj
+    cmeta = dict(config.get("metadata") or {})
+    cannotations = {k: v for k, v in (cmeta.get("annotations") or {}).items() if k != LAST_APPLIED}
+    if cannotations:
+        cmeta["annotations"] = cannotations
+    else:
+        cmeta.pop("annotations", None)
+    text = _go_json({**config, "metadata": cmeta}) + "\n"
+    return {**obj, "metadata": {**meta, "annotations": {**annotations, LAST_APPLIED: text}}}
+
+
+def _go_json(value: Any) -> str:
+    """encoding/json's Marshal of a map: sorted keys, compact, HTML characters escaped."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
