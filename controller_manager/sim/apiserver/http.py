@@ -355,9 +355,9 @@ class _Handlers:
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"))
-            return _with_warnings(_response(encode(api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
-                                                              namespace=namespace, name=name, field_manager=manager))),
-                                  decoded.warnings)
+            updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
+                                 namespace=namespace, name=name, field_manager=manager)
+            return _with_warnings(_response(encode(updated)), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale"):

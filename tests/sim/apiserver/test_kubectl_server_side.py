@@ -32,7 +32,8 @@ async def test_apply_server_side_twice(kubectl: Kubectl, tmp_path: Path) -> None
     assert await kubectl("get", "deploy", "web", "-o", "jsonpath={.metadata.resourceVersion}") == rv
     shown = await kubectl("get", "deploy", "web", "--show-managed-fields", "-o", "yaml")
     entry = _managers(shown)["kubectl"]
-    assert entry["operation"] == "Apply" and entry["apiVersion"] == "apps/v1"
+    assert entry["operation"] == "Apply"
+    assert entry["apiVersion"] == "apps/v1"
     assert set(entry["fieldsV1"]["f:spec"]) == {"f:replicas", "f:selector", "f:template"}  # type: ignore[index]
     assert "managedFields" not in await kubectl("get", "deploy", "web", "-o", "yaml")
 
@@ -62,7 +63,8 @@ async def test_diff_server_side(kubectl: Kubectl, tmp_path: Path) -> None:  # no
     manifest.write_text(DEPLOYMENT.format(replicas=5))
     code, out, err = await _run(kubectl, "diff", "--server-side", "-f", str(manifest))
     assert code == 1, err
-    assert "-  replicas: 2" in out and "+  replicas: 5" in out
+    assert "-  replicas: 2" in out
+    assert "+  replicas: 5" in out
     assert await kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}") == "2"
 
 

@@ -17,7 +17,8 @@ APPLY = "application/apply-patch+yaml"
 
 
 def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return obj["metadata"].get("managedFields", [])
+    entries: list[dict[str, Any]] = obj["metadata"].get("managedFields", [])
+    return entries
 
 
 def _by_manager(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -59,7 +60,8 @@ async def test_create_records_the_user_agent_as_manager(client: Client, clock: F
 async def test_field_manager_parameter_wins_and_is_validated(client: Client) -> None:
     code, created = await client.post(CONFIGMAPS, _cm("a", {"k": "v"}), headers=KUBECTL_UA,
                                       params={"fieldManager": "tool"})
-    assert code == 201 and [e["manager"] for e in _entries(created)] == ["tool"]
+    assert code == 201
+    assert [e["manager"] for e in _entries(created)] == ["tool"]
     code, body = await client.post(CONFIGMAPS, _cm("b", {"k": "v"}), params={"fieldManager": "x" * 129})
     assert code == 422
     assert body["message"] == ('CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more '
@@ -96,7 +98,8 @@ async def test_managed_fields_sent_back_empty_clear_them(client: Client) -> None
     _, created = await client.post(CONFIGMAPS, _cm("cm", {"a": "1"}), params={"fieldManager": "first"})
     cleared_body = {**created, "metadata": {**created["metadata"], "managedFields": []}}
     code, cleared = await client.put(f"{CONFIGMAPS}/cm", cleared_body, params={"fieldManager": "second"})
-    assert code == 200 and "managedFields" not in cleared["metadata"]
+    assert code == 200
+    assert "managedFields" not in cleared["metadata"]
     # An object nobody tracks stays untracked by updates...
     code, updated = await client.put(f"{CONFIGMAPS}/cm", {**cleared, "data": {"a": "2"}},
                                      params={"fieldManager": "second"})
@@ -203,7 +206,8 @@ async def test_apply_conflicts_with_another_manager(client: Client) -> None:
     assert "f:replicas" in _by_manager(shared)["kubectl-client-side-apply"]["fieldsV1"]["f:spec"]
     # force takes the field.
     code, forced = await _apply(client, f"{DEPLOYMENTS}/web", deployment("web", replicas=3), force="true")
-    assert code == 200 and forced["spec"]["replicas"] == 3
+    assert code == 200
+    assert forced["spec"]["replicas"] == 3
     assert "f:replicas" not in _by_manager(forced)["kubectl-client-side-apply"]["fieldsV1"]["f:spec"]
 
 
@@ -240,7 +244,8 @@ async def test_apply_merges_lists_by_key(client: Client) -> None:
 
 async def test_apply_dry_run_stores_nothing(client: Client) -> None:
     code, obj = await _apply(client, f"{CONFIGMAPS}/cm", _cm("cm", {"a": "1"}), dryRun="All")
-    assert code == 201 and obj["data"] == {"a": "1"}
+    assert code == 201
+    assert obj["data"] == {"a": "1"}
     code, _ = await client.get(f"{CONFIGMAPS}/cm")
     assert code == 404
 
@@ -253,4 +258,5 @@ async def test_apply_refuses_other_kinds_and_managed_fields(client: Client) -> N
     assert (code, body["message"]) == (400, "metadata.managedFields must be nil")
     code, body = await client.call("PATCH", f"{CONFIGMAPS}/cm", raw=b"a: [", content_type=APPLY,
                                    params={"fieldManager": "x"})
-    assert code == 400 and body["message"].startswith("error decoding YAML: ")
+    assert code == 400
+    assert body["message"].startswith("error decoding YAML: ")

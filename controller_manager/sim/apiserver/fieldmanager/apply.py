@@ -27,7 +27,6 @@ from controller_manager.sim.apiserver.fieldmanager import (
     typed,
     updater,
 )
-
 from controller_manager.sim.apiserver.fieldmanager.fieldpath import Set
 
 if TYPE_CHECKING:

@@ -86,7 +86,7 @@ def element_string(pe: PathElement) -> str:
     """PathElement.String(): ``.name``, ``[name="nginx"]``, ``[="a"]``, ``[3]``."""
     kind, payload = pe
     if kind == "f":
-        return "." + payload
+        return "." + str(payload)
     if kind == "k":
         return "[" + ",".join(f"{k}={_value_string(v)}" for k, v in json.loads(payload).items()) + "]"
     if kind == "v":

@@ -79,7 +79,7 @@ class Atom:
 
     __slots__ = ("_as_list", "_as_map", "_as_scalar", "list", "map", "scalar")
 
-    def __init__(self, scalar: bool = False, list: ListType | None = None, map: MapType | None = None) -> None:  # noqa: A002
+    def __init__(self, scalar: bool = False, list: ListType | None = None, map: MapType | None = None) -> None:
         self.scalar = scalar
         self.list = list
         self.map = map
@@ -293,7 +293,7 @@ def _fields(value: Any, atom: Atom, path: Path, out: _Builder) -> None:
             return
         if not isinstance(value, list):
             return
-        pes = []
+        pes: list[PathElement | None] = []
         seen: set[PathElement] = set()
         duplicates: set[PathElement] = set()
         for item in value:
@@ -310,10 +310,10 @@ def _fields(value: Any, atom: Atom, path: Path, out: _Builder) -> None:
                 seen.add(pe)
             pes.append(pe)
         elem = lt.elem()
-        for item, pe in zip(value, pes, strict=True):
-            if pe is None or pe in duplicates:
+        for item, item_pe in zip(value, pes, strict=True):
+            if item_pe is None or item_pe in duplicates:
                 continue
-            item_path = (*path, pe)
+            item_path = (*path, item_pe)
             _fields(item, elem, item_path, out)
             out.insert(item_path)
 
@@ -514,7 +514,8 @@ def _merge_atom(atom: Atom, lhs: Any, rhs: Any) -> Any:
     return _keep_rhs(lhs, rhs)
 
 
-def _index_items(lt: ListType, items: list[Any], allow_duplicates: bool) -> tuple[list[PathElement], dict[PathElement, Any]]:
+def _index_items(lt: ListType, items: list[Any],
+                 allow_duplicates: bool) -> tuple[list[PathElement], dict[PathElement, Any]]:
     pes: list[PathElement] = []
     observed: dict[PathElement, Any] = {}
     for i, item in enumerate(items):

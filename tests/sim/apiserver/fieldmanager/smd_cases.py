@@ -6,7 +6,6 @@ SCHEMAS: name -> (SMD schema YAML, root type or None for the first). CASES: each
 Paths are tuples of FieldsV1 path elements. The schema "deduced" is the untyped one.
 """
 
-# ruff: noqa: E501
 from typing import Any
 
 SCHEMAS: dict[str, tuple[str, str | None]] = {'associativeListParser': ('types:\n'
