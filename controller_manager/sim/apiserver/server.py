@@ -420,8 +420,9 @@ class ApiServer:
         object left without finalizers after its deletion was requested is deleted. ``managed_fields(live,
         new)`` gives the managedFields to store (default: the stored ones)."""
         store = self.store(res)
-        new = codec.normalize(store.resource, {**new, "metadata": {**new["metadata"],
-                                                                   "resourceVersion": str(existing.rv)}},
+        # managedFields are replaced below: they are not worth normalizing.
+        new_meta = {k: v for k, v in new["metadata"].items() if k != "managedFields"}
+        new = codec.normalize(store.resource, {**new, "metadata": {**new_meta, "resourceVersion": str(existing.rv)}},
                               existing.obj)
         entries = (managed_fields(existing.obj, new) if managed_fields is not None
                    else existing.obj["metadata"].get("managedFields"))

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections import OrderedDict
 from typing import Any
+
+import orjson
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors, schema, strategy
@@ -155,10 +158,41 @@ def track_update(res: Resource, live: Obj | None, new: Obj, *, manager: str, sub
     if not managed.fields and live is not None:
         # skipNonApplied: an existing object nobody tracks stays untracked until it is applied.
         return None
+    if live is None and not managed.fields:
+        owned = _created_fields(res, new)
+        if owned.empty():
+            return None
+        mid = managed_fields.ManagerId(manager or "unknown", managed_fields.UPDATE, res.api_version, "")
+        return managed_fields.encode(Managed({mid: managed_fields.VersionedSet(owned, res.api_version, False)},
+                                             {mid: now}, {}))
     base = live if live is not None else empty_object(res.api_version, res.kind)
     result = updater.update(managed, base, new, kind_atom(res), manager=manager, api_version=res.api_version,
                             subresource=subresource, ignored=ignored_fields(res, subresource), now=now)
     return managed_fields.encode(result)
+
+
+_SERVER_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
+                          "managedFields", "resourceVersion"})
+_CREATED_CACHE_SIZE = 1024
+_created: OrderedDict[tuple[str, str, bytes], Set] = OrderedDict()
+
+
+def _created_fields(res: Resource, new: Obj) -> Set:
+    """What the creator of ``new`` owns. Objects made from one template (a ReplicaSet's pods) differ only in
+    metadata nobody owns, so the answer is cached by the rest of the object."""
+    meta = new.get("metadata") or {}
+    key = (res.api_version, res.kind,
+           orjson.dumps({**new, "metadata": {k: v for k, v in meta.items() if k not in _SERVER_META}}))
+    owned = _created.get(key)
+    if owned is not None:
+        _created.move_to_end(key)
+        return owned
+    cmp = typed.compare(empty_object(res.api_version, res.kind), new, kind_atom(res))
+    owned = cmp.excluding(ignored_fields(res, "")).changed().difference(updater.STRIPPED)
+    _created[key] = owned
+    if len(_created) > _CREATED_CACHE_SIZE:
+        _created.popitem(last=False)
+    return owned
 
 
 def conflict_error(conflicts: list[tuple[managed_fields.ManagerId, Path]]) -> errors.StatusError:

@@ -16,6 +16,7 @@ unchanged subtrees, which are never mutated after construction (every operation 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -71,6 +72,7 @@ def _value_sort_key(value: Any) -> tuple[Any, ...]:
     return (5,)
 
 
+@functools.lru_cache(maxsize=65536)
 def element_sort_key(pe: PathElement) -> tuple[Any, ...]:
     kind, payload = pe
     if kind == "f":
@@ -144,12 +146,15 @@ def parse_element(text: str) -> PathElement:
 
 
 class Set:
-    __slots__ = ("children", "members")
+    __slots__ = ("_fields_v1", "children", "members")
 
     def __init__(self, members: frozenset[PathElement] | set[PathElement] = frozenset(),
                  children: dict[PathElement, Set] | None = None) -> None:
         self.members: frozenset[PathElement] = frozenset(members)
         self.children: dict[PathElement, Set] = children or {}
+        # Sets never change once built, and unchanged subtrees are shared between a manager's old and new
+        # set, so each node's FieldsV1 is written once (callers must not mutate what to_fields_v1 returns).
+        self._fields_v1: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, *paths: Path) -> Set:
@@ -250,19 +255,18 @@ class Set:
     # --- FieldsV1 ----------------------------------------------------------------------------------
 
     def to_fields_v1(self) -> dict[str, Any]:
-        return self._emit(False)
-
-    def _emit(self, include_self: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if include_self and (self.members or self.children):
-            out["."] = {}
-        for pe in sorted(self.members | self.children.keys(), key=element_sort_key):
-            child = self.children.get(pe)
-            if child is None:
-                out[element_text(pe)] = {}
-            else:
-                out[element_text(pe)] = child._emit(pe in self.members)
-        return out
+        if self._fields_v1 is None:
+            out: dict[str, Any] = {}
+            for pe in sorted(self.members | self.children.keys(), key=element_sort_key):
+                child = self.children.get(pe)
+                if child is None:
+                    out[element_text(pe)] = {}
+                elif pe in self.members:
+                    out[element_text(pe)] = {".": {}, **child.to_fields_v1()}
+                else:
+                    out[element_text(pe)] = child.to_fields_v1()
+            self._fields_v1 = out
+        return self._fields_v1
 
 
 EMPTY = Set()

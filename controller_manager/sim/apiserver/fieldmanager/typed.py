@@ -366,6 +366,9 @@ class _Compare:
         self.added = _Builder()
 
     def walk(self, lhs: Any, rhs: Any, atom: Atom, path: Path) -> None:
+        if lhs is MISSING and rhs is not MISSING:
+            self.added_tree(rhs, atom, path)
+            return
         if lhs is not MISSING and rhs is not MISSING and equal(lhs, rhs):
             return
         alhs = atom.deduce(lhs)
@@ -382,6 +385,32 @@ class _Compare:
                 self.added.insert(path)
             elif rhs is MISSING:
                 self.removed.insert(path)
+
+    def added_tree(self, value: Any, atom: Atom, path: Path) -> None:
+        """walk(MISSING, value): the path and every path under it are added (the common case of a create)."""
+        self.added.insert(path)
+        a = atom.deduce(value)
+        if a.map is not None:
+            if a.map.atomic or not isinstance(value, dict):
+                return
+            m = a.map
+            for key, val in value.items():
+                self.added_tree(val, m.child(key), (*path, ("f", key)))
+            return
+        if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
+            return
+        counts: dict[PathElement, list[Any]] = {}
+        for item in value:
+            try:
+                counts.setdefault(item_element(a.list, item), []).append(item)
+            except TypedError:
+                continue
+        elem = a.list.elem()
+        for pe, items in counts.items():
+            if len(items) == 1:
+                self.added_tree(items[0], elem, (*path, pe))
+            else:
+                self.added.insert((*path, pe))
 
     def leaf(self, lhs: Any, rhs: Any, path: Path) -> bool:
         if lhs is MISSING:
