@@ -259,6 +259,8 @@ class ApiServer:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = format_time(self.clock.now())
         obj = defaults.apply_defaults(res, obj)
+        # The creator owns what it sent, defaults included, but not what the registry fills in below.
+        defaulted = obj
         if res.kind == "Job" and res.group == "batch":
             obj = defaults.job_selector_defaults(obj, meta["uid"])
         if res.kind == "Service" and res.group == "":
@@ -275,7 +277,7 @@ class ApiServer:
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
         obj = codec.normalize(store.resource, obj)
         if managed_fields is fieldmanager.MISSING and field_manager is not None:
-            managed_fields = fieldmanager.track_update(stored_res, None, obj, manager=field_manager, subresource="",
+            managed_fields = fieldmanager.track_update(res, None, defaulted, manager=field_manager, subresource="",
                                                        incoming=incoming, now=format_time(self.clock.now()))
         meta = _with_managed_fields(obj["metadata"], managed_fields)
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):

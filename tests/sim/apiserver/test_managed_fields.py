@@ -260,3 +260,24 @@ async def test_apply_refuses_other_kinds_and_managed_fields(client: Client) -> N
                                    params={"fieldManager": "x"})
     assert code == 400
     assert body["message"].startswith("error decoding YAML: ")
+
+
+async def test_what_the_registry_fills_in_is_nobodys(client: Client) -> None:
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+           "spec": {"selector": {"app": "a"}, "ports": [{"port": 80}]}}
+    code, created = await client.post("/api/v1/namespaces/default/services", svc, headers=KUBECTL_UA)
+    assert code == 201
+    assert created["spec"]["clusterIP"]
+    spec = _by_manager(created)["kubectl"]["fieldsV1"]["f:spec"]
+    assert "f:clusterIP" not in spec
+    assert "f:clusterIPs" not in spec
+    assert {"f:internalTrafficPolicy", "f:sessionAffinity", "f:type"} <= set(spec)  # defaults are the creator's
+    # The port list is keyed by port and protocol, the protocol defaulting to TCP.
+    assert 'k:{"port":80,"protocol":"TCP"}' in spec["f:ports"]
+    code, ns = await client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                        "metadata": {"name": "team"}}, headers=KUBECTL_UA)
+    assert code == 201
+    assert ns["spec"]["finalizers"] == ["kubernetes"]
+    # The name label is a default (the creator's); the finalizer is the registry's.
+    assert _by_manager(ns)["kubectl"]["fieldsV1"] == {
+        "f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}

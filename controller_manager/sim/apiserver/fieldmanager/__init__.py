@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import errors, schema, strategy
+from controller_manager.sim.apiserver import codec, errors, schema, strategy
 from controller_manager.sim.apiserver.fieldmanager import managed as managed_fields
 from controller_manager.sim.apiserver.fieldmanager import typed, updater
 from controller_manager.sim.apiserver.fieldmanager.fieldpath import Path, Set, field, path_string
@@ -139,9 +139,10 @@ def track_update(res: Resource, live: Obj | None, new: Obj, *, manager: str, sub
                  now: str) -> list[Obj] | None:
     """The managedFields of ``new`` after an Update operation by ``manager`` (FieldManager.UpdateNoErrors).
 
-    ``live`` is the stored object (None on create), ``new`` the object about to be stored, both as the server
-    writes them; ``incoming`` is the managedFields the client sent (MISSING if none), which a main-resource
-    write may use to replace or (``[]``) clear the recorded ones.
+    ``live`` is the stored object and ``new`` the object about to be stored, both as the server writes them;
+    on create ``live`` is None and ``new`` the defaulted object before the registry's own additions (not yet
+    written in the server's form); ``incoming`` is the managedFields the client sent (MISSING if none), which
+    a main-resource write may use to replace or (``[]``) clear the recorded ones.
     """
     live_entries = (live or {}).get("metadata", {}).get("managedFields")
     if subresource:
@@ -165,7 +166,10 @@ def track_update(res: Resource, live: Obj | None, new: Obj, *, manager: str, sub
         mid = managed_fields.ManagerId(manager or "unknown", managed_fields.UPDATE, res.api_version, "")
         return managed_fields.encode(Managed({mid: managed_fields.VersionedSet(owned, res.api_version, False)},
                                              {mid: now}, {}))
-    base = live if live is not None else empty_object(res.api_version, res.kind)
+    base = live
+    if live is None:
+        base = empty_object(res.api_version, res.kind)
+        new = codec.normalize(res, new)
     result = updater.update(managed, base, new, kind_atom(res), manager=manager, api_version=res.api_version,
                             subresource=subresource, ignored=ignored_fields(res, subresource), now=now)
     return managed_fields.encode(result)
@@ -187,7 +191,7 @@ def _created_fields(res: Resource, new: Obj) -> Set:
     if owned is not None:
         _created.move_to_end(key)
         return owned
-    cmp = typed.compare(empty_object(res.api_version, res.kind), new, kind_atom(res))
+    cmp = typed.compare(empty_object(res.api_version, res.kind), codec.normalize(res, new), kind_atom(res))
     owned = cmp.excluding(ignored_fields(res, "")).changed().difference(updater.STRIPPED)
     _created[key] = owned
     if len(_created) > _CREATED_CACHE_SIZE:
