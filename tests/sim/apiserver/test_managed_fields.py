@@ -281,3 +281,30 @@ async def test_what_the_registry_fills_in_is_nobodys(client: Client) -> None:
     # The name label is a default (the creator's); the finalizer is the registry's.
     assert _by_manager(ns)["kubectl"]["fieldsV1"] == {
         "f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}}
+
+
+async def test_apply_refuses_what_the_schema_does_not_declare(client: Client) -> None:
+    doc = deployment("web")
+    doc["metadata"]["namespace"] = "default"
+    doc["spec"]["foo"] = 1
+    code, body = await _apply(client, f"{DEPLOYMENTS}/web", doc)
+    assert code == 500
+    assert body["message"] == ("failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
+                               ".spec.foo: field not declared in schema")
+    assert "reason" not in body
+    doc = deployment("web")
+    doc["spec"]["template"]["spec"]["containers"].append({"name": "c", "image": "other"})
+    code, body = await _apply(client, f"{DEPLOYMENTS}/web", doc)
+    assert code == 500
+    assert body["message"].endswith(': .spec.template.spec.containers: duplicate entries for key [name="c"]')
+
+
+async def test_managed_fields_sent_replace_the_recorded_ones(client: Client) -> None:
+    _, created = await client.post(CONFIGMAPS, _cm("cm", {"a": "1", "b": "2"}), params={"fieldManager": "first"})
+    mine = [{"manager": "mine", "operation": "Apply", "apiVersion": "v1", "time": "2020-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]
+    code, updated = await client.put(f"{CONFIGMAPS}/cm", {**created, "metadata": {**created["metadata"],
+                                                                                  "managedFields": mine}},
+                                     params={"fieldManager": "first"})
+    assert code == 200
+    assert _entries(updated) == mine

@@ -6,7 +6,8 @@ strategy, validation, admission, dry run), carrying the managedFields computed h
 
 Failures as upstream answers them: undecodable YAML 400 ``error decoding YAML: ...``; another kind 400
 ``invalid object type: <gvk>``; managedFields in the configuration 400; conflicts 409 with
-FieldManagerConflict causes; a configuration the schema cannot index (duplicate list keys) 500.
+FieldManagerConflict causes; a configuration the schema refuses (an undeclared field, duplicate list keys)
+500 with SMD's message and no reason, as a non-Status error comes out of the handler.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def _gvk(config: Obj) -> str:
     api_version = api_version if isinstance(api_version, str) else ""
     group, _, version = api_version.rpartition("/")
     return f"{group}/{version}, Kind={kind if isinstance(kind, str) else ''}"
+
+
+def _ident(config: Obj, name: str) -> str:
+    """objectGVKNN: ``namespace/name; group/version, Kind=kind`` of the applied configuration."""
+    meta = config.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or name}; {_gvk(config)}"
 
 
 def parse(body: bytes | str) -> Obj:
@@ -85,6 +92,12 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
     base = live if live is not None else empty_object(res.api_version, res.kind)
     sub = subresource or ""
     atom = kind_atom(res)
+    invalid = typed.validate(config, atom)
+    if invalid:
+        # Not a Status error upstream: the handler answers 500 with the error's text and no reason.
+        text = invalid[0] if len(invalid) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in invalid)
+        raise errors.StatusError(errors.status(500, "", f"failed to create typed patch object "
+                                                       f"({_ident(config, name)}): {text}"))
 
     def run(force: bool) -> tuple[Any, managed.Managed]:
         return updater.apply(current, base, config, atom, manager=manager, api_version=res.api_version,
@@ -109,8 +122,8 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
     except updater.Conflicts as e:
         raise conflict_error(e.conflicts) from None
     except typed.TypedError as e:
-        ident = f"{ns or ''}/{name}; {_gvk(config)}"
-        raise errors.internal_error(f"failed to create typed patch object ({ident}): {e}") from None
+        raise errors.StatusError(errors.status(500, "", f"failed to merge config ({_ident(config, name)}): "
+                                                       f"{e}")) from None
     obj = updater.without_managed_fields(merged if merged is not None else base)
     if manager == "kubectl":
         obj = _update_last_applied(obj, config)

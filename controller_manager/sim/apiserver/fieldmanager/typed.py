@@ -619,6 +619,48 @@ def _merge_items(lt: ListType, lhs: list[Any], rhs: list[Any]) -> list[Any]:
     return out
 
 
+# --- validation of an applied configuration -------------------------------------------------------------------
+
+def validate(value: Any, atom: Atom) -> list[str]:
+    """What SMD refuses when it reads an applied configuration: fields a struct does not declare, list items
+    without their keys, duplicate keys (``.spec.foo: field not declared in schema``)."""
+    out: list[str] = []
+    _validate(value, atom, (), out)
+    return out
+
+
+def _validate(value: Any, atom: Atom, path: Path, out: list[str]) -> None:
+    a = atom.deduce(value)
+    if a.map is not None and isinstance(value, dict):
+        m = a.map
+        for key, val in value.items():
+            child_path = (*path, ("f", key))
+            if m.elem is None and not m.has_field(key):
+                out.append(f"{_path_text(child_path)}: field not declared in schema")
+                continue
+            _validate(val, m.child(key), child_path, out)
+    elif a.list is not None and isinstance(value, list) and a.list.associative:
+        seen: set[PathElement] = set()
+        elem = a.list.elem()
+        for i, item in enumerate(value):
+            try:
+                pe = item_element(a.list, item)
+            except TypedError as e:
+                out.append(f"{_path_text(path)}: element {i}: {e}")
+                continue
+            if pe in seen:
+                out.append(f"{_path_text(path)}: duplicate entries for key {pe_string(pe)}")
+                continue
+            seen.add(pe)
+            _validate(item, elem, (*path, pe), out)
+
+
+def _path_text(path: Path) -> str:
+    from controller_manager.sim.apiserver.fieldmanager.fieldpath import path_string
+
+    return path_string(path)
+
+
 # --- RemoveItems ------------------------------------------------------------------------------------------
 
 def remove_items(value: Any, to_remove: Set, atom: Atom) -> Any:
