@@ -377,7 +377,8 @@ class ApiServer:
         store = self.store(res)
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
-        incoming = meta.get("managedFields", fieldmanager.MISSING)
+        # Set aside until the write is stored: defaulting, the strategy and validation have no use for them.
+        incoming = meta.pop("managedFields", fieldmanager.MISSING)
         name = name or meta.get("name") or ""
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "

@@ -47,7 +47,21 @@ def _json(value: Any) -> str:
 
 def key_element(keys: list[tuple[str, Any]]) -> PathElement:
     """An associative list item's element from its key fields (sorted here, as SMD sorts them)."""
-    return ("k", "{" + ",".join(f"{_json(k)}:{_json(v)}" for k, v in sorted(keys)) + "}")
+    # The type is part of the cache key: True and 1 hash alike but are written differently.
+    frozen = tuple((k, v.__class__, v) for k, v in keys)
+    try:
+        return _key_element(frozen)
+    except TypeError:  # a key value that is a list or map
+        return _build_key_element(frozen)
+
+
+@functools.lru_cache(maxsize=65536)  # the same keys (container names, condition types) recur in every object
+def _key_element(keys: tuple[tuple[str, type, Any], ...]) -> PathElement:
+    return _build_key_element(keys)
+
+
+def _build_key_element(keys: tuple[tuple[str, type, Any], ...]) -> PathElement:
+    return ("k", "{" + ",".join(f"{_json(k)}:{_json(v)}" for k, _, v in sorted(keys, key=lambda kv: kv[0])) + "}")
 
 
 def value_element(value: Any) -> PathElement:
@@ -204,43 +218,66 @@ class Set:
         return Set(self.members, children)
 
     def union(self, other: Set) -> Set:
-        if other.empty():
+        """Both sets' paths; ``self`` itself when ``other`` adds nothing (so an owner re-writing fields it
+        already owns keeps the very same set, and its encoded entry)."""
+        if other.empty() or other is self:
             return self
         if self.empty():
             return other
-        children = dict(self.children)
+        children = self.children
         for pe, child in other.children.items():
-            mine = children.get(pe)
-            children[pe] = child if mine is None else mine.union(child)
-        return Set(self.members | other.members, children)
+            mine = self.children.get(pe)
+            merged = child if mine is None else mine.union(child)
+            if merged is not mine:
+                if children is self.children:
+                    children = dict(children)
+                children[pe] = merged
+        members = self.members if other.members <= self.members else self.members | other.members
+        if children is self.children and members is self.members:
+            return self
+        return Set(members, children)
 
     def intersection(self, other: Set) -> Set:
         if self.empty() or other.empty():
             return EMPTY
+        small, large = (self, other) if len(self.children) <= len(other.children) else (other, self)
         children = {}
-        for pe, child in self.children.items():
-            theirs = other.children.get(pe)
+        for pe, child in small.children.items():
+            theirs = large.children.get(pe)
             if theirs is not None:
                 both = child.intersection(theirs)
                 if both:
                     children[pe] = both
-        return Set(self.members & other.members, children)
+        members = self.members & other.members
+        if not members and not children:
+            return EMPTY
+        return Set(members, children)
 
     def difference(self, other: Set) -> Set:
         """Leaves of ``self`` not in ``other``: a parent minus a child is the parent, a child minus its parent
         is the child (only exact members cancel)."""
         if self.empty() or other.empty():
             return self
-        children = {}
-        for pe, child in self.children.items():
-            theirs = other.children.get(pe)
-            if theirs is None:
-                children[pe] = child
+        children = self.children
+        for pe, theirs in other.children.items():
+            child = self.children.get(pe)
+            if child is None:
+                continue
+            rest = child.difference(theirs)
+            if rest is child:
+                continue
+            if children is self.children:
+                children = dict(children)
+            if rest:
+                children[pe] = rest
             else:
-                rest = child.difference(theirs)
-                if rest:
-                    children[pe] = rest
-        return Set(self.members - other.members, children)
+                del children[pe]
+        members = self.members - other.members if not self.members.isdisjoint(other.members) else self.members
+        if children is self.children and members is self.members:
+            return self  # unchanged: the same node, so its FieldsV1 and its entry are reused
+        if not members and not children:
+            return EMPTY
+        return Set(members, children)
 
     def paths(self, prefix: Path = ()) -> Iterator[Path]:
         """Every member path: this level's members in element order, then each child's (Set.Iterate)."""

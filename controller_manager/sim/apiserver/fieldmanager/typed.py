@@ -412,6 +412,28 @@ class _Compare:
             else:
                 self.added.insert((*path, pe))
 
+    def same_order(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> bool:
+        """The usual update of a keyed list: the same items in the same order, some of them changed. Then only
+        the changed ones are walked (False, having walked nothing, when that is not the case)."""
+        seen: set[PathElement] = set()
+        changed: list[tuple[PathElement, Any, Any]] = []
+        try:
+            for left, right in zip(lhs, rhs, strict=True):
+                pe = item_element(lt, left)
+                if pe in seen:
+                    return False
+                seen.add(pe)
+                if not equal(left, right):
+                    if item_element(lt, right) != pe:
+                        return False
+                    changed.append((pe, left, right))
+        except TypedError:
+            return False
+        elem = lt.elem()
+        for pe, left, right in changed:
+            self.walk(left, right, elem, (*path, pe))
+        return True
+
     def leaf(self, lhs: Any, rhs: Any, path: Path) -> bool:
         if lhs is MISSING:
             self.added.insert(path)
@@ -446,6 +468,8 @@ class _Compare:
         return self.leaf(lhs, rhs, path)
 
     def items(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> None:
+        if len(lhs) == len(rhs) and self.same_order(lt, lhs, rhs, path):
+            return
         order: list[PathElement] = []
         lvalues: dict[PathElement, list[Any]] = {}
         rvalues: dict[PathElement, list[Any]] = {}

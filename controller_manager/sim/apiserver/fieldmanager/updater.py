@@ -100,7 +100,7 @@ def update(managed: Managed, live: Any, new: Any, atom: typed.Atom, *, manager: 
     if current:
         mid = ManagerId(manager or "unknown", UPDATE, api_version, subresource)
         previous = out.fields.get(mid)
-        owned = current if previous is None else current.union(previous.set)
+        owned = current if previous is None else previous.set.union(current)
         out.fields[mid] = VersionedSet(owned, api_version, False)
         out.times[mid] = now
         out.entries.pop(mid, None)
