@@ -462,6 +462,9 @@ class ApiServer:
                                             field_manager=field_manager)
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
         original = self.view(res)(existing)[0]
+        if not _mentions_managed_fields(patch):
+            # Left out of the copy the patch works on; the update then starts from the stored ones.
+            original = fieldmanager.updater.without_managed_fields(original)
         try:
             patched = patching.apply_patch(original, patch, patch_type, res.kind)
         except patching.PatchError as e:
@@ -536,6 +539,14 @@ class ApiServer:
         a watch from any earlier resourceVersion now gets 410 Gone."""
         for store in self._stores.values():
             store.forget_history(self.rv)
+
+
+def _mentions_managed_fields(patch: PatchBody) -> bool:
+    if isinstance(patch, str):
+        return "managedFields" in patch
+    if isinstance(patch, bytes):
+        return b"managedFields" in patch
+    return "managedFields" in json.dumps(patch)
 
 
 def _with_managed_fields(meta: Obj, entries: Any) -> Obj:

@@ -308,3 +308,14 @@ async def test_managed_fields_sent_replace_the_recorded_ones(client: Client) -> 
                                      params={"fieldManager": "first"})
     assert code == 200
     assert _entries(updated) == mine
+
+
+async def test_a_patch_may_clear_managed_fields(client: Client) -> None:
+    await client.post(CONFIGMAPS, _cm("cm", {"a": "1"}), params={"fieldManager": "first"})
+    code, patched = await client.patch(f"{CONFIGMAPS}/cm", {"metadata": {"labels": {"x": "1"}}},
+                                       params={"fieldManager": "second"})
+    assert code == 200
+    assert set(_by_manager(patched)) == {"first", "second"}
+    code, cleared = await client.patch(f"{CONFIGMAPS}/cm", {"metadata": {"managedFields": []}})
+    assert code == 200
+    assert "managedFields" not in cleared["metadata"]
