@@ -83,9 +83,10 @@ def _json_error(e: Exception) -> str:
     return str(e).split(":")[0] if isinstance(e, orjson.JSONDecodeError) else str(e)
 
 
-def typed(res: Resource, body: Any, validation: str) -> Decoded:
+def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None = None) -> Decoded:
     """A parsed body decoded into ``res``'s kind (see the module docstring). Kinds without a schema (custom
-    resources) are taken as they are."""
+    resources) are taken as they are. ``old``: the stored object an update or patch replaces (a speed-up
+    only: parts equal to it are not walked again)."""
     st = schema.kind(res.api_version, res.kind)
     if st is None or not isinstance(body, dict):
         return Decoded(body)
@@ -94,7 +95,7 @@ def typed(res: Resource, body: Any, validation: str) -> Decoded:
     version = str(api_version).rsplit("/", 1)[-1] or res.version
     go_name = f"{_package(st.name)}.{st.go}"
     try:
-        obj, strict = gojson.decode(body, st, go_name)
+        obj, strict = gojson.decode(body, st, go_name, old)
     except gojson.GoTypeError as e:
         raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {res.kind}: {e}') from None
     if strict and validation == "Strict":

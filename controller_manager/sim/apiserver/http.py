@@ -325,7 +325,7 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
-            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run)), 201),
+            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True)), 201),
                                   decoded.warnings)
         if verb == "update":
             body = await self._body(request)
@@ -336,7 +336,8 @@ class _Handlers:
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
-            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"))
+            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"),
+                                  api.stored_object(res, namespace, name))
             return _with_warnings(_response(encode(api.update(res, decoded.obj, subresource=sub, dry_run=dry_run,
                                                               namespace=namespace, name=name))), decoded.warnings)
         if verb == "patch":
@@ -347,8 +348,8 @@ class _Handlers:
             validation = codec.field_validation(q, "PatchOptions")
             warnings: list[str] = []
 
-            def decode(patched: Obj) -> Obj:
-                decoded = codec.typed(res, patched, validation)
+            def decode(patched: Obj, stored: Obj) -> Obj:
+                decoded = codec.typed(res, patched, validation, stored)
                 warnings.extend(decoded.warnings)
                 return decoded.obj  # type: ignore[no-any-return]
 

@@ -182,11 +182,13 @@ class ApiServer:
         result: Obj = decode(self.view(res)(stored)[1])
         return result
 
-    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool, *, normalized: bool = False) -> Stored:
+    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool, *, normalized: bool = False,
+                like: Obj | None = None) -> Stored:
         """Store ``obj`` at the next resourceVersion, written as the real server writes it (Go's JSON rules,
-        :mod:`gojson`), so get, list and watch all return the same bytes."""
+        :mod:`gojson`), so get, list and watch all return the same bytes. ``like``: an object already in that
+        form whose parts equal to ``obj``'s are taken as they are."""
         if not normalized:
-            obj = codec.normalize(store.resource, obj)
+            obj = codec.normalize(store.resource, obj, like)
         rv = self.rv + 1 if dry_run else self._next_rv()
         meta = {**obj["metadata"], "resourceVersion": str(rv)}
         stored = Stored(key, {**obj, "metadata": meta}, rv)
@@ -238,8 +240,12 @@ class ApiServer:
 
     # --- verbs -----------------------------------------------------------------------------------------
 
-    def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False) -> Obj:
+    def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
+               typed: bool = False) -> Obj:
+        """POST. ``typed``: ``obj`` is a request body as :func:`codec.typed` decoded it, already in Go's JSON
+        form, so the parts of it the create leaves as they are need no second pass when it is written."""
         store = self.store(res)
+        body = obj if typed else None
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
         namespace = _request_namespace(res, meta, namespace)
@@ -274,7 +280,7 @@ class ApiServer:
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run)
+                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run, like=body)
                 if dry_run:
                     stored = Stored(key, {**obj, "metadata": meta}, stored.rv)
                 return self._out(res, stored)
@@ -284,6 +290,11 @@ class ApiServer:
         if existing is not None and existing.obj["metadata"].get("deletionTimestamp"):
             err.status["message"] = "object is being deleted: " + err.status["message"]
         raise err
+
+    def stored_object(self, res: Resource, namespace: str | None, name: str) -> Obj | None:
+        """The object as stored, or None when absent."""
+        found = self.store(res).get(self.key(res, namespace, name))
+        return found.obj if found is not None else None
 
     def get_stored(self, res: Resource, namespace: str | None, name: str) -> Stored:
         stored = self.store(res).get(self.key(res, namespace, name))
@@ -408,9 +419,9 @@ class ApiServer:
 
     def patch(self, res: Resource, namespace: str | None, name: str, patch: PatchBody,
               patch_type: str, *, subresource: str | None = None, dry_run: bool = False,
-              decode: Callable[[Obj], Obj] | None = None) -> Obj:
-        """PATCH: ``decode`` reads the patched object as the request's typed decoding would (strict field
-        validation, type errors) before it is stored."""
+              decode: Callable[[Obj, Obj], Obj] | None = None) -> Obj:
+        """PATCH: ``decode(patched, stored)`` reads the patched object as the request's typed decoding would
+        (strict field validation, type errors) before it is stored."""
         from controller_manager.sim.apiserver import patch as patching
         from controller_manager.sim.apiserver import subresources
 
@@ -425,7 +436,7 @@ class ApiServer:
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         if decode is not None:
-            patched = decode(patched)
+            patched = decode(patched, existing.obj)
         meta = patched.get("metadata")
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
