@@ -18,14 +18,15 @@ import pytest
 from controller_manager.api.resources import BUILTIN, Resource
 from tests.sim.apiserver.conftest import ADMIN, Client
 
-POD_TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+POD_SPEC: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx"}]}
+POD_TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}
 SELECTOR = {"matchLabels": {"app": "x"}}
 
 # A small valid object of each kind, as a user or a controller would first write it.
 OBJECTS: dict[str, dict[str, Any]] = {
     "Namespace": {},
     "Node": {},
-    "Pod": {"spec": POD_TEMPLATE["spec"]},
+    "Pod": {"spec": POD_SPEC},
     "Event": {"involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "Started",
               "message": "started", "type": "Normal"},
     "Service": {"spec": {"selector": {"app": "x"}, "ports": [{"port": 80}]}},
@@ -40,9 +41,9 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "DaemonSet": {"spec": {"selector": SELECTOR, "template": POD_TEMPLATE}},
     "StatefulSet": {"spec": {"selector": SELECTOR, "template": POD_TEMPLATE, "serviceName": "x"}},
     "ControllerRevision": {"revision": 1, "data": {"spec": {}}},
-    "Job": {"spec": {"template": {"spec": {**POD_TEMPLATE["spec"], "restartPolicy": "Never"}}}},
+    "Job": {"spec": {"template": {"spec": {**POD_SPEC, "restartPolicy": "Never"}}}},
     "CronJob": {"spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {
-        "spec": {**POD_TEMPLATE["spec"], "restartPolicy": "OnFailure"}}}}}},
+        "spec": {**POD_SPEC, "restartPolicy": "OnFailure"}}}}}},
     "Lease": {"spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}},
     "EndpointSlice": {"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]},
     "PodDisruptionBudget": {"spec": {"minAvailable": 1, "selector": SELECTOR}},
@@ -140,7 +141,8 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
         status, deleting = await client.delete(path(res, name))
         assert status in (200, 202), deleting
         status, terminating = await client.get(path(res, name))
-        assert status == 200 and terminating["metadata"].get("deletionTimestamp"), terminating
+        assert status == 200, terminating
+        assert terminating["metadata"].get("deletionTimestamp"), terminating
         typed(model, terminating)
 
     async with client.tc.get(path(res), params={"watch": "1", "resourceVersion": "0"},
