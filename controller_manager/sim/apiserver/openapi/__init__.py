@@ -1,0 +1,260 @@
+"""kube-sim's OpenAPI: ``/openapi/v2`` (swagger 2.0) and ``/openapi/v3`` (3.0, one document per group-version).
+
+Both are built from kube-sim's one schema of the API's types (:mod:`.schemas`) and its resource table
+(:mod:`.paths`), as kube-apiserver's handlers serve them (k8s.io/kube-openapi handler and handler3):
+
+- ``/openapi/v3`` lists every group-version (``api/v1``, ``apis/apps/v1``), the group documents (``apis/apps``),
+  ``api``, ``apis`` and ``version``, each with ``serverRelativeURL`` ``/openapi/v3/<path>?hash=<ETag>``.
+- A document's ETag is the SHA-512 of its JSON, upper-case hex. Asked with the current ``?hash=``, the answer
+  is ``Cache-Control: public, immutable`` with an ``Expires`` a year out; with a stale hash, a 301 to the current
+  URL. ``If-None-Match`` with the ETag answers 304.
+- ``/openapi/v2`` answers JSON when the ``Accept`` list allows it (``application/json``, ``*/*``), the
+  gnostic protobuf form when that comes first, 406 otherwise.
+- Documents are built on first request and kept for the process (per resource table and version); the
+  time each build took is logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import errors, schema
+from controller_manager.sim.apiserver.openapi import paths, schemas, v2proto
+
+__all__ = ["Documents", "documents", "respond"]
+
+Obj = dict[str, Any]
+_log = logging.getLogger(__name__)
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_V2_PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v2@v1.0+protobuf", "com.github.proto-openapi.spec.v2.v1.0+protobuf")
+_V3_PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v3@v1.0+protobuf", "com.github.proto-openapi.spec.v3.v1.0+protobuf")
+_SECURITY = {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}}
+
+
+@dataclass(slots=True)
+class Built:
+    """One document's bytes and ETag (SHA-512 of the JSON, upper-case hex, as kube-openapi computes it)."""
+
+    body: bytes
+    etag: str
+    seconds: float
+    last_modified: float = field(default_factory=time.time)
+
+
+def _built(doc: Obj, started: float) -> Built:
+    body = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)  # Go writes maps sorted by key
+    return Built(body, hashlib.sha512(body).hexdigest().upper(), time.perf_counter() - started)
+
+
+def _gvks(resources: tuple[Resource, ...], scope: tuple[str, str] | None) -> dict[str, list[Obj]]:
+    """Type name -> its group-version-kinds. The meta types every group registers (DeleteOptions, WatchEvent)
+    list every served group-version in v2; a v3 group-version document keeps the core one and its own."""
+    out: dict[str, list[Obj]] = {}
+    for api_version_kind, name in schema.kinds().items():
+        api_version, _, kind = api_version_kind.rpartition("/")
+        group, _, version = api_version.rpartition("/")
+        out.setdefault(name, []).append({"group": group, "kind": kind, "version": version})
+    for kind in schemas.CORE_META_KINDS:
+        out[_META + kind] = [{"group": "", "kind": kind, "version": "v1"}]
+    gvs = sorted({(r.group, r.version) for r in resources} | {("", "v1")})
+    if scope is not None:
+        gvs = [gv for gv in gvs if gv in (("", "v1"), scope)]
+    for kind in schemas.CROSS_REGISTERED:
+        out[_META + kind] = [{"group": g, "kind": kind, "version": v} for g, v in gvs]
+    return {name: sorted(v, key=lambda x: (x["group"], x["version"], x["kind"])) for name, v in out.items()}
+
+
+def _v3_document(components: Obj, path_items: Obj, git_version: str) -> Obj:
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": git_version}, "paths": path_items,
+            "components": {"schemas": components, "securitySchemes": _SECURITY}}
+
+
+def _small_documents(resources: tuple[Resource, ...], git_version: str) -> dict[str, Obj]:
+    """The documents of the discovery paths: ``api``, ``apis``, ``apis/<group>`` and ``version``."""
+    gvks = _gvks(resources, None)
+
+    def doc(path: str, op_id: str, tag: str, ref: str) -> Obj:
+        item = {"get": {"operationId": op_id, "tags": [tag],
+                        "responses": {"200": {"description": "OK", "content": paths._content(ref)},
+                                      "401": {"description": "Unauthorized"}}}}
+        return _v3_document(schemas.definitions({ref}, 3, gvks), {path: item}, git_version)
+
+    out = {"api": doc("/api/", "getCoreAPIVersions", "core", _META + "APIVersions"),
+           "apis": doc("/apis/", "getAPIVersions", "apis", _META + "APIGroupList"),
+           "version": doc("/version/", "getCodeVersion", "version", "io.k8s.apimachinery.pkg.version.Info")}
+    for group in sorted({r.group for r in resources if r.group}):
+        camel = paths._camel_group(group)
+        out[f"apis/{group}"] = doc(f"/apis/{group}/", f"get{camel}APIGroup", camel[:1].lower() + camel[1:],
+                                   _META + "APIGroup")
+    return out
+
+
+class Documents:
+    """The OpenAPI documents of one resource table, each built on first use."""
+
+    def __init__(self, resources: tuple[Resource, ...], git_version: str) -> None:
+        self.resources = resources
+        self.git_version = git_version
+        self._v3: dict[str, Built] = {}
+        self._v3_discovery: Built | None = None
+        self._v2: Built | None = None
+        self._v2_proto: bytes | None = None
+        self.group_versions = sorted({paths.gv_path(r.group, r.version): (r.group, r.version)
+                                      for r in resources}.items())
+
+    def v3(self, name: str) -> Built | None:
+        """The v3 document at ``/openapi/v3/<name>``, or None."""
+        built = self._v3.get(name)
+        if built is not None:
+            return built
+        started = time.perf_counter()
+        gv = dict(self.group_versions).get(name)
+        if gv is not None:
+            items = paths.group_version_paths(self.resources, *gv)
+            doc = _v3_document(schemas.definitions(schemas.references(items), 3, _gvks(self.resources, gv)), items,
+                               self.git_version)
+        else:
+            small = _small_documents(self.resources, self.git_version).get(name)
+            if small is None:
+                return None
+            doc = small
+        built = self._v3[name] = _built(doc, started)
+        _log.info("built OpenAPI v3 document %s in %.1f ms (%d bytes)", name, built.seconds * 1000, len(built.body))
+        return built
+
+    def names(self) -> list[str]:
+        small = ["api", "apis", "version", *(f"apis/{g}" for g in sorted({r.group for r in self.resources if r.group}))]
+        return sorted([*small, *(name for name, _ in self.group_versions)])
+
+    def v3_discovery(self) -> Built:
+        if self._v3_discovery is None:
+            started = time.perf_counter()
+            listed: Obj = {}
+            for name in self.names():
+                built = self.v3(name)
+                assert built is not None
+                listed[name] = {"serverRelativeURL": f"/openapi/v3/{name}?hash={built.etag}"}
+            self._v3_discovery = _built({"paths": listed}, started)
+        return self._v3_discovery
+
+    def v2(self) -> Built:
+        if self._v2 is None:
+            started = time.perf_counter()
+            items: Obj = {}
+            for _, (group, version) in self.group_versions:
+                items.update(paths.group_version_paths(self.resources, group, version))
+            items = {path: paths.to_v2(item) for path, item in sorted(items.items())}
+            doc = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": self.git_version}, "paths": items,
+                   "definitions": schemas.definitions(schemas.references(items), 2, _gvks(self.resources, None)),
+                   "securityDefinitions": _SECURITY, "security": [{"BearerToken": []}]}
+            self._v2 = _built(doc, started)
+            _log.info("built OpenAPI v2 document in %.1f ms (%d bytes)", self._v2.seconds * 1000, len(self._v2.body))
+        return self._v2
+
+    def v2_proto(self) -> bytes:
+        if self._v2_proto is None:
+            started = time.perf_counter()
+            self._v2_proto = v2proto.document(orjson.loads(self.v2().body))
+            _log.info("encoded OpenAPI v2 protobuf in %.1f ms (%d bytes)", (time.perf_counter() - started) * 1000,
+                      len(self._v2_proto))
+        return self._v2_proto
+
+
+_DOCUMENTS: dict[tuple[tuple[Resource, ...], str], Documents] = {}
+
+
+def documents(resources: tuple[Resource, ...], git_version: str) -> Documents:
+    """The process's documents for a resource table and version (built lazily, kept)."""
+    key = (resources, git_version)
+    found = _DOCUMENTS.get(key)
+    if found is None:
+        found = _DOCUMENTS[key] = Documents(resources, git_version)
+    return found
+
+
+def _accept(header: str) -> list[tuple[str, str]]:
+    """The Accept header's media ranges, most preferred first (goautoneg's order: q, then specificity)."""
+    ranges: list[tuple[float, int, int, str, str]] = []
+    for i, part in enumerate((header or "*/*").split(",")):
+        fields = [f.strip() for f in part.split(";")]
+        mime = fields[0].lower()
+        if not mime:
+            continue
+        q = 1.0
+        for p in fields[1:]:
+            if p.startswith("q="):
+                try:
+                    q = float(p[2:])
+                except ValueError:
+                    q = 0.0
+        main, _, sub = mime.partition("/")
+        specificity = 0 if main == "*" else 1 if sub == "*" else 2
+        ranges.append((-q, -specificity, i, main, sub or "*"))
+    return [(main, sub) for q, _s, _i, main, sub in sorted(ranges) if q < 0]
+
+
+def _negotiate(header: str, subtypes: tuple[str, ...]) -> str | None:
+    """The first of ``subtypes`` (of ``application/``) the Accept list allows, in the client's order."""
+    for main, sub in _accept(header):
+        if main not in ("application", "*"):
+            continue
+        for candidate in subtypes:
+            if sub in (candidate, "*"):
+                return candidate
+    return None
+
+
+def _serve(request: web.Request, body: bytes, etag: str, content_type: str, last_modified: float) -> web.Response:
+    """http.ServeContent's part that matters here: ETag, Last-Modified, and 304 for a matching If-None-Match."""
+    quoted = f'"{etag}"'
+    headers = {"Etag": quoted, "Content-Type": content_type, "Vary": "Accept",
+               "Last-Modified": formatdate(last_modified, usegmt=True)}
+    inm = request.headers.get("If-None-Match")
+    if inm is not None and (inm.strip() == "*" or quoted in [t.strip().removeprefix("W/") for t in inm.split(",")]):
+        return web.Response(status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+    return web.Response(body=body if request.method != "HEAD" else b"", status=200, headers=headers)
+
+
+def respond(request: web.Request, resources: tuple[Resource, ...], git_version: str) -> web.StreamResponse:
+    """Answer a GET of ``/openapi/v2``, ``/openapi/v3`` or ``/openapi/v3/<path>``."""
+    docs = documents(resources, git_version)
+    path = request.path.rstrip("/")
+    accept = request.headers.get("Accept", "")
+    if path == "/openapi/v2":
+        chosen = _negotiate(accept, ("json", *_V2_PROTOBUF_SUBTYPES))
+        if chosen is None:
+            return web.Response(status=406, headers={"Vary": "Accept"})
+        built = docs.v2()
+        if chosen == "json":
+            return _serve(request, built.body, built.etag, "application/json", built.last_modified)
+        return _serve(request, docs.v2_proto(), built.etag, V2_PROTOBUF, built.last_modified)
+    if path == "/openapi/v3":
+        built = docs.v3_discovery()
+        return _serve(request, built.body, built.etag, "application/json", built.last_modified)
+    name = path.removeprefix("/openapi/v3/")
+    found = docs.v3(name)
+    if found is None:
+        raise errors.path_not_found()
+    if _negotiate(accept, ("json",)) is None:
+        # The v3 protobuf form is not served: a client listing only it is told so.
+        return web.Response(status=406, headers={"Vary": "Accept"})
+    wanted = request.query.get("hash")
+    if wanted is not None and wanted != "":
+        if wanted != found.etag:
+            raise web.HTTPMovedPermanently(f"/openapi/v3/{name}?hash={found.etag}")
+        resp = _serve(request, found.body, found.etag, "application/json", found.last_modified)
+        resp.headers["Cache-Control"] = "public, immutable"
+        resp.headers["Expires"] = formatdate(time.time() + 365 * 24 * 3600, usegmt=True)
+        return resp
+    return _serve(request, found.body, found.etag, "application/json", found.last_modified)
