@@ -300,31 +300,29 @@ class Resolver:
         return None
 
     def default(self, f: GoField, owner: GoType) -> tuple[bool, Any]:
-        """A ``+default=`` marker on the field, else on its named type (through pointers and aliases):
-        (found, the JSON value; a ``ref(Const)`` resolved to the constant's value)."""
-        markers, pkg_owner, expr = f.markers, owner, f.type_expr
+        """openapi-gen's ``+default=``: the field's marker, else its named type's (through pointers and named
+        non-struct types): (found, the JSON value; a ``ref(Const)`` resolved to the constant's value)."""
+        markers, where = f.markers, owner
+        t = self.named(f.type_expr, owner)
         for _ in range(10):
             if "default" in markers:
-                raw = markers["default"]
-                ref = re.fullmatch(r"ref\(([^)]+)\)", raw)
-                if ref:
-                    target = ref.group(1)
-                    alias, dot, name = target.rpartition(".")[0], ".", target.rpartition(".")[2]
-                    qualified = f"{pkg_owner.imports.get(alias, alias)}.{name}" if alias else f"{pkg_owner.package}.{name}"
-                    value = self.const_value(qualified)
-                    if value is None:
-                        raise ValueError(f"unresolved default {raw} in {owner.package}.{owner.name}")
-                    return True, value
-                return True, json.loads(raw)
-            t = self.named(expr, pkg_owner)
+                return True, self._default_value(markers["default"], where, owner)
             if t is None:
                 return False, None
-            markers, pkg_owner, expr = t.markers, t, t.underlying
-            if t.underlying == "struct":
-                markers = t.markers
-                if "default" not in markers:
-                    return False, None
+            markers, where = t.markers, t
+            t = self.named(t.underlying, t) if t.underlying != "struct" else None
         return False, None
+
+    def _default_value(self, raw: str, where: GoType, owner: GoType) -> Any:
+        ref = re.fullmatch(r"ref\(([^)]+)\)", raw)
+        if ref is None:
+            return json.loads(raw)
+        package, _, name = ref.group(1).rpartition(".")
+        qualified = f"{where.imports.get(package, package)}.{name}" if package else f"{where.package}.{name}"
+        value = self.const_value(qualified)
+        if value is None:
+            raise ValueError(f"unresolved default {raw} in {owner.package}.{owner.name}")
+        return value
 
     def qualify(self, expr: str, owner: GoType) -> str:
         if "." in expr:

@@ -9,13 +9,15 @@ Both are built from kube-sim's one schema of the API's types (:mod:`.schemas`) a
   is ``Cache-Control: public, immutable`` with an ``Expires`` a year out; with a stale hash, a 301 to the current
   URL. ``If-None-Match`` with the ETag answers 304.
 - ``/openapi/v2`` answers JSON when the ``Accept`` list allows it (``application/json``, ``*/*``), the
-  gnostic protobuf form when that comes first, 406 otherwise.
+  gnostic protobuf form when that comes first, 406 otherwise; gzip-compressed for a client that accepts it
+  (upstream wraps this handler in a gzip handler).
 - Documents are built on first request and kept for the process (per resource table and version); the
   time each build took is logged.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
 import time
@@ -37,8 +39,8 @@ _log = logging.getLogger(__name__)
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-_V2_PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v2@v1.0+protobuf", "com.github.proto-openapi.spec.v2.v1.0+protobuf")
-_V3_PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v3@v1.0+protobuf", "com.github.proto-openapi.spec.v3.v1.0+protobuf")
+_V2_PROTOBUF_SUBTYPES = ("com.github.proto-openapi.spec.v2@v1.0+protobuf",
+                         "com.github.proto-openapi.spec.v2.v1.0+protobuf")
 _SECURITY = {"BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}}
 
 
@@ -50,6 +52,12 @@ class Built:
     etag: str
     seconds: float
     last_modified: float = field(default_factory=time.time)
+    _gzipped: bytes | None = None
+
+    def gzipped(self) -> bytes:
+        if self._gzipped is None:
+            self._gzipped = gzip.compress(self.body, compresslevel=6, mtime=0)
+        return self._gzipped
 
 
 def _built(doc: Obj, started: float) -> Built:
@@ -109,7 +117,7 @@ class Documents:
         self._v3: dict[str, Built] = {}
         self._v3_discovery: Built | None = None
         self._v2: Built | None = None
-        self._v2_proto: bytes | None = None
+        self._v2_proto: Built | None = None
         self.group_versions = sorted({paths.gv_path(r.group, r.version): (r.group, r.version)
                                       for r in resources}.items())
 
@@ -162,12 +170,14 @@ class Documents:
             _log.info("built OpenAPI v2 document in %.1f ms (%d bytes)", self._v2.seconds * 1000, len(self._v2.body))
         return self._v2
 
-    def v2_proto(self) -> bytes:
+    def v2_proto(self) -> Built:
+        """The v2 document in protobuf; its ETag is the JSON's, as upstream's."""
         if self._v2_proto is None:
+            json_form = self.v2()
             started = time.perf_counter()
-            self._v2_proto = v2proto.document(orjson.loads(self.v2().body))
-            _log.info("encoded OpenAPI v2 protobuf in %.1f ms (%d bytes)", (time.perf_counter() - started) * 1000,
-                      len(self._v2_proto))
+            body = v2proto.document(orjson.loads(json_form.body))
+            self._v2_proto = Built(body, json_form.etag, time.perf_counter() - started, json_form.last_modified)
+            _log.info("encoded OpenAPI v2 protobuf in %.1f ms (%d bytes)", self._v2_proto.seconds * 1000, len(body))
         return self._v2_proto
 
 
@@ -215,14 +225,20 @@ def _negotiate(header: str, subtypes: tuple[str, ...]) -> str | None:
     return None
 
 
-def _serve(request: web.Request, body: bytes, etag: str, content_type: str, last_modified: float) -> web.Response:
+def _serve(request: web.Request, built: Built, content_type: str, *, compress: bool = False) -> web.Response:
     """http.ServeContent's part that matters here: ETag, Last-Modified, and 304 for a matching If-None-Match."""
-    quoted = f'"{etag}"'
+    quoted = f'"{built.etag}"'
     headers = {"Etag": quoted, "Content-Type": content_type, "Vary": "Accept",
-               "Last-Modified": formatdate(last_modified, usegmt=True)}
+               "Last-Modified": formatdate(built.last_modified, usegmt=True)}
     inm = request.headers.get("If-None-Match")
     if inm is not None and (inm.strip() == "*" or quoted in [t.strip().removeprefix("W/") for t in inm.split(",")]):
         return web.Response(status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+    body = built.body
+    if compress:
+        headers["Vary"] = "Accept, Accept-Encoding"
+        if "gzip" in request.headers.get("Accept-Encoding", ""):
+            body = built.gzipped()
+            headers["Content-Encoding"] = "gzip"
     return web.Response(body=body if request.method != "HEAD" else b"", status=200, headers=headers)
 
 
@@ -235,13 +251,11 @@ def respond(request: web.Request, resources: tuple[Resource, ...], git_version: 
         chosen = _negotiate(accept, ("json", *_V2_PROTOBUF_SUBTYPES))
         if chosen is None:
             return web.Response(status=406, headers={"Vary": "Accept"})
-        built = docs.v2()
         if chosen == "json":
-            return _serve(request, built.body, built.etag, "application/json", built.last_modified)
-        return _serve(request, docs.v2_proto(), built.etag, V2_PROTOBUF, built.last_modified)
+            return _serve(request, docs.v2(), "application/json", compress=True)
+        return _serve(request, docs.v2_proto(), V2_PROTOBUF, compress=True)
     if path == "/openapi/v3":
-        built = docs.v3_discovery()
-        return _serve(request, built.body, built.etag, "application/json", built.last_modified)
+        return _serve(request, docs.v3_discovery(), "application/json")
     name = path.removeprefix("/openapi/v3/")
     found = docs.v3(name)
     if found is None:
@@ -253,8 +267,8 @@ def respond(request: web.Request, resources: tuple[Resource, ...], git_version: 
     if wanted is not None and wanted != "":
         if wanted != found.etag:
             raise web.HTTPMovedPermanently(f"/openapi/v3/{name}?hash={found.etag}")
-        resp = _serve(request, found.body, found.etag, "application/json", found.last_modified)
+        resp = _serve(request, found, "application/json")
         resp.headers["Cache-Control"] = "public, immutable"
         resp.headers["Expires"] = formatdate(time.time() + 365 * 24 * 3600, usegmt=True)
         return resp
-    return _serve(request, found.body, found.etag, "application/json", found.last_modified)
+    return _serve(request, found, "application/json")
