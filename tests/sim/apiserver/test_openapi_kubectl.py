@@ -88,3 +88,27 @@ async def test_create_with_unknown_field_reports_the_servers_strict_error(kubect
     assert err.decode().strip() == (
         'Error from server (BadRequest): error when creating "STDIN": Deployment in version "v1" cannot be handled '
         'as a Deployment: strict decoding error: unknown field "spec.bogus"')
+
+
+APPLIED = """apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - {{name: a, image: nginx, env: [{{name: XX, value: "{x}"}}, {{name: YY, value: "1"}}]}}
+      - {{name: b, image: busybox}}
+"""
+
+
+async def test_apply_merges_lists_by_the_published_merge_keys(kubectl: Kubectl) -> None:
+    """kubectl apply computes its strategic merge patch from the OpenAPI schemas' patch strategies and merge
+    keys: an env entry another client added stays, the applied one changes."""
+    await kubectl("apply", "-f", "-", stdin=APPLIED.format(x="1"))
+    await kubectl("set", "env", "deploy/web", "-c", "a", "ZZ=3")
+    assert "configured" in await kubectl("apply", "-f", "-", stdin=APPLIED.format(x="2"))
+    env = await kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].env}")
+    assert env == '[{"name":"XX","value":"2"},{"name":"YY","value":"1"},{"name":"ZZ","value":"3"}]'
