@@ -117,7 +117,7 @@ class _Handlers:
         except errors.StatusError as e:
             resp = _status_response(e)
         if isinstance(resp, web.Response) and resp.content_type == JSON and resp.body \
-                and _Accept(request.headers.get("Accept", "")).yaml:
+                and _Accept(request.headers.get("Accept", "")).yaml and not request.path.startswith("/openapi/"):
             # The same answer in the representation asked for (objects, lists and errors alike).
             resp.body = yamlbody.json_value_to_yaml(orjson.loads(resp.body))  # type: ignore[arg-type]
             resp.content_type = codec.YAML

@@ -255,3 +255,13 @@ def test_every_reference_resolves_and_every_kind_has_its_schema(served: set[Reso
         assert [{"group": r.group, "kind": r.kind, "version": r.version}] in gvks
     v2 = orjson.loads(docs.v2().body)
     _refs_resolve(v2, "#/definitions/", set(v2["definitions"]))
+
+
+async def test_openapi_answers_json_even_when_yaml_is_preferred(client: Client) -> None:
+    """The OpenAPI handlers know JSON (and v2's protobuf) only; a YAML preference does not turn them into YAML."""
+    status, headers, body = await _raw(client, "/openapi/v3", {"Accept": "application/yaml, application/json"})
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    assert "paths" in orjson.loads(body)
+    status, headers, _ = await _raw(client, "/openapi/v3/api/v1", {"Accept": "application/yaml, */*"})
+    assert (status, headers["Content-Type"]) == (200, "application/json")

@@ -141,6 +141,10 @@ class Documents:
         _log.info("built OpenAPI v3 document %s in %.1f ms (%d bytes)", name, built.seconds * 1000, len(built.body))
         return built
 
+    def built(self) -> list[str]:
+        """The documents built so far: v3 names, and ``v2`` once the swagger document is."""
+        return sorted(self._v3) + (["v2"] if self._v2 is not None else [])
+
     def names(self) -> list[str]:
         small = ["api", "apis", "version", *(f"apis/{g}" for g in sorted({r.group for r in self.resources if r.group}))]
         return sorted([*small, *(name for name, _ in self.group_versions)])

@@ -125,16 +125,17 @@ def _property(f: Field, version: int) -> Obj:
         out["x-kubernetes-patch-merge-key"] = f.merge_key
     if f.patch_strategy:
         out["x-kubernetes-patch-strategy"] = f.patch_strategy
-    return _wrap_ref(out) if version == 3 else out
+    return _wrap_ref(out, always=True) if version == 3 else out
 
 
-def _wrap_ref(s: Obj) -> Obj:
-    """v3: a reference with siblings (a default, an extension) becomes ``allOf: [{$ref}]``, as kube-openapi's
-    builder3 rewrites them; elements too."""
+def _wrap_ref(s: Obj, *, always: bool = False) -> Obj:
+    """v3: a reference with siblings becomes ``allOf: [{$ref}]``, as kube-openapi's builder3 rewrites them.
+    A property's reference always has one upstream (its description, left out here), so it is always
+    wrapped; a list's or map's element reference only when it carries more (a default)."""
     for key in ("items", "additionalProperties"):
         if isinstance(s.get(key), dict):
             s[key] = _wrap_ref(s[key])
-    if "$ref" in s and len(s) > 1:
+    if "$ref" in s and (always or len(s) > 1):
         ref = s.pop("$ref")
         return {"allOf": [{"$ref": ref}], **s}
     return s
