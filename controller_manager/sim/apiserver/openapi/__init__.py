@@ -88,28 +88,30 @@ def _v3_document(components: Obj, path_items: Obj, git_version: str) -> Obj:
             "components": {"schemas": components, "securitySchemes": _SECURITY}}
 
 
-def _small_documents(resources: tuple[Resource, ...], git_version: str) -> dict[str, Obj]:
-    """The documents of the discovery paths: ``api``, ``apis``, ``apis/<group>`` and ``version``."""
-    gvks = _gvks(resources, None)
-
-    def doc(path: str, op_id: str, tag: str, ref: str) -> Obj:
-        item = {"get": {"operationId": op_id, "tags": [tag],
-                        "responses": {"200": {"description": "OK", "content": paths._content(ref)},
-                                      "401": {"description": "Unauthorized"}}}}
-        return _v3_document(schemas.definitions({ref}, 3, gvks), {path: item}, git_version)
-
-    out = {"api": doc("/api/", "getCoreAPIVersions", "core", _META + "APIVersions"),
-           "apis": doc("/apis/", "getAPIVersions", "apis", _META + "APIGroupList"),
-           "version": doc("/version/", "getCodeVersion", "version", "io.k8s.apimachinery.pkg.version.Info")}
-    for group in sorted({r.group for r in resources if r.group}):
-        camel = paths._camel_group(group)
-        out[f"apis/{group}"] = doc(f"/apis/{group}/", f"get{camel}APIGroup", camel[:1].lower() + camel[1:],
-                                   _META + "APIGroup")
-    return out
+def _discovery_document(resources: tuple[Resource, ...], name: str, git_version: str) -> Obj | None:
+    """The document of one discovery path: ``api``, ``apis``, ``apis/<group>`` or ``version``; None for others."""
+    plain: tuple[str, ...] = paths.PLAIN_TYPES
+    if name == "api":
+        path, op_id, tag, ref = "/api/", "getCoreAPIVersions", "core", _META + "APIVersions"
+    elif name == "apis":
+        path, op_id, tag, ref = "/apis/", "getAPIVersions", "apis", _META + "APIGroupList"
+    elif name == "version":
+        path, op_id, tag, ref = "/version/", "getCodeVersion", "version", "io.k8s.apimachinery.pkg.version.Info"
+        plain = ("application/json",)
+    elif name.startswith("apis/") and name.count("/") == 1 and any(r.group == name[5:] for r in resources):
+        camel = paths.camel_group(name[5:])
+        path, op_id, tag, ref = f"/{name}/", f"get{camel}APIGroup", camel[:1].lower() + camel[1:], _META + "APIGroup"
+    else:
+        return None
+    item = {"get": {"operationId": op_id, "tags": [tag],
+                    "responses": {"200": {"description": "OK", "content": paths.content(ref, plain)},
+                                  "401": {"description": "Unauthorized"}}}}
+    return _v3_document(schemas.definitions({ref}, 3, _gvks(resources, None)), {path: item}, git_version)
 
 
 class Documents:
-    """The OpenAPI documents of one resource table, each built on first use."""
+    """The OpenAPI documents of one resource table, each built on first use and kept: the v3 documents by
+    name (``apis/apps/v1``), the v3 discovery (which builds them all, for their hashes), v2 and its protobuf."""
 
     def __init__(self, resources: tuple[Resource, ...], git_version: str) -> None:
         self.resources = resources
@@ -133,10 +135,10 @@ class Documents:
             doc = _v3_document(schemas.definitions(schemas.references(items), 3, _gvks(self.resources, gv)), items,
                                self.git_version)
         else:
-            small = _small_documents(self.resources, self.git_version).get(name)
-            if small is None:
+            found = _discovery_document(self.resources, name, self.git_version)
+            if found is None:
                 return None
-            doc = small
+            doc = found
         built = self._v3[name] = _built(doc, started)
         _log.info("built OpenAPI v3 document %s in %.1f ms (%d bytes)", name, built.seconds * 1000, len(built.body))
         return built

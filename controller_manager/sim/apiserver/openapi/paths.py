@@ -16,7 +16,7 @@ from controller_manager.api.resources import Resource
 Obj = dict[str, Any]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_PLAIN = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+PLAIN_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 _STREAM = ("application/json", "application/json;stream=watch", "application/vnd.kubernetes.protobuf",
            "application/vnd.kubernetes.protobuf;stream=watch", "application/yaml")
 _PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json",
@@ -59,7 +59,7 @@ def gv_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def _camel_group(group: str) -> str:
+def camel_group(group: str) -> str:
     """``rbac.authorization.k8s.io`` -> ``RbacAuthorization``; the core group is ``Core``."""
     if not group:
         return "Core"
@@ -67,7 +67,7 @@ def _camel_group(group: str) -> str:
 
 
 def tag(group: str, version: str) -> str:
-    camel = _camel_group(group)
+    camel = camel_group(group)
     return f"{camel[:1].lower()}{camel[1:]}_{version}"
 
 
@@ -78,12 +78,12 @@ def _param(name: str, where: str = "query") -> Obj:
     return out
 
 
-def _content(ref: str, types: tuple[str, ...] = _PLAIN) -> Obj:
+def content(ref: str, types: tuple[str, ...] = PLAIN_TYPES) -> Obj:
     return {t: {"schema": {"$ref": "#/components/schemas/" + ref}} for t in types}
 
 
-def _responses(ref: str, codes: tuple[str, ...], types: tuple[str, ...] = _PLAIN) -> Obj:
-    out: Obj = {code: {"description": _STATUS_TEXT[code], "content": _content(ref, types)} for code in codes}
+def _responses(ref: str, codes: tuple[str, ...], types: tuple[str, ...] = PLAIN_TYPES) -> Obj:
+    out: Obj = {code: {"description": _STATUS_TEXT[code], "content": content(ref, types)} for code in codes}
     out["401"] = {"description": _STATUS_TEXT["401"]}
     return out
 
@@ -102,7 +102,7 @@ def _operation(op_id: str, action: str, gvk: Obj, group: str, version: str, resp
 
 
 def _body(ref: str, types: tuple[str, ...] = ("*/*",), required: bool = True) -> Obj:
-    out: Obj = {"content": _content(ref, types)}
+    out: Obj = {"content": content(ref, types)}
     if required:
         out["required"] = True
     return out
@@ -110,7 +110,7 @@ def _body(ref: str, types: tuple[str, ...] = ("*/*",), required: bool = True) ->
 
 def _resource_paths(r: Resource) -> dict[str, Obj]:
     gv = f"/{gv_path(r.group, r.version)}"
-    prefix = _camel_group(r.group) + r.version[:1].upper() + r.version[1:]
+    prefix = camel_group(r.group) + r.version[:1].upper() + r.version[1:]
     scope = "Namespaced" if r.namespaced else ""
     kind_ref = type_name(r.group, r.version, r.kind)
     list_ref = type_name(r.group, r.version, r.kind + "List") if "list" in r.verbs else ""
@@ -206,7 +206,7 @@ def _resource_paths(r: Resource) -> dict[str, Obj]:
 
 def group_version_paths(resources: tuple[Resource, ...], group: str, version: str) -> Obj:
     """The v3 path items of one group-version: its resource list (``/apis/apps/v1/``) and every resource's."""
-    prefix = _camel_group(group) + version[:1].upper() + version[1:]
+    prefix = camel_group(group) + version[:1].upper() + version[1:]
     paths: Obj = {f"/{gv_path(group, version)}/": {"get": {
         "operationId": f"get{prefix}APIResources", "tags": [tag(group, version)],
         "responses": _responses(_META + "APIResourceList", ("200",))}}}
