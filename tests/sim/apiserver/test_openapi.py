@@ -265,3 +265,19 @@ async def test_openapi_answers_json_even_when_yaml_is_preferred(client: Client) 
     assert "paths" in orjson.loads(body)
     status, headers, _ = await _raw(client, "/openapi/v3/api/v1", {"Accept": "application/yaml, */*"})
     assert (status, headers["Content-Type"]) == (200, "application/json")
+
+
+async def test_v2_lists_the_discovery_routes_and_honours_if_modified_since(client: Client) -> None:
+    status, headers, body = await _raw(client, "/openapi/v2", {"Accept": "application/json"})
+    doc = orjson.loads(body)
+    for path, op_id in (("/api/", "getCoreAPIVersions"), ("/apis/", "getAPIVersions"),
+                        ("/apis/apps/", "getAppsAPIGroup"), ("/version/", "getCodeVersion")):
+        assert doc["paths"][path]["get"]["operationId"] == op_id
+    assert doc["definitions"]["io.k8s.apimachinery.pkg.version.Info"]["required"][:3] == [
+        "major", "minor", "gitVersion"]
+    status, _, body = await _raw(client, "/openapi/v2", {"Accept": "application/json",
+                                                         "If-Modified-Since": headers["Last-Modified"]})
+    assert (status, body) == (304, b"")
+    status, _, _ = await _raw(client, "/openapi/v2", {"Accept": "application/json",
+                                                      "If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"})
+    assert status == 200

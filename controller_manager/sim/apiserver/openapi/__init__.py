@@ -148,8 +148,8 @@ class Documents:
         return sorted(self._v3) + (["v2"] if self._v2 is not None else [])
 
     def names(self) -> list[str]:
-        small = ["api", "apis", "version", *(f"apis/{g}" for g in sorted({r.group for r in self.resources if r.group}))]
-        return sorted([*small, *(name for name, _ in self.group_versions)])
+        """Every v3 document's name, as the discovery lists them."""
+        return sorted([*self.discovery_names(), *(name for name, _ in self.group_versions)])
 
     def v3_discovery(self) -> Built:
         if self._v3_discovery is None:
@@ -162,12 +162,21 @@ class Documents:
             self._v3_discovery = _built({"paths": listed}, started)
         return self._v3_discovery
 
+    def discovery_names(self) -> list[str]:
+        groups = sorted({r.group for r in self.resources if r.group})
+        return ["api", "apis", *(f"apis/{g}" for g in groups), "version"]
+
     def v2(self) -> Built:
+        """The swagger document: every route of the v3 documents (discovery paths included) in one."""
         if self._v2 is None:
             started = time.perf_counter()
             items: Obj = {}
             for _, (group, version) in self.group_versions:
                 items.update(paths.group_version_paths(self.resources, group, version))
+            for name in self.discovery_names():
+                found = _discovery_document(self.resources, name, self.git_version)
+                assert found is not None
+                items.update(found["paths"])
             items = {path: paths.to_v2(item) for path, item in sorted(items.items())}
             doc = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": self.git_version}, "paths": items,
                    "definitions": schemas.definitions(schemas.references(items), 2, _gvks(self.resources, None)),
@@ -237,7 +246,12 @@ def _serve(request: web.Request, built: Built, content_type: str, *, compress: b
     headers = {"Etag": quoted, "Content-Type": content_type, "Vary": "Accept",
                "Last-Modified": formatdate(built.last_modified, usegmt=True)}
     inm = request.headers.get("If-None-Match")
-    if inm is not None and (inm.strip() == "*" or quoted in [t.strip().removeprefix("W/") for t in inm.split(",")]):
+    if inm is not None:
+        fresh = inm.strip() == "*" or quoted in [t.strip().removeprefix("W/") for t in inm.split(",")]
+    else:  # If-Modified-Since counts only without If-None-Match, at one-second precision
+        since = request.if_modified_since
+        fresh = since is not None and int(built.last_modified) <= since.timestamp()
+    if fresh:
         return web.Response(status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
     body = built.body
     if compress:
