@@ -10,6 +10,8 @@ Guarantees:
 - A :class:`Struct`'s ``fields`` are its Go fields in declaration order (inline embeddings included, as
   protobuf sees them); ``json_fields`` is the JSON view, embedded structs' fields promoted in place, as
   encoding/json walks them (that order is the order a Go server writes keys in).
+- A :class:`Field` carries openapi-gen's facts too: ``+optional``/``+required``, a ``+default`` value, the
+  ``+enum`` type it holds (:func:`enum_values` lists that type's values); a :class:`Struct` its ``+union``.
 - A :class:`Type` says what a value is: a scalar, ``bytes``, a struct, a list or map of a type, a named
   slice that protobuf wraps in a message of its own (``wrapper``), or one of the custom types.
 """
