@@ -117,7 +117,7 @@ class _Handlers:
         except errors.StatusError as e:
             resp = _status_response(e)
         if isinstance(resp, web.Response) and resp.content_type == JSON and resp.body \
-                and _Accept(request.headers.get("Accept", "")).yaml:
+                and _Accept(request.headers.get("Accept", "")).yaml and not request.path.startswith("/openapi/"):
             # The same answer in the representation asked for (objects, lists and errors alike).
             resp.body = yamlbody.json_value_to_yaml(orjson.loads(resp.body))  # type: ignore[arg-type]
             resp.content_type = codec.YAML
@@ -160,13 +160,8 @@ class _Handlers:
             return _response(encode(discovery.version_info(self.api.options.git_version)))
         if path == "/metrics":
             return web.Response(text=self._metrics(), content_type="text/plain")
-        if path == "/openapi/v3":
-            return _response(encode(openapi.root(resources)))
-        if path.startswith("/openapi/v3/"):
-            gv_doc = openapi.group_version(resources, path[len("/openapi/v3/"):], self.api.options.git_version)
-            if gv_doc is None:
-                raise errors.path_not_found()
-            return _response(encode(gv_doc))
+        if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/v3/"):
+            return openapi.respond(request, resources, self.api.options.git_version)
         if path in ("/api", "/apis") and accept.aggregated:
             doc = discovery.aggregated(resources, core=path == "/api")
             return _response(encode(doc), content_type=discovery.AGGREGATED_CONTENT_TYPE)
