@@ -320,8 +320,8 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
-            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True)), 201),
-                                  decoded.warnings)
+            created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True)
+            return _with_warnings(_response(encode(created), 201), decoded.warnings)
         if verb == "update":
             body = await self._body(request)
             if sub == "scale":
