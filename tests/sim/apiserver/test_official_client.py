@@ -1,4 +1,5 @@
-"""Every kind kube-sim serves, read by the official ``kubernetes`` client's typed models.
+"""Every kind kube-sim serves, read by the official ``kubernetes`` client's typed models and checked against
+upstream's OpenAPI schema (the ``kubernetes-validate`` package).
 
 The official client's models reject a response that lacks a field Go always writes (a non-``omitempty``
 zero such as ``ReplicaSetStatus.replicas``) or that holds a value of the wrong type, so each kind is read
@@ -11,11 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import jsonschema
 import kubernetes
 import orjson
 import pytest
 
 from controller_manager.api.resources import BUILTIN, Resource
+from tests.sim.apiserver import upstream_schema
 from tests.sim.apiserver.conftest import ADMIN, Client
 
 POD_SPEC: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx"}]}
@@ -93,7 +96,15 @@ def body_of(res: Resource, name: str) -> dict[str, Any]:
 
 
 def typed(kind_model: str, data: Any) -> Any:
-    """Read ``data`` as the official client reads a response body into its model (raises when it cannot)."""
+    """Read ``data`` as the official client reads a response body into its model (raises when it cannot),
+    after checking it against upstream's OpenAPI schema of the release (required fields, types, no unknown
+    fields; lists are checked item by item, as the package has no list schemas)."""
+    if "items" in data:
+        for item in data["items"]:
+            upstream_schema.check({"apiVersion": data["apiVersion"], "kind": data["kind"].removesuffix("List"),
+                                   **item})
+    else:
+        upstream_schema.check(data)
     api_client = kubernetes.client.ApiClient()
     result = api_client.deserialize(orjson.dumps(data).decode(), kind_model, "application/json")
     assert result is not None
@@ -150,3 +161,17 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
         assert resp.status == 200
         event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 10))
     typed(model, event["object"])  # the watch from 0 replays the object first
+
+
+def test_the_schema_check_catches_what_go_would_have_written() -> None:
+    """The checks above can fail: a status missing a non-omitempty field, or an unknown field, is rejected."""
+    rs: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "a"},
+          "spec": {"selector": SELECTOR, "template": POD_TEMPLATE}}
+    upstream_schema.check(rs)
+    with pytest.raises(jsonschema.ValidationError, match="'replicas' is a required property"):
+        upstream_schema.check({**rs, "status": {}})
+    with pytest.raises(jsonschema.ValidationError, match="replica"):
+        upstream_schema.check({**rs, "spec": {**rs["spec"], "replica": 1}})
+    with pytest.raises(ValueError, match="replicas"):
+        kubernetes.client.ApiClient().deserialize(orjson.dumps({**rs, "status": {}}).decode(), "V1ReplicaSet",
+                                                  "application/json")

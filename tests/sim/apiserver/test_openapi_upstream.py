@@ -5,7 +5,6 @@ struct map type, unions and group-version-kinds. Also: the v2 protobuf form deco
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -13,9 +12,8 @@ import pytest
 
 from controller_manager.api.resources import BUILTIN
 from controller_manager.sim.apiserver import openapi
+from tests.sim.apiserver.upstream_schema import UPSTREAM
 
-kubernetes_validate = pytest.importorskip("kubernetes_validate")
-UPSTREAM = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.37.0-local-strict"
 _EXTENSIONS = ("x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-patch-strategy",
                "x-kubernetes-patch-merge-key", "x-kubernetes-map-type")
 # Where kube-sim's k8s.io/api (a later 1.37 commit) is ahead of the package's documents.
