@@ -9,6 +9,9 @@ Guarantees:
 - ``Accept`` may ask for ``as=PartialObjectMetadata[List]`` (metadata only) or ``as=Table`` (server-side
   printing); aggregated discovery (``as=APIGroupDiscoveryList``) is served when asked for, classic
   discovery otherwise.
+- Whole answers over 128 KiB are gzip-compressed for ``Accept-Encoding: gzip`` (:mod:`compression`); a list
+  or get at a resourceVersion the store has not reached waits for it (:mod:`freshness`); list/watch and
+  dryRun options are checked first (:mod:`request_options`). A PUT that creates answers 201.
 - A watch answers 200 and streams events; a resourceVersion too old becomes one ERROR event carrying the
   410 Status, then the stream ends. Watches started by this app end when it shuts down.
 """
