@@ -232,6 +232,8 @@ class _Handlers:
                      opts: request_options.ListOptions) -> web.StreamResponse:
         q = request.query
         try:
+            if opts.send_initial_events:  # a watch-list first waits for its version, as a list does
+                await self._wait_fresh(opts.resource_version)
             watcher = self.api.watch(
                 res, namespace, resource_version=opts.resource_version or None,
                 label_selector=q.get("labelSelector") or None, field_selector=q.get("fieldSelector") or None,

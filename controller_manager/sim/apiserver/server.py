@@ -483,7 +483,8 @@ class ApiServer:
               timeout_seconds: float | None = None, send_initial_events: bool | None = None,
               metadata_only: bool = False) -> Watcher:
         """A watch from ``resource_version`` (``None``/``"0"``: the current state as ADDED events first).
-        Raises StatusError 410 when the version is older than the kept history."""
+        Raises StatusError 410 when the version is older than the kept history; a version newer than the
+        store's waits for the changes after it."""
         store = self.store(res)
         labels = as_selector(label_selector)
         fsel = as_field_selector(field_selector)
@@ -493,22 +494,21 @@ class ApiServer:
         view = self.view(res, metadata_only)
         bookmark_kind = ("meta.k8s.io/v1", "PartialObjectMetadata") if metadata_only else (res.api_version, res.kind)
         replay: list[Any] = []
+        start_rv = 0
         if send_initial_events or not resource_version or resource_version == "0":
             initial = list(store.iter_from(ns))
         else:
-            rv = self._parse_rv(resource_version)
-            if rv > self.rv:
-                raise errors.timeout(f"Too large resource version: {rv}, current: {self.rv}", 1,
-                                     [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
-            if rv < store.floor:
-                raise errors.too_old_resource_version(rv, store.floor)
-            replay = store.changes_after(rv)
+            # A version the store has not reached yet is no error: the watch delivers what comes after it.
+            start_rv = self._parse_rv(resource_version)
+            if start_rv < store.floor:
+                raise errors.too_old_resource_version(start_rv, store.floor)
+            replay = store.changes_after(start_rv)
         timeout = timeout_seconds if timeout_seconds is not None else (
             self.options.min_request_timeout * (1 + random.random()))
         watcher = Watcher(store, namespace=ns, labels=labels, fields=fields, view=view,
                           bookmark_kind=bookmark_kind, current_rv=self.current_rv, clock=self.clock,
                           buffer_limit=self.options.watch_buffer_size, bookmarks=allow_bookmarks,
-                          bookmark_interval=self.options.bookmark_interval, timeout=timeout)
+                          bookmark_interval=self.options.bookmark_interval, timeout=timeout, after_rv=start_rv)
         watcher.start(initial, replay, initial_events_end=bool(send_initial_events and allow_bookmarks))
         return watcher
 

@@ -190,6 +190,34 @@ async def test_get_at_a_future_resource_version_times_out_with_retry_after(clien
     assert code == 200
 
 
+async def test_a_watch_from_a_future_resource_version_sends_what_comes_after_it(client: Client, api: ApiServer) -> None:
+    target = api.current_rv() + 2
+    resp = await client.tc.get(CM_URL, params={"watch": "true", "resourceVersion": str(target)}, headers=ADMIN)
+    try:
+        assert resp.status == 200
+        for name in ("one", "two", "three"):
+            await client.post(CM_URL, configmap(name))
+        line = await asyncio.wait_for(resp.content.readline(), 2)
+        event = orjson.loads(line)
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "three")
+        assert int(event["object"]["metadata"]["resourceVersion"]) == target + 1
+    finally:
+        resp.close()
+
+
+async def test_a_watch_list_from_a_future_resource_version_ends_with_the_timeout_error(client: Client,
+                                                                                       api: ApiServer) -> None:
+    api.options.fresh_wait = 0.2
+    current = api.current_rv()
+    params = {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true",
+              "resourceVersion": str(current + 5)}
+    events = await _watch_lines(client, CM_URL, params, 2)
+    assert len(events) == 1
+    assert events[0]["type"] == "ERROR"
+    assert events[0]["object"]["code"] == 504
+    assert events[0]["object"]["message"] == f"Too large resource version: {current + 5}, current: {current}"
+
+
 # --- ListOptions validation --------------------------------------------------------------------------
 
 _NOT_SUPPORTED_LIST = 'Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""'
