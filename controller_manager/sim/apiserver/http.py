@@ -9,6 +9,9 @@ Guarantees:
 - ``Accept`` may ask for ``as=PartialObjectMetadata[List]`` (metadata only) or ``as=Table`` (server-side
   printing); aggregated discovery (``as=APIGroupDiscoveryList``) is served when asked for, classic
   discovery otherwise.
+- Whole answers over 128 KiB are gzip-compressed for ``Accept-Encoding: gzip`` (:mod:`compression`); a list
+  or get at a resourceVersion the store has not reached waits for it (:mod:`freshness`); list/watch and
+  dryRun options are checked first (:mod:`request_options`). A PUT that creates answers 201.
 - A watch answers 200 and streams events; a resourceVersion too old becomes one ERROR event carrying the
   410 Status, then the stream ends. Watches started by this app end when it shuts down.
 """
@@ -24,7 +27,18 @@ import orjson
 from aiohttp import web
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import auth, codec, discovery, errors, openapi, subresources, tables, yamlbody
+from controller_manager.sim.apiserver import (
+    auth,
+    codec,
+    compression,
+    discovery,
+    errors,
+    openapi,
+    request_options,
+    subresources,
+    tables,
+    yamlbody,
+)
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
@@ -93,12 +107,8 @@ def _int_param(query: Any, name: str) -> int | None:
         raise errors.bad_request(f'invalid value for {name}: "{value}"') from None
 
 
-def _dry_run(query: Any) -> bool:
-    values = query.getall("dryRun", [])
-    for v in values:
-        if v != "All":
-            raise errors.bad_request(f'Invalid value: "{v}": supported values: "All"')
-    return bool(values)
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
+                 "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
 
 
 class _Handlers:
@@ -121,6 +131,8 @@ class _Handlers:
             # The same answer in the representation asked for (objects, lists and errors alike).
             resp.body = yamlbody.json_value_to_yaml(orjson.loads(resp.body))  # type: ignore[arg-type]
             resp.content_type = codec.YAML
+        if isinstance(resp, web.Response):
+            compression.maybe_gzip(resp, request.headers.get("Accept-Encoding", ""))
         return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -141,9 +153,12 @@ class _Handlers:
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
-        if info.verb == "watch":
-            return await self._watch(request, res, ns or None, accept)
-        if info.verb == "list":
+        if info.verb in ("watch", "list"):
+            opts = request_options.list_options(request.query, watch=info.verb == "watch")
+            if info.verb == "watch":
+                return await self._watch(request, res, ns or None, accept, opts)
+            if not opts.continue_token:
+                await self._wait_fresh(opts.resource_version)
             return self._list(request, res, ns or None, accept)
         return await self._object(request, res, info, ns or None, accept)
 
@@ -188,6 +203,11 @@ class _Handlers:
 
     # --- list / watch ------------------------------------------------------------------------------
 
+    async def _wait_fresh(self, resource_version: str) -> None:
+        """A read at a resourceVersion the store has not reached yet waits for it (the watch cache's way)."""
+        if resource_version.isdigit() and resource_version != "0":
+            await self.api.freshness.wait_for(int(resource_version), self.api.options.fresh_wait)
+
     def _list(self, request: web.Request, res: Resource, namespace: str | None, accept: _Accept) -> web.Response:
         q = request.query
         result = self.api.list_page(res, namespace, label_selector=q.get("labelSelector") or None,
@@ -208,18 +228,17 @@ class _Handlers:
             head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
         return _response(_list_bytes(head, result, (view(s)[1] for s in result.items)))
 
-    async def _watch(self, request: web.Request, res: Resource, namespace: str | None,
-                     accept: _Accept) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, res: Resource, namespace: str | None, accept: _Accept,
+                     opts: request_options.ListOptions) -> web.StreamResponse:
         q = request.query
-        send_initial = q.get("sendInitialEvents")
         try:
+            if opts.send_initial_events:  # a watch-list first waits for its version, as a list does
+                await self._wait_fresh(opts.resource_version)
             watcher = self.api.watch(
-                res, namespace, resource_version=q.get("resourceVersion") or None,
+                res, namespace, resource_version=opts.resource_version or None,
                 label_selector=q.get("labelSelector") or None, field_selector=q.get("fieldSelector") or None,
-                allow_bookmarks=q.get("allowWatchBookmarks", "").lower() in ("1", "true"),
-                timeout_seconds=_int_param(q, "timeoutSeconds"),
-                send_initial_events=None if send_initial is None else send_initial.lower() in ("1", "true"),
-                metadata_only=accept.partial)
+                allow_bookmarks=opts.allow_watch_bookmarks, timeout_seconds=_int_param(q, "timeoutSeconds"),
+                send_initial_events=opts.send_initial_events, metadata_only=accept.partial)
         except errors.StatusError as e:
             if e.code == 400:
                 raise
@@ -287,7 +306,7 @@ class _Handlers:
         api = self.api
         q = request.query
         verb, sub, name = info.verb, info.subresource or None, info.name
-        dry_run = _dry_run(q)
+        dry_run = request_options.dry_run(q, _OPTIONS_KIND[verb]) if verb in _OPTIONS_KIND else False
         if sub is not None and sub not in res.subresources:
             raise errors.path_not_found()
         if verb in ("update", "patch") and not name:
@@ -297,6 +316,7 @@ class _Handlers:
                 return _response(encode(subresources.get_scale(api, res, namespace, name)))
             if sub not in (None, "status"):
                 raise errors.method_not_allowed()
+            await self._wait_fresh(q.get("resourceVersion") or "")
             stored = api.get_stored(res, namespace, name)
             raw = api.view(res, accept.partial)(stored)[1]
             if accept.table:
@@ -331,10 +351,10 @@ class _Handlers:
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
-            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"),
-                                  api.stored_object(res, namespace, name))
-            return _with_warnings(_response(encode(api.update(res, decoded.obj, subresource=sub, dry_run=dry_run,
-                                                              namespace=namespace, name=name))), decoded.warnings)
+            current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
+            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
+            updated = api.update(res, decoded.obj, subresource=sub, dry_run=dry_run, namespace=namespace, name=name)
+            return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale"):

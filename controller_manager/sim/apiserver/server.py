@@ -33,7 +33,7 @@ from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import codec, errors, events, service_ips, strategy
+from controller_manager.sim.apiserver import codec, errors, events, freshness, service_ips, strategy
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -56,6 +56,7 @@ class ApiServerOptions:
     watch_buffer_size: int = 10_000       # events a watcher may fall behind before it is closed
     bookmark_interval: float = 60.0       # seconds between BOOKMARKs to watchers that allow them
     min_request_timeout: float = 1800.0   # a watch without timeoutSeconds lasts 1-2x this
+    fresh_wait: float = freshness.BLOCK_TIMEOUT  # seconds a read of a future resourceVersion waits for it
     admin_token: str | None = None        # None: no authentication, everyone is admin
     viewer_token: str | None = None       # get/list/watch only
     git_version: str = "v1.37.0"
@@ -132,6 +133,7 @@ class ApiServer:
         self.clock: Clock = clock or RealClock()
         self.options = options or ApiServerOptions()
         self.rv = 0
+        self.freshness = freshness.Freshness(self.current_rv)
         self.resources: tuple[Resource, ...] = self.options.resources
         self._by_gvr = {(r.group, r.version, r.plural): r for r in self.resources}
         self._stores: dict[tuple[str, str], ResourceStore] = {}
@@ -160,6 +162,7 @@ class ApiServer:
 
     def _next_rv(self) -> int:
         self.rv += 1
+        self.freshness.advanced(self.rv)
         return self.rv
 
     def current_rv(self) -> int:
@@ -189,7 +192,15 @@ class ApiServer:
         form whose parts equal to ``obj``'s are taken as they are."""
         if not normalized:
             obj = codec.normalize(store.resource, obj, like)
-        rv = self.rv + 1 if dry_run else self._next_rv()
+        if dry_run:
+            # The dry-run storage returns the prepared object unstored: an update keeps the stored
+            # resourceVersion, a create has none.
+            current = store.get(key)
+            if current is None:
+                return Stored(key, obj, 0)
+            rv = current.rv
+        else:
+            rv = self._next_rv()
         meta = {**obj["metadata"], "resourceVersion": str(rv)}
         stored = Stored(key, {**obj, "metadata": meta}, rv)
         if not dry_run:
@@ -280,10 +291,7 @@ class ApiServer:
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run, like=body)
-                if dry_run:
-                    stored = Stored(key, {**obj, "metadata": meta}, stored.rv)
-                return self._out(res, stored)
+                return self._out(res, self._commit(store, key, {**obj, "metadata": meta}, dry_run, like=body))
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}
         err = errors.already_exists(res.group, res.plural, meta["name"])
@@ -382,6 +390,8 @@ class ApiServer:
         meta["name"] = name
         existing = store.get(self.key(res, namespace, name))
         if existing is None:
+            if subresource is None and strategy.allows_create_on_update(res):
+                return self._create_on_update(res, obj, namespace, dry_run)
             raise errors.not_found(res.group, res.plural, name)
         new_rv = meta.get("resourceVersion")
         if new_rv and str(new_rv) != str(existing.rv):
@@ -399,6 +409,18 @@ class ApiServer:
             self._validate(res, new, old)
         self.admit_namespace(res, namespace, name, create=False)
         return self._out(res, self.write_update(stored_res, existing, new, dry_run))
+
+    def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool) -> Obj:
+        """A PUT to a missing name of a kind that allows it: a create, the object's system metadata wiped
+        (its uid is first checked as the update's precondition against the absent object)."""
+        meta = obj["metadata"]
+        if meta.get("uid"):
+            raise errors.conflict(res.group, res.plural, meta["name"],
+                                  f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: ")
+        wiped = {k: v for k, v in meta.items() if k not in ("resourceVersion", "uid", "creationTimestamp",
+                                                             "deletionTimestamp", "deletionGracePeriodSeconds",
+                                                             "selfLink")}
+        return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run)
 
     def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool) -> Stored:
         """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
@@ -461,7 +483,8 @@ class ApiServer:
               timeout_seconds: float | None = None, send_initial_events: bool | None = None,
               metadata_only: bool = False) -> Watcher:
         """A watch from ``resource_version`` (``None``/``"0"``: the current state as ADDED events first).
-        Raises StatusError 410 when the version is older than the kept history."""
+        Raises StatusError 410 when the version is older than the kept history; a version newer than the
+        store's waits for the changes after it."""
         store = self.store(res)
         labels = as_selector(label_selector)
         fsel = as_field_selector(field_selector)
@@ -471,22 +494,21 @@ class ApiServer:
         view = self.view(res, metadata_only)
         bookmark_kind = ("meta.k8s.io/v1", "PartialObjectMetadata") if metadata_only else (res.api_version, res.kind)
         replay: list[Any] = []
+        start_rv = 0
         if send_initial_events or not resource_version or resource_version == "0":
             initial = list(store.iter_from(ns))
         else:
-            rv = self._parse_rv(resource_version)
-            if rv > self.rv:
-                raise errors.timeout(f"Too large resource version: {rv}, current: {self.rv}", 1,
-                                     [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
-            if rv < store.floor:
-                raise errors.too_old_resource_version(rv, store.floor)
-            replay = store.changes_after(rv)
+            # A version the store has not reached yet is no error: the watch delivers what comes after it.
+            start_rv = self._parse_rv(resource_version)
+            if start_rv < store.floor:
+                raise errors.too_old_resource_version(start_rv, store.floor)
+            replay = store.changes_after(start_rv)
         timeout = timeout_seconds if timeout_seconds is not None else (
             self.options.min_request_timeout * (1 + random.random()))
         watcher = Watcher(store, namespace=ns, labels=labels, fields=fields, view=view,
                           bookmark_kind=bookmark_kind, current_rv=self.current_rv, clock=self.clock,
                           buffer_limit=self.options.watch_buffer_size, bookmarks=allow_bookmarks,
-                          bookmark_interval=self.options.bookmark_interval, timeout=timeout)
+                          bookmark_interval=self.options.bookmark_interval, timeout=timeout, after_rv=start_rv)
         watcher.start(initial, replay, initial_events_end=bool(send_initial_events and allow_bookmarks))
         return watcher
 
