@@ -1,0 +1,700 @@
+"""Kubernetes protobuf (``application/vnd.kubernetes.protobuf``) for every kind of the schema, in pure Python.
+
+The wire form is what k8s.io/api's generated (gogo, proto2) marshalers write, derived from the Go types in
+:mod:`schema` (the field numbers come from the ``protobuf`` struct tags; the wire type, repetition and presence
+from the Go type, as the generator derives them):
+
+- ``int32``/``int64``/``bool`` are varints (a negative ``int32`` sign-extended to ten bytes), strings and
+  ``[]byte`` length-delimited, structs nested messages. ``[]T`` is a repeated field, never packed (proto2);
+  ``map[string]V`` is a repeated entry message ``{key = 1, value = 2}`` in key order.
+- A non-pointer field is always written, zero or not (gogo's non-nullable fields); a nil pointer, slice or map
+  and a nil ``[]byte`` are left out.
+- The custom types: ``metav1.Time``/``MicroTime`` are ``{seconds = 1, nanos = 2}`` (empty for a zero time),
+  ``Duration`` ``{duration = 1}`` in nanoseconds, ``Quantity`` ``{string = 1}``, ``IntOrString``
+  ``{type = 1, intVal = 2, strVal = 3}``, ``RawExtension`` and ``FieldsV1`` ``{raw = 1}`` holding JSON, a named
+  slice (``ExtraValue``) ``{items = 1}``.
+- A top-level object travels in an envelope: ``k8s\\0`` then a ``runtime.Unknown`` ``{typeMeta = 1 {apiVersion =
+  1, kind = 2}, raw = 2, contentEncoding = 3, contentType = 4}``.
+
+Objects on this side are the JSON-shaped dicts the rest of kube-sim holds. :func:`encode_message` takes one in
+Go's JSON form (what :func:`gojson.normalize` writes); :func:`decode_message` returns what Go's JSON encoder
+would write for the decoded struct, before ``omitempty`` and zero filling (run it through the usual
+normalization). Every malformed input raises :class:`ProtobufError` with the message Go's unmarshalers give.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import calendar
+import functools
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from controller_manager.sim.apiserver import gojson, schema
+
+__all__ = ["MAGIC", "ProtobufError", "decode_message", "decode_object", "encode_message", "encode_object",
+           "meta_struct", "struct_for", "watch_frame"]
+
+MAGIC = b"k8s\x00"
+_MASK64 = (1 << 64) - 1
+
+# Value codes of the per-field tables.
+_STRING, _INT, _BOOL, _BYTES, _STRUCT, _TIME, _MICROTIME, _DURATION, _QUANTITY, _INTORSTR, _RAW, _FIELDSV1, \
+    _WRAPPER, _INLINE, _ANY = range(15)
+_SINGLE, _LIST, _MAP = range(3)
+_CODES = {"string": _STRING, "int32": _INT, "int64": _INT, "uint32": _INT, "uint64": _INT, "bool": _BOOL,
+          "bytes": _BYTES, "struct": _STRUCT, "time": _TIME, "microtime": _MICROTIME, "duration": _DURATION,
+          "quantity": _QUANTITY, "intorstring": _INTORSTR, "raw": _RAW, "fieldsv1": _FIELDSV1,
+          "wrapper": _WRAPPER, "any": _ANY}
+_VARINT_CODES = frozenset({_INT, _BOOL})
+# Messages whose JSON null is a zero value still written (as an empty message) in a list or map.
+_NULLABLE_MESSAGES = frozenset({_TIME, _MICROTIME, _RAW})
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
+# meta/v1 kinds every group version knows (the schema's kinds cover k8s.io/api only).
+_META_KINDS = {"Status", "DeleteOptions", "CreateOptions", "UpdateOptions", "PatchOptions", "GetOptions",
+               "ListOptions", "WatchEvent", "PartialObjectMetadata", "PartialObjectMetadataList", "APIGroup",
+               "APIGroupList", "APIResourceList", "APIVersions"}
+
+
+class ProtobufError(ValueError):
+    """A body that is not valid protobuf for its type; the message is the one Go's unmarshaler gives."""
+
+
+_EOF = "unexpected EOF"
+_NEGATIVE_LENGTH = "proto: negative length found during unmarshaling"
+_OVERFLOW = "proto: integer overflow"
+
+
+def _varint(n: int) -> bytes:
+    if n < 0x80:
+        return _SMALL[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL = [bytes([i]) for i in range(0x80)]
+
+
+def _tag(number: int, wire: int) -> bytes:
+    return _varint(number << 3 | wire)
+
+
+# --- per-struct tables -----------------------------------------------------------------------------------------
+
+
+class _Table:
+    """One struct's fields for the encoder (in tag order) and the decoder (by field number)."""
+
+    __slots__ = ("decode", "encode", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        # (json name, tag bytes, value code, single/list/map, pointer, sub: _Table | value code | None)
+        self.encode: list[tuple[str, bytes, int, int, bool, Any]] = []
+        # field number -> (json name, expected wire type, value code, single/list/map, sub, Go field name)
+        self.decode: dict[int, tuple[str, int, int, int, Any, str]] = {}
+
+
+@functools.cache
+def _table(name: str) -> _Table:
+    table = _Table(name)
+    _TABLES_BUILDING[name] = table
+    try:
+        _fill(table, schema.struct(name))
+    finally:
+        del _TABLES_BUILDING[name]
+    return table
+
+
+_TABLES_BUILDING: dict[str, _Table] = {}
+
+
+def _table_ref(name: str) -> _Table:
+    # A struct that (indirectly) contains itself refers to the table being built.
+    return _TABLES_BUILDING.get(name) or _table(name)
+
+
+def _elem_sub(t: schema.Type) -> Any:
+    if t.kind == "struct":
+        return _table_ref(t.name)
+    if t.kind == "wrapper":
+        assert t.elem is not None
+        return _value_spec(t.elem)
+    return None
+
+
+def _value_spec(t: schema.Type) -> tuple[int, Any]:
+    return _CODES[t.kind], _elem_sub(t)
+
+
+def _fill(table: _Table, st: schema.Struct) -> None:
+    fields = sorted((f for f in st.fields if f.proto), key=lambda f: f.proto)
+    for f in fields:
+        t = f.type
+        if f.inline:
+            code, shape, sub = _INLINE, _SINGLE, _table_ref(t.name)
+        elif t.kind == "list":
+            assert t.elem is not None
+            (code, sub), shape = _value_spec(t.elem), _LIST
+        elif t.kind == "map":
+            assert t.elem is not None
+            (code, sub), shape = _value_spec(t.elem), _MAP
+        else:
+            (code, sub), shape = _value_spec(t), _SINGLE
+        wire = 0 if code in _VARINT_CODES and shape != _MAP else 2
+        table.encode.append((f.json, _tag(f.proto, wire), code, shape, f.pointer, sub))
+        table.decode[f.proto] = (f.json, wire, code, shape, sub, f.go)
+
+
+def struct_for(api_version: str, kind: str) -> str | None:
+    """The schema struct name of a top-level kind, meta/v1's shared kinds included; None if not protobuf."""
+    found = _kind_structs().get(f"{api_version}/{kind}") or meta_struct(kind)
+    if found is None and kind:
+        # A group with no kinds of its own in the schema (admission.k8s.io): its package by naming convention.
+        group, _, version = api_version.rpartition("/")
+        candidate = f"io.k8s.api.{group.split('.')[0] or 'core'}.{version}.{kind}"
+        if candidate in schema.struct_names(candidate) and _has_type_meta(candidate):
+            found = candidate
+    return found
+
+
+def _has_type_meta(name: str) -> bool:
+    return any(f.inline and f.type.name == _META + "TypeMeta" for f in schema.struct(name).fields)
+
+
+@functools.cache
+def _kind_structs() -> dict[str, str]:
+    """``apiVersion/Kind`` -> struct: the schema's kinds, and the option kinds of the same packages that carry
+    no metadata (``PodLogOptions``, ``AdmissionReview``), which protobuf bodies may name too."""
+    kinds = schema.kinds()
+    result = dict(kinds)
+    packages = {key.rsplit("/", 1)[0]: name.rsplit(".", 1)[0] for key, name in kinds.items()}
+    for api_version, package in packages.items():
+        for name in schema.struct_names(package + "."):
+            if name.count(".") == package.count(".") + 1 and _has_type_meta(name):
+                result.setdefault(f"{api_version}/{name.rsplit('.', 1)[-1]}", name)
+    return result
+
+
+def meta_struct(kind: str) -> str | None:
+    return _META + kind if kind in _META_KINDS else None
+
+
+# --- encoding --------------------------------------------------------------------------------------------------
+
+
+def _len_delimited(out: bytearray, tag: bytes, payload: bytes | bytearray) -> None:
+    out += tag
+    n = len(payload)
+    out += _SMALL[n] if n < 0x80 else _varint(n)
+    out += payload
+
+
+@functools.lru_cache(maxsize=4096)
+def _time_payload(text: str, micro: bool) -> bytes:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    seconds = calendar.timegm(moment.utctimetuple())
+    nanos = moment.microsecond * 1000 if micro else 0
+    return b"\x08" + _varint(seconds & _MASK64) + b"\x10" + _varint(nanos)
+
+
+_ZERO_INTORSTR = b"\x08\x00\x10\x00\x1a\x00"
+
+
+def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -> None:
+    """Append one field (tag and value) of a non-nil value."""
+    if code == _STRING:
+        data = value.encode()
+        _len_delimited(out, tag, data)
+    elif code == _STRUCT:
+        _len_delimited(out, tag, _encode_struct(value, sub))
+    elif code == _INT:
+        out += tag
+        out += _SMALL[value] if 0 <= value < 0x80 else _varint(value & _MASK64)
+    elif code == _BOOL:
+        out += tag
+        out += b"\x01" if value else b"\x00"
+    elif code == _TIME or code == _MICROTIME:
+        _len_delimited(out, tag, _time_payload(value, code == _MICROTIME) if value else b"")
+    elif code == _QUANTITY:
+        text = str(value).encode()
+        _len_delimited(out, tag, b"\x0a" + _varint(len(text)) + text)
+    elif code == _INTORSTR:
+        if isinstance(value, str):
+            text = value.encode()
+            payload = b"\x08\x01\x10\x00\x1a" + _varint(len(text)) + text
+        else:
+            payload = b"\x08\x00\x10" + _varint(value & _MASK64) + b"\x1a\x00"
+        _len_delimited(out, tag, payload)
+    elif code == _BYTES:
+        _len_delimited(out, tag, base64.b64decode(value))
+    elif code == _DURATION:
+        _len_delimited(out, tag, b"\x08" + _varint(gojson.parse_duration(value) & _MASK64))
+    elif code == _RAW or code == _FIELDSV1:
+        _len_delimited(out, tag, b"" if value is None else b"\x0a" + _length_prefixed(orjson.dumps(value)))
+    elif code == _WRAPPER:
+        item_code, item_sub = sub
+        inner = bytearray()
+        for item in value:
+            _encode_value(inner, b"\x0a", item_code, item, item_sub)
+        _len_delimited(out, tag, inner)
+    else:
+        raise ProtobufError(f"a value of {value!r} has no protobuf form")
+
+
+def _length_prefixed(data: bytes) -> bytes:
+    return _varint(len(data)) + data
+
+
+def _encode_struct(obj: dict[str, Any], table: _Table) -> bytearray:
+    out = bytearray()
+    get = obj.get
+    for name, tag, code, shape, pointer, sub in table.encode:
+        if shape == _SINGLE:
+            if code == _INLINE:
+                _len_delimited(out, tag, _encode_struct(obj, sub))
+                continue
+            value = get(name)
+            if value is None:
+                if pointer:
+                    continue
+                if code == _STRING:
+                    out += tag
+                    out += b"\x00"
+                    continue
+                if code == _INT or code == _BOOL:
+                    out += tag
+                    out += b"\x00"
+                    continue
+                if code == _STRUCT:
+                    value = {}
+                elif code == _TIME or code == _MICROTIME or code == _RAW:
+                    out += tag
+                    out += b"\x00"
+                    continue
+                elif code == _INTORSTR:
+                    _len_delimited(out, tag, _ZERO_INTORSTR)
+                    continue
+                elif code == _QUANTITY:
+                    value = "0"
+                elif code == _DURATION:
+                    value = "0s"
+                else:
+                    continue  # nil []byte, named slice, FieldsV1 pointer
+            _encode_value(out, tag, code, value, sub)
+        elif shape == _LIST:
+            value = get(name)
+            if not value:
+                continue
+            if code == _STRING:
+                for item in value:
+                    data = item.encode()
+                    out += tag
+                    n = len(data)
+                    out += _SMALL[n] if n < 0x80 else _varint(n)
+                    out += data
+            else:
+                for item in value:
+                    if item is None:
+                        item = _zero_item(code)
+                    if item is not None or code in _NULLABLE_MESSAGES:
+                        _encode_value(out, tag, code, item, sub)
+        else:
+            value = get(name)
+            if not value:
+                continue
+            for key in sorted(value):
+                entry = bytearray()
+                _encode_value(entry, b"\x0a", _STRING, key, None)
+                item = value[key]
+                if item is None:
+                    item = _zero_item(code)
+                if item is not None or code in _NULLABLE_MESSAGES:
+                    _encode_value(entry, b"\x10" if code in _VARINT_CODES else b"\x12", code, item, sub)
+                _len_delimited(out, tag, entry)
+    return out
+
+
+def _zero_item(code: int) -> Any:
+    """A null list element or map value decodes to its type's zero value."""
+    return {_STRING: "", _INT: 0, _BOOL: False, _STRUCT: {}, _QUANTITY: "0", _INTORSTR: 0,
+            _DURATION: "0s", _WRAPPER: []}.get(code)
+
+
+def encode_message(obj: dict[str, Any], struct_name: str) -> bytes:
+    """The protobuf message of ``obj`` (Go's JSON form of struct ``struct_name``), without an envelope."""
+    return bytes(_encode_struct(obj, _table(struct_name)))
+
+
+def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    av, k = api_version.encode(), kind.encode()
+    type_meta = b"\x0a" + _length_prefixed(av) + b"\x12" + _length_prefixed(k)
+    return MAGIC + b"\x0a" + _length_prefixed(type_meta) + b"\x12" + _length_prefixed(raw) + b"\x1a\x00\x22\x00"
+
+
+def encode_object(obj: dict[str, Any], struct_name: str | None = None) -> bytes:
+    """``obj`` in its envelope, as the server writes a response body. ``struct_name`` defaults to the struct of
+    the object's own ``apiVersion``/``kind``; raises :class:`ProtobufError` when it has no protobuf form."""
+    api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+    name = struct_name or struct_for(api_version, kind)
+    if name is None:
+        raise ProtobufError(f"{api_version}, Kind={kind} has no protobuf form")
+    return _envelope(api_version, kind, encode_message(obj, name))
+
+
+def watch_frame(event_type: str, obj_envelope: bytes) -> bytes:
+    """One frame of a protobuf watch stream: a big-endian 32-bit length, then a bare ``metav1.WatchEvent``
+    ``{type = 1, object = 2 {raw = 1}}`` whose raw is the object's envelope."""
+    type_bytes = event_type.encode()
+    raw_ext = b"\x0a" + _length_prefixed(obj_envelope)
+    event = b"\x0a" + _length_prefixed(type_bytes) + b"\x12" + _length_prefixed(raw_ext)
+    return len(event).to_bytes(4, "big") + event
+
+
+# --- decoding --------------------------------------------------------------------------------------------------
+
+
+def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if shift >= 64:
+            raise ProtobufError(_OVERFLOW)
+        if pos >= end:
+            raise ProtobufError(_EOF)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result & _MASK64, pos
+        shift += 7
+
+
+def _read_length(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    b = buf[pos] if pos < end else -1
+    if 0 <= b < 0x80:
+        n, pos = b, pos + 1
+    else:
+        n, pos = _read_varint(buf, pos, end)
+        if n >= 1 << 63:
+            raise ProtobufError(_NEGATIVE_LENGTH)
+    if pos + n > end:
+        raise ProtobufError(_EOF)
+    return n, pos
+
+
+def _skip(buf: bytes, pos: int, end: int, wire: int, message: str, number: int) -> int:
+    if wire == 0:
+        return _read_varint(buf, pos, end)[1]
+    if wire == 1:
+        if pos + 8 > end:
+            raise ProtobufError(_EOF)
+        return pos + 8
+    if wire == 2:
+        n, pos = _read_length(buf, pos, end)
+        return pos + n
+    if wire == 5:
+        if pos + 4 > end:
+            raise ProtobufError(_EOF)
+        return pos + 4
+    if wire == 4:
+        raise ProtobufError(f"proto: {message}: wiretype end group for non-group")
+    if wire == 3:
+        raise ProtobufError("proto: unexpected end of group")
+    raise ProtobufError(f"proto: illegal wireType {wire}")
+
+
+def _signed(n: int, code: int) -> int:
+    return n - (1 << 64) if n >= 1 << 63 else n
+
+
+def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str, Any]) -> dict[str, Any]:
+    fields = table.decode
+    while pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            key, pos = b, pos + 1
+        else:
+            key, pos = _read_varint(buf, pos, end)
+        number, wire = key >> 3, key & 7
+        spec = fields.get(number)
+        if number <= 0:
+            raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {number} (wire type {wire})")
+        if spec is None:
+            pos = _skip(buf, pos, end, wire, _go_name(table), number)
+            continue
+        name, expected, code, shape, sub, go = spec
+        if wire != expected:
+            if wire == 4:
+                raise ProtobufError(f"proto: {_go_name(table)}: wiretype end group for non-group")
+            raise ProtobufError(f"proto: wrong wireType = {wire} for field {go}")
+        if shape == _MAP:
+            n, pos = _read_length(buf, pos, end)
+            key_text, item = _decode_entry(buf, pos, pos + n, code, sub)
+            pos += n
+            mapping = out.get(name)
+            if mapping is None:
+                mapping = out[name] = {}
+            mapping[key_text] = item
+            continue
+        if wire == 0:
+            n, pos = _read_varint(buf, pos, end) if buf[pos] >= 0x80 else (buf[pos], pos + 1)
+            value: Any = n != 0 if code == _BOOL else (n - (1 << 64) if n >= 1 << 63 else n)
+        else:
+            n, pos = _read_length(buf, pos, end)
+            if code == _INLINE:
+                _decode_struct(buf, pos, pos + n, sub, out)
+                pos += n
+                continue
+            value = _decode_payload(buf, pos, pos + n, code, sub)
+            pos += n
+        if shape == _LIST:
+            items = out.get(name)
+            if items is None:
+                out[name] = [value]
+            else:
+                items.append(value)
+        else:
+            out[name] = value
+    return out
+
+
+def _go_name(table: _Table) -> str:
+    return table.name.rsplit(".", 1)[-1]
+
+
+def _decode_entry(buf: bytes, pos: int, end: int, code: int, sub: Any) -> tuple[str, Any]:
+    key = ""
+    value: Any = None
+    value_wire = 0 if code in _VARINT_CODES else 2
+    while pos < end:
+        tag, pos = _read_varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if number == 1 and wire == 2:
+            n, pos = _read_length(buf, pos, end)
+            key = _text(buf, pos, pos + n)
+            pos += n
+        elif number == 2 and wire == value_wire:
+            if wire == 0:
+                n, pos = _read_varint(buf, pos, end)
+                value = n != 0 if code == _BOOL else _signed(n, code)
+            else:
+                n, pos = _read_length(buf, pos, end)
+                value = _decode_payload(buf, pos, pos + n, code, sub)
+                pos += n
+        elif number in (1, 2):
+            raise ProtobufError(f"proto: wrong wireType = {wire} for field {'key' if number == 1 else 'value'}")
+        else:
+            pos = _skip(buf, pos, end, wire, "entry", number)
+    if value is None:
+        value = _zero_decoded(code)
+    return key, value
+
+
+def _zero_decoded(code: int) -> Any:
+    """What an entry without a value holds: the type's zero value, as Go's JSON writes it."""
+    return {_STRING: "", _INT: 0, _BOOL: False, _STRUCT: {}, _QUANTITY: "0", _INTORSTR: 0, _DURATION: "0s",
+            _BYTES: "", _TIME: None, _MICROTIME: None, _RAW: None, _FIELDSV1: None}.get(code)
+
+
+def _text(buf: bytes, pos: int, end: int) -> str:
+    try:
+        return buf[pos:end].decode()
+    except UnicodeDecodeError:
+        # Go keeps the bytes; its JSON encoder then writes U+FFFD for each invalid byte.
+        return buf[pos:end].decode(errors="replace")
+
+
+def _decode_payload(buf: bytes, pos: int, end: int, code: int, sub: Any) -> Any:
+    if code == _STRING:
+        return _text(buf, pos, end)
+    if code == _STRUCT:
+        return _decode_struct(buf, pos, end, sub, {})
+    if code == _TIME or code == _MICROTIME:
+        return _decode_time(buf, pos, end, code == _MICROTIME)
+    if code == _QUANTITY:
+        fields = _scalar_fields(buf, pos, end, "Quantity")
+        return _bytes_text(fields.get(1, b"")) or "0"
+    if code == _INTORSTR:
+        fields = _scalar_fields(buf, pos, end, "IntOrString")
+        if fields.get(1, 0) == 1:
+            return _bytes_text(fields.get(3, b""))
+        return _int32(_signed(fields.get(2, 0), _INT))
+    if code == _BYTES:
+        return base64.b64encode(buf[pos:end]).decode()
+    if code == _DURATION:
+        fields = _scalar_fields(buf, pos, end, "Duration")
+        return gojson.format_duration(_signed(fields.get(1, 0), _INT))
+    if code == _RAW or code == _FIELDSV1:
+        fields = _scalar_fields(buf, pos, end, "RawExtension" if code == _RAW else "FieldsV1")
+        raw = fields.get(1)
+        if raw is None:
+            return None
+        try:
+            return orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError as e:
+            raise ProtobufError(f"json: error calling MarshalJSON: {e}") from None
+    if code == _WRAPPER:
+        item_code, item_sub = sub
+        items: list[Any] = []
+        while pos < end:
+            tag, pos = _read_varint(buf, pos, end)
+            if tag >> 3 == 1 and tag & 7 == 2:
+                n, pos = _read_length(buf, pos, end)
+                items.append(_decode_payload(buf, pos, pos + n, item_code, item_sub))
+                pos += n
+            else:
+                pos = _skip(buf, pos, end, tag & 7, "Items", tag >> 3)
+        return items
+    raise ProtobufError("proto: a field of this type has no protobuf form")
+
+
+def _int32(n: int) -> int:
+    # Go truncates a varint into an int32 field.
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def _bytes_text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else ""
+
+
+def _scalar_fields(buf: bytes, pos: int, end: int, message: str) -> dict[int, Any]:
+    """A small message of varints and byte strings, by field number (last one wins, as in Go)."""
+    fields: dict[int, Any] = {}
+    while pos < end:
+        tag, pos = _read_varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if number <= 0:
+            raise ProtobufError(f"proto: {message}: illegal tag {number} (wire type {wire})")
+        if wire == 0:
+            fields[number], pos = _read_varint(buf, pos, end)
+        elif wire == 2:
+            n, pos = _read_length(buf, pos, end)
+            fields[number] = buf[pos:pos + n]
+            pos += n
+        else:
+            pos = _skip(buf, pos, end, wire, message, number)
+    return fields
+
+
+def _decode_time(buf: bytes, pos: int, end: int, micro: bool) -> str | None:
+    if pos == end:
+        return None
+    fields = _scalar_fields(buf, pos, end, "Timestamp")
+    seconds = _signed(fields.get(1, 0), _INT)
+    nanos = _int32(fields.get(2, 0))
+    return _format_time(seconds, nanos // 1000 if micro else -1)
+
+
+_EPOCH_ZERO = -62135596800  # Go's zero time, 0001-01-01T00:00:00Z, in Unix seconds
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_time(seconds: int, micros: int) -> str | None:
+    if seconds == _EPOCH_ZERO and micros <= 0:
+        return None  # the zero time: Go's JSON writes null
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ProtobufError(f"proto: Timestamp: seconds {seconds} out of range") from None
+    if micros < 0:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{micros:06d}Z"
+
+
+def decode_message(data: bytes, struct_name: str) -> dict[str, Any]:
+    """A bare protobuf message of struct ``struct_name`` as a JSON-shaped dict (see the module docstring)."""
+    try:
+        return _decode_struct(data, 0, len(data), _table(struct_name), {})
+    except IndexError:
+        raise ProtobufError(_EOF) from None
+
+
+def decode_envelope(data: bytes) -> tuple[str, str, bytes]:
+    """(apiVersion, kind, raw message) of an enveloped body. Raises :class:`ProtobufError` with the messages of
+    upstream's protobuf serializer."""
+    if not data:
+        raise ProtobufError("empty data")
+    if data[:4] != MAGIC:
+        raise ProtobufError("provided data does not appear to be a protobuf message, expected prefix "
+                            "[107 56 115 0]")
+    if len(data) == 4:
+        raise ProtobufError("empty body")
+    fields: dict[int, Any] = {}
+    type_meta: dict[int, Any] = {}
+    try:
+        fields = _unknown_fields(data, 4, len(data), "Unknown", {1: "TypeMeta", 2: "Raw", 3: "ContentEncoding",
+                                                                 4: "ContentType"})
+        if 1 in fields:
+            tm = fields[1]
+            type_meta = _unknown_fields(tm, 0, len(tm), "TypeMeta", {1: "APIVersion", 2: "Kind"})
+    except IndexError:
+        raise ProtobufError(_EOF) from None
+    return _bytes_text(type_meta.get(1, b"")), _bytes_text(type_meta.get(2, b"")), bytes(fields.get(2, b""))
+
+
+def _unknown_fields(buf: bytes, pos: int, end: int, message: str, names: dict[int, str]) -> dict[int, bytes]:
+    fields: dict[int, bytes] = {}
+    while pos < end:
+        tag, pos = _read_varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if wire == 4:
+            raise ProtobufError(f"proto: {message}: wiretype end group for non-group")
+        if number <= 0:
+            raise ProtobufError(f"proto: {message}: illegal tag {number} (wire type {wire})")
+        if number in names:
+            if wire != 2:
+                raise ProtobufError(f"proto: wrong wireType = {wire} for field {names[number]}")
+            n, pos = _read_length(buf, pos, end)
+            fields[number] = buf[pos:pos + n]
+            pos += n
+        else:
+            pos = _skip(buf, pos, end, wire, message, number)
+    return fields
+
+
+def decode_object(data: bytes, default_api_version: str = "", default_kind: str = "") -> dict[str, Any]:
+    """An enveloped object as a JSON-shaped dict with its ``apiVersion`` and ``kind``; an envelope without them
+    takes the defaults (the resource the request is for), as upstream's decoder does."""
+    api_version, kind, raw = decode_envelope(data)
+    api_version = api_version or default_api_version
+    kind = kind or default_kind
+    name = struct_for(api_version, kind)
+    if name is None:
+        raise UnknownKindError(api_version, kind)
+    obj = decode_message(raw, name)
+    return {"kind": kind, "apiVersion": api_version, **obj}
+
+
+class UnknownKindError(ProtobufError):
+    """An envelope naming a kind the server has no protobuf type for."""
+
+    def __init__(self, api_version: str, kind: str) -> None:
+        version = api_version.rsplit("/", 1)[-1]
+        super().__init__(f'no kind "{kind}" is registered for version "{api_version}" in scheme '
+                         f'"pkg/api/legacyscheme/scheme.go:30"')
+        self.api_version = api_version
+        self.version = version
+        self.kind = kind
+
+
+_HEX_SAFE = re.compile(rb"^\{")
+
+
+def summarize(data: bytes, limit: int = 30) -> str:
+    """How upstream quotes a body it could not read: JSON-looking text as is, anything else in hex."""
+    if not data:
+        return "<empty>"
+    if _HEX_SAFE.match(data):
+        return data[:limit].decode(errors="replace") + (" ..." if len(data) > limit else "")
+    return binascii.hexlify(data[:limit]).decode() + (" ..." if len(data) > limit else "")
