@@ -53,6 +53,11 @@ _CODES = {"string": _STRING, "int32": _INT, "int64": _INT, "uint32": _INT, "uint
 _VARINT_CODES = frozenset({_INT, _BOOL})
 # Messages whose JSON null is a zero value still written (as an empty message) in a list or map.
 _NULLABLE_MESSAGES = frozenset({_TIME, _MICROTIME, _RAW})
+_ZERO_INTORSTR = b"\x08\x00\x10\x00\x1a\x00"
+# The bytes after the tag of a non-pointer field holding its zero value (JSON null or absent).
+_ZERO_FIELDS = {_STRING: b"\x00", _INT: b"\x00", _BOOL: b"\x00", _TIME: b"\x00",
+                _MICROTIME: b"\x00", _RAW: b"\x00", _INTORSTR: b"\x06" + _ZERO_INTORSTR,
+                _QUANTITY: b"\x03\x0a\x010", _DURATION: b"\x02\x08\x00"}
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 # meta/v1 kinds every group version knows (the schema's kinds cover k8s.io/api only).
@@ -94,12 +99,14 @@ def _tag(number: int, wire: int) -> bytes:
 class _Table:
     """One struct's fields for the encoder (in tag order) and the decoder (by field number)."""
 
-    __slots__ = ("decode", "encode", "name")
+    __slots__ = ("decode", "encode", "name", "nonpointer_tags")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        # (json name, tag bytes, value code, single/list/map, pointer, sub: _Table | value code | None)
-        self.encode: list[tuple[str, bytes, int, int, bool, Any]] = []
+        # (json name, tag bytes, value code, single/list/map, the bytes of a zero value or None when nothing
+        # is written for it, sub: _Table | (value code, sub) | None)
+        self.encode: list[tuple[str, bytes, int, int, bytes | None, Any]] = []
+        self.nonpointer_tags: set[bytes] = set()  # non-pointer struct fields: written even when absent
         # field number -> (json name, expected wire type, value code, single/list/map, sub, Go field name)
         self.decode: dict[int, tuple[str, int, int, int, Any, str]] = {}
 
@@ -151,7 +158,14 @@ def _fill(table: _Table, st: schema.Struct) -> None:
         else:
             (code, sub), shape = _value_spec(t), _SINGLE
         wire = 0 if code in _VARINT_CODES and shape != _MAP else 2
-        table.encode.append((f.json, _tag(f.proto, wire), code, shape, f.pointer, sub))
+        tag = _tag(f.proto, wire)
+        zero = None
+        if shape == _SINGLE and not f.pointer:
+            zero_value = _ZERO_FIELDS.get(code)
+            zero = tag + zero_value if zero_value is not None else None
+            if code == _STRUCT:
+                table.nonpointer_tags.add(tag)
+        table.encode.append((f.json, tag, code, shape, zero, sub))
         table.decode[f.proto] = (f.json, wire, code, shape, sub, f.go)
 
 
@@ -207,7 +221,6 @@ def _time_payload(text: str, micro: bool) -> bytes:
     return b"\x08" + _varint(seconds & _MASK64) + b"\x10" + _varint(nanos)
 
 
-_ZERO_INTORSTR = b"\x08\x00\x10\x00\x1a\x00"
 
 
 def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -> None:
@@ -256,51 +269,62 @@ def _length_prefixed(data: bytes) -> bytes:
 
 
 def _encode_struct(obj: dict[str, Any], table: _Table) -> bytearray:
+    # The hot path: strings, ints, bools and nested structs are written inline, without a call per field.
     out = bytearray()
     get = obj.get
-    for name, tag, code, shape, pointer, sub in table.encode:
+    small = _SMALL
+    for name, tag, code, shape, zero, sub in table.encode:
+        value = get(name)
+        if value is None:
+            # Absent or null: nothing for a nil pointer, slice or map; the zero value's bytes otherwise.
+            if zero is not None:
+                out += zero
+            elif code == _INLINE:
+                data = _encode_struct(obj, sub)
+                n = len(data)
+                out += tag
+                out += small[n] if n < 0x80 else _varint(n)
+                out += data
+            elif code == _STRUCT and shape == _SINGLE and tag in table.nonpointer_tags:
+                out += _zero_struct_field(tag, sub)
+            continue
         if shape == _SINGLE:
-            if code == _INLINE:
-                _len_delimited(out, tag, _encode_struct(obj, sub))
-                continue
-            value = get(name)
-            if value is None:
-                if pointer:
-                    continue
-                if code == _STRING:
-                    out += tag
-                    out += b"\x00"
-                    continue
-                if code == _INT or code == _BOOL:
-                    out += tag
-                    out += b"\x00"
-                    continue
-                if code == _STRUCT:
-                    value = {}
-                elif code == _TIME or code == _MICROTIME or code == _RAW:
-                    out += tag
-                    out += b"\x00"
-                    continue
-                elif code == _INTORSTR:
-                    _len_delimited(out, tag, _ZERO_INTORSTR)
-                    continue
-                elif code == _QUANTITY:
-                    value = "0"
-                elif code == _DURATION:
-                    value = "0s"
-                else:
-                    continue  # nil []byte, named slice, FieldsV1 pointer
-            _encode_value(out, tag, code, value, sub)
+            if code == _STRING:
+                data = value.encode()
+                n = len(data)
+                out += tag
+                out += small[n] if n < 0x80 else _varint(n)
+                out += data
+            elif code == _STRUCT:
+                data = _encode_struct(value, sub)
+                n = len(data)
+                out += tag
+                out += small[n] if n < 0x80 else _varint(n)
+                out += data
+            elif code == _INT:
+                out += tag
+                out += small[value] if 0 <= value < 0x80 else _varint(value & _MASK64)
+            elif code == _BOOL:
+                out += tag
+                out += b"\x01" if value else b"\x00"
+            else:
+                _encode_value(out, tag, code, value, sub)
+        elif not value:
+            continue  # a nil or empty slice or map
         elif shape == _LIST:
-            value = get(name)
-            if not value:
-                continue
             if code == _STRING:
                 for item in value:
                     data = item.encode()
-                    out += tag
                     n = len(data)
-                    out += _SMALL[n] if n < 0x80 else _varint(n)
+                    out += tag
+                    out += small[n] if n < 0x80 else _varint(n)
+                    out += data
+            elif code == _STRUCT:
+                for item in value:
+                    data = _encode_struct(item if item is not None else _EMPTY, sub)
+                    n = len(data)
+                    out += tag
+                    out += small[n] if n < 0x80 else _varint(n)
                     out += data
             else:
                 for item in value:
@@ -309,19 +333,38 @@ def _encode_struct(obj: dict[str, Any], table: _Table) -> bytearray:
                     if item is not None or code in _NULLABLE_MESSAGES:
                         _encode_value(out, tag, code, item, sub)
         else:
-            value = get(name)
-            if not value:
-                continue
+            value_tag = b"\x10" if code in _VARINT_CODES else b"\x12"
             for key in sorted(value):
-                entry = bytearray()
-                _encode_value(entry, b"\x0a", _STRING, key, None)
+                key_data = key.encode()
+                entry = bytearray(b"\x0a")
+                entry += _varint(len(key_data))
+                entry += key_data
                 item = value[key]
-                if item is None:
-                    item = _zero_item(code)
-                if item is not None or code in _NULLABLE_MESSAGES:
-                    _encode_value(entry, b"\x10" if code in _VARINT_CODES else b"\x12", code, item, sub)
-                _len_delimited(out, tag, entry)
+                if code == _STRING and item is not None:
+                    data = item.encode()
+                    entry += b"\x12"
+                    entry += _varint(len(data))
+                    entry += data
+                else:
+                    if item is None:
+                        item = _zero_item(code)
+                    if item is not None or code in _NULLABLE_MESSAGES:
+                        _encode_value(entry, value_tag, code, item, sub)
+                n = len(entry)
+                out += tag
+                out += small[n] if n < 0x80 else _varint(n)
+                out += entry
     return out
+
+
+_EMPTY: dict[str, Any] = {}
+
+
+@functools.cache
+def _zero_struct_field(tag: bytes, sub: _Table) -> bytes:
+    """A non-pointer struct field holding its zero value: the struct's zero fields are all written."""
+    data = _encode_struct(_EMPTY, sub)
+    return tag + _varint(len(data)) + bytes(data)
 
 
 def _zero_item(code: int) -> Any:
@@ -418,45 +461,74 @@ def _signed(n: int, code: int) -> int:
 
 
 def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str, Any]) -> dict[str, Any]:
+    # The hot path: one-byte and two-byte tags and lengths, strings and nested structs are read inline.
+    # Reading past the end raises IndexError, which decode_message reports as Go does ("unexpected EOF").
     fields = table.decode
     while pos < end:
-        b = buf[pos]
-        if b < 0x80:
-            key, pos = b, pos + 1
-        else:
-            key, pos = _read_varint(buf, pos, end)
-        number, wire = key >> 3, key & 7
-        spec = fields.get(number)
-        if number <= 0:
-            raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {number} (wire type {wire})")
+        key = buf[pos]
+        pos += 1
+        if key >= 0x80:
+            b = buf[pos]
+            if b < 0x80:
+                key = (key & 0x7F) | b << 7
+                pos += 1
+            else:
+                key, pos = _read_varint(buf, pos - 1, end)
+        spec = fields.get(key >> 3)
         if spec is None:
-            pos = _skip(buf, pos, end, wire, _go_name(table), number)
+            if key >> 3 <= 0:
+                raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {key >> 3} (wire type {key & 7})")
+            pos = _skip(buf, pos, end, key & 7, _go_name(table), key >> 3)
             continue
         name, expected, code, shape, sub, go = spec
-        if wire != expected:
-            if wire == 4:
+        if key & 7 != expected:
+            if key & 7 == 4:
                 raise ProtobufError(f"proto: {_go_name(table)}: wiretype end group for non-group")
-            raise ProtobufError(f"proto: wrong wireType = {wire} for field {go}")
-        if shape == _MAP:
-            n, pos = _read_length(buf, pos, end)
-            key_text, item = _decode_entry(buf, pos, pos + n, code, sub)
-            pos += n
-            mapping = out.get(name)
-            if mapping is None:
-                mapping = out[name] = {}
-            mapping[key_text] = item
-            continue
-        if wire == 0:
-            n, pos = _read_varint(buf, pos, end) if buf[pos] >= 0x80 else (buf[pos], pos + 1)
-            value: Any = n != 0 if code == _BOOL else (n - (1 << 64) if n >= 1 << 63 else n)
+            raise ProtobufError(f"proto: wrong wireType = {key & 7} for field {go}")
+        n = buf[pos]
+        pos += 1
+        if n >= 0x80:
+            b = buf[pos]
+            if b < 0x80:
+                n = (n & 0x7F) | b << 7
+                pos += 1
+            else:
+                n, pos = _read_varint(buf, pos - 1, end)
+        value: Any
+        if expected == 0:
+            if code == _BOOL:
+                value = n != 0
+            else:
+                value = n - (1 << 64) if n >= 1 << 63 else n
         else:
-            n, pos = _read_length(buf, pos, end)
-            if code == _INLINE:
-                _decode_struct(buf, pos, pos + n, sub, out)
-                pos += n
+            if n >= 1 << 63:
+                raise ProtobufError(_NEGATIVE_LENGTH)
+            stop = pos + n
+            if stop > end:
+                raise ProtobufError(_EOF)
+            if shape == _MAP:
+                key_text, value = _decode_entry(buf, pos, stop, code, sub)
+                pos = stop
+                mapping = out.get(name)
+                if mapping is None:
+                    out[name] = {key_text: value}
+                else:
+                    mapping[key_text] = value
                 continue
-            value = _decode_payload(buf, pos, pos + n, code, sub)
-            pos += n
+            if code == _STRING:
+                try:
+                    value = buf[pos:stop].decode()
+                except UnicodeDecodeError:
+                    value = _text(buf, pos, stop)
+            elif code == _STRUCT:
+                value = _decode_struct(buf, pos, stop, sub, {})
+            elif code == _INLINE:
+                _decode_struct(buf, pos, stop, sub, out)
+                pos = stop
+                continue
+            else:
+                value = _decode_payload(buf, pos, stop, code, sub)
+            pos = stop
         if shape == _LIST:
             items = out.get(name)
             if items is None:
@@ -465,6 +537,8 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
                 items.append(value)
         else:
             out[name] = value
+    if pos > end:
+        raise ProtobufError(_EOF)
     return out
 
 
@@ -590,7 +664,13 @@ def _scalar_fields(buf: bytes, pos: int, end: int, message: str) -> dict[int, An
 def _decode_time(buf: bytes, pos: int, end: int, micro: bool) -> str | None:
     if pos == end:
         return None
-    fields = _scalar_fields(buf, pos, end, "Timestamp")
+    return _time_text(buf[pos:end], micro)
+
+
+@functools.lru_cache(maxsize=4096)
+def _time_text(payload: bytes, micro: bool) -> str | None:
+    # Objects repeat a handful of timestamps (creation, conditions, starts): each payload is read once.
+    fields = _scalar_fields(payload, 0, len(payload), "Timestamp")
     seconds = _signed(fields.get(1, 0), _INT)
     nanos = _int32(fields.get(2, 0))
     return _format_time(seconds, nanos // 1000 if micro else -1)
