@@ -57,8 +57,9 @@ def check_one(stem: str, json_raw: bytes, pb_raw: bytes) -> list[str]:
         if encoded != pb_raw:
             at = next((i for i, (a, b) in enumerate(zip(encoded, pb_raw, strict=False)) if a != b),
                       min(len(encoded), len(pb_raw)))
+            window = slice(max(0, at - 16), at + 16)
             problems.append(f"encode differs at byte {at} (got {len(encoded)} bytes, want {len(pb_raw)}): "
-                            f"got {encoded[max(0, at - 16):at + 16].hex()} want {pb_raw[max(0, at - 16):at + 16].hex()}")
+                            f"got {encoded[window].hex()} want {pb_raw[window].hex()}")
     except (protobuf.ProtobufError, gojson.GoTypeError, ValueError) as e:
         problems.append(f"encode failed: {e!r}")
     return problems

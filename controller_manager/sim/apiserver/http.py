@@ -24,8 +24,17 @@ import orjson
 from aiohttp import web
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import (auth, codec, discovery, errors, openapi, protowire, subresources, tables,
-                                              yamlbody)
+from controller_manager.sim.apiserver import (
+    auth,
+    codec,
+    discovery,
+    errors,
+    openapi,
+    protowire,
+    subresources,
+    tables,
+    yamlbody,
+)
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult

@@ -236,7 +236,7 @@ def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -
     elif code == _BOOL:
         out += tag
         out += b"\x01" if value else b"\x00"
-    elif code == _TIME or code == _MICROTIME:
+    elif code in (_TIME, _MICROTIME):
         _len_delimited(out, tag, _time_payload(value, code == _MICROTIME) if value else b"")
     elif code == _QUANTITY:
         text = str(value).encode()
@@ -252,7 +252,7 @@ def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -
         _len_delimited(out, tag, base64.b64decode(value))
     elif code == _DURATION:
         _len_delimited(out, tag, b"\x08" + _varint(gojson.parse_duration(value) & _MASK64))
-    elif code == _RAW or code == _FIELDSV1:
+    elif code in (_RAW, _FIELDSV1):
         _len_delimited(out, tag, b"" if value is None else b"\x0a" + _length_prefixed(orjson.dumps(value)))
     elif code == _WRAPPER:
         item_code, item_sub = sub
@@ -496,10 +496,7 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
                 n, pos = _read_varint(buf, pos - 1, end)
         value: Any
         if expected == 0:
-            if code == _BOOL:
-                value = n != 0
-            else:
-                value = n - (1 << 64) if n >= 1 << 63 else n
+            value = n != 0 if code == _BOOL else n - (1 << 64) if n >= 1 << 63 else n
         else:
             if n >= 1 << 63:
                 raise ProtobufError(_NEGATIVE_LENGTH)
@@ -593,7 +590,7 @@ def _decode_payload(buf: bytes, pos: int, end: int, code: int, sub: Any) -> Any:
         return _text(buf, pos, end)
     if code == _STRUCT:
         return _decode_struct(buf, pos, end, sub, {})
-    if code == _TIME or code == _MICROTIME:
+    if code in (_TIME, _MICROTIME):
         return _decode_time(buf, pos, end, code == _MICROTIME)
     if code == _QUANTITY:
         fields = _scalar_fields(buf, pos, end, "Quantity")
@@ -608,7 +605,7 @@ def _decode_payload(buf: bytes, pos: int, end: int, code: int, sub: Any) -> Any:
     if code == _DURATION:
         fields = _scalar_fields(buf, pos, end, "Duration")
         return gojson.format_duration(_signed(fields.get(1, 0), _INT))
-    if code == _RAW or code == _FIELDSV1:
+    if code in (_RAW, _FIELDSV1):
         fields = _scalar_fields(buf, pos, end, "RawExtension" if code == _RAW else "FieldsV1")
         raw = fields.get(1)
         if raw is None:
