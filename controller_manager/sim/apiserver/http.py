@@ -3,9 +3,11 @@
 Guarantees:
 - Paths, verbs and codes as kube-apiserver answers them: 201 on create, 200 otherwise; failures are
   Status bodies (400 bad JSON, 401, 403, 404 unknown paths and objects, 405 unsupported verbs, 406, 409,
-  410, 415 non-JSON bodies, 422, 429).
-- JSON only (``application/json``); the patch content types for PATCH. Lists and watch events are
-  written from each object's stored bytes, never re-encoded per request or per watcher.
+  410, 415 unsupported body types, 422, 429).
+- Bodies in JSON, YAML or (built-in kinds) protobuf; the patch content types for PATCH. Answers in JSON,
+  in YAML or protobuf when the Accept header prefers them (:mod:`protowire`: kinds without a protobuf form
+  fall back to JSON, or 406). JSON lists and watch events are written from each object's stored bytes,
+  never re-encoded per request or per watcher.
 - ``Accept`` may ask for ``as=PartialObjectMetadata[List]`` (metadata only) or ``as=Table`` (server-side
   printing); aggregated discovery (``as=APIGroupDiscoveryList``) is served when asked for, classic
   discovery otherwise.
