@@ -44,13 +44,13 @@ _MASK64 = (1 << 64) - 1
 
 # Value codes of the per-field tables.
 _STRING, _INT, _BOOL, _BYTES, _STRUCT, _TIME, _MICROTIME, _DURATION, _QUANTITY, _INTORSTR, _RAW, _FIELDSV1, \
-    _WRAPPER, _INLINE, _ANY = range(15)
+    _WRAPPER, _INLINE, _ANY, _INT32 = range(16)
 _SINGLE, _LIST, _MAP = range(3)
 _CODES = {"string": _STRING, "int32": _INT, "int64": _INT, "uint32": _INT, "uint64": _INT, "bool": _BOOL,
           "bytes": _BYTES, "struct": _STRUCT, "time": _TIME, "microtime": _MICROTIME, "duration": _DURATION,
           "quantity": _QUANTITY, "intorstring": _INTORSTR, "raw": _RAW, "fieldsv1": _FIELDSV1,
           "wrapper": _WRAPPER, "any": _ANY}
-_VARINT_CODES = frozenset({_INT, _BOOL})
+_VARINT_CODES = frozenset({_INT, _INT32, _BOOL})
 # Messages whose JSON null is a zero value still written (as an empty message) in a list or map.
 _NULLABLE_MESSAGES = frozenset({_TIME, _MICROTIME, _RAW})
 _ZERO_INTORSTR = b"\x08\x00\x10\x00\x1a\x00"
@@ -159,6 +159,8 @@ def _fill(table: _Table, st: schema.Struct) -> None:
             (code, sub), shape = _value_spec(t), _SINGLE
         wire = 0 if code in _VARINT_CODES and shape != _MAP else 2
         tag = _tag(f.proto, wire)
+        # The decoder reads an int32 as Go does, keeping the varint's low 32 bits.
+        decode_code = _INT32 if code == _INT and _scalar_kind(t) == "int32" else code
         zero = None
         if shape == _SINGLE and not f.pointer:
             zero_value = _ZERO_FIELDS.get(code)
@@ -166,7 +168,11 @@ def _fill(table: _Table, st: schema.Struct) -> None:
             if code == _STRUCT:
                 table.nonpointer_tags.add(tag)
         table.encode.append((f.json, tag, code, shape, zero, sub))
-        table.decode[f.proto] = (f.json, wire, code, shape, sub, f.go)
+        table.decode[f.proto] = (f.json, wire, decode_code, shape, sub, f.go)
+
+
+def _scalar_kind(t: schema.Type) -> str:
+    return t.elem.kind if t.kind in ("list", "map") and t.elem is not None else t.kind
 
 
 def struct_for(api_version: str, kind: str) -> str | None:
@@ -457,6 +463,8 @@ def _skip(buf: bytes, pos: int, end: int, wire: int, message: str, number: int) 
 
 
 def _signed(n: int, code: int) -> int:
+    if code == _INT32:
+        return _int32(n)
     return n - (1 << 64) if n >= 1 << 63 else n
 
 
@@ -496,7 +504,12 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
                 n, pos = _read_varint(buf, pos - 1, end)
         value: Any
         if expected == 0:
-            value = n != 0 if code == _BOOL else n - (1 << 64) if n >= 1 << 63 else n
+            if code == _BOOL:
+                value = n != 0
+            elif code == _INT32:
+                value = _int32(n)
+            else:
+                value = n - (1 << 64) if n >= 1 << 63 else n
         else:
             if n >= 1 << 63:
                 raise ProtobufError(_NEGATIVE_LENGTH)
@@ -573,7 +586,7 @@ def _decode_entry(buf: bytes, pos: int, end: int, code: int, sub: Any) -> tuple[
 
 def _zero_decoded(code: int) -> Any:
     """What an entry without a value holds: the type's zero value, as Go's JSON writes it."""
-    return {_STRING: "", _INT: 0, _BOOL: False, _STRUCT: {}, _QUANTITY: "0", _INTORSTR: 0, _DURATION: "0s",
+    return {_STRING: "", _INT: 0, _INT32: 0, _BOOL: False, _STRUCT: {}, _QUANTITY: "0", _INTORSTR: 0, _DURATION: "0s",
             _BYTES: "", _TIME: None, _MICROTIME: None, _RAW: None, _FIELDSV1: None}.get(code)
 
 

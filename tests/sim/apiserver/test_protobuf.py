@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller_manager.sim.apiserver import gojson, protobuf, schema
+from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import codec, errors, gojson, protobuf, schema
 from tests.sim.apiserver.schema_strategies import objects
 
 KINDS = sorted(schema.kinds().items())
@@ -152,3 +153,30 @@ def test_any_damaged_body_is_one_error_type(cut: int, junk: bytes) -> None:
         protobuf.decode_object(GOOD[:cut] + junk)
     except protobuf.ProtobufError:
         pass
+
+
+def test_int32_keeps_the_low_32_bits_as_go_does() -> None:
+    # containerPort = 3 sent as the 5-byte unsigned form of -1 reads as -1 (an int64 field would not truncate).
+    port = protobuf.decode_message(b"\x18\xff\xff\xff\xff\x0f", "io.k8s.api.core.v1.ContainerPort")
+    assert port["containerPort"] == -1
+    status = protobuf.decode_message(b"\x08\xff\xff\xff\xff\x0f", "io.k8s.api.apps.v1.DeploymentStatus")
+    assert status["observedGeneration"] == 2**32 - 1
+
+
+POD_BODY = protobuf.encode_object(gojson.normalize(
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}},
+     "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}],
+                              "resources": {"limits": {"cpu": "1"}}}]}}, schema.struct(POD)), POD)
+
+
+@settings(max_examples=300, deadline=None)
+@given(at=st.integers(4, len(POD_BODY) - 1), junk=st.binary(min_size=1, max_size=4), cut=st.booleans())
+def test_a_garbled_body_is_a_400_or_an_object(at: int, junk: bytes, cut: bool) -> None:
+    """Whatever a client sends, the body path ends in an object or a StatusError (400), nothing else."""
+    body = POD_BODY[:at] + junk + (b"" if cut else POD_BODY[at + len(junk):])
+    res = Resource("", "v1", "pods", "Pod", namespaced=True)
+    try:
+        parsed = codec.protobuf_body(body, ("v1", "Pod"))
+        codec.typed(res, parsed, "Strict")
+    except errors.StatusError as e:
+        assert e.code == 400
