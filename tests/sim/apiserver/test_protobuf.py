@@ -175,8 +175,10 @@ def test_a_garbled_body_is_a_400_or_an_object(at: int, junk: bytes, cut: bool) -
     """Whatever a client sends, the body path ends in an object or a StatusError (400), nothing else."""
     body = POD_BODY[:at] + junk + (b"" if cut else POD_BODY[at + len(junk):])
     res = Resource("", "v1", "pods", "Pod", namespaced=True)
+    code = 0
     try:
         parsed = codec.protobuf_body(body, ("v1", "Pod"))
         codec.typed(res, parsed, "Strict")
     except errors.StatusError as e:
-        assert e.code == 400
+        code = e.code
+    assert code in (0, 400)
