@@ -100,7 +100,7 @@ def _tag(number: int, wire: int) -> bytes:
 class _Table:
     """One struct's fields for the encoder (in tag order) and the decoder (by field number)."""
 
-    __slots__ = ("decode", "enc", "encode", "name", "nonpointer_tags")
+    __slots__ = ("decode", "enc", "encode", "fast", "name", "nonpointer_tags")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -110,6 +110,8 @@ class _Table:
         self.nonpointer_tags: set[bytes] = set()  # non-pointer struct fields: written even when absent
         # field number -> (json name, expected wire type, value code, single/list/map, sub, Go field name)
         self.decode: dict[int, tuple[str, int, int, int, Any, str]] = {}
+        # whole tag (number << 3 | wire type) -> (json name, what to do (_D_*), sub-table or (code, sub))
+        self.fast: dict[int, tuple[str, int, Any]] = {}
         self.enc: Callable[[dict[str, Any]], bytearray] = self._first_encode  # compiled on first use
 
     def _first_encode(self, obj: dict[str, Any]) -> bytearray:
@@ -175,6 +177,10 @@ def _fill(table: _Table, st: schema.Struct) -> None:
                 table.nonpointer_tags.add(tag)
         table.encode.append((f.json, tag, code, shape, zero, sub))
         table.decode[f.proto] = (f.json, wire, decode_code, shape, sub, f.go)
+        kind = _decode_kind(decode_code, shape)
+        fast_sub = sub if kind in (_D_STRUCT, _D_LIST_STRUCT, _D_INLINE) else (
+            decode_code if kind == _D_LIST_VARINT else (decode_code, sub))
+        table.fast[f.proto << 3 | wire] = (f.json, kind, fast_sub)
 
 
 def _scalar_kind(t: schema.Type) -> str:
@@ -319,11 +325,11 @@ def _compile_encoder(table: _Table) -> Callable[[dict[str, Any]], bytearray]:
             else:
                 block = [f"        encode_value(out, T{i}, C{i}, v, S{i})"]
         elif shape == _LIST:
+            each = ["    " + line for line in put_i]  # the loop body: one level deeper
             if code == _STRING:
-                block = ["      if v:", "       for s in v:", "        d = s.encode()", *put_i]
+                block = ["        for s in v:", "            d = s.encode()", *each]
             elif code == _STRUCT:
-                block = ["      if v:", "       for s in v:", f"        d = S{i}.enc(s if s is not None else EMPTY)",
-                         *put_i]
+                block = ["        for s in v:", f"            d = S{i}.enc(s if s is not None else EMPTY)", *each]
             else:
                 block = [f"        if v: encode_list(out, T{i}, C{i}, v, S{i})"]
         else:
@@ -473,10 +479,31 @@ def _signed(n: int, code: int) -> int:
     return n - (1 << 64) if n >= 1 << 63 else n
 
 
+# What the decoder does with a field, by its full tag (number and wire type), most frequent first.
+_D_STRING, _D_STRUCT, _D_INT64, _D_INT32, _D_BOOL, _D_LIST_STRING, _D_LIST_STRUCT, _D_MAP, _D_INLINE, _D_OTHER, \
+    _D_LIST_OTHER, _D_LIST_VARINT = range(12)
+
+
+def _decode_kind(code: int, shape: int) -> int:
+    if shape == _MAP:
+        return _D_MAP
+    if code == _INLINE:
+        return _D_INLINE
+    varint = {_INT: _D_INT64, _INT32: _D_INT32, _BOOL: _D_BOOL}.get(code)
+    if shape == _LIST:
+        if varint is not None:
+            return _D_LIST_VARINT
+        return {_STRING: _D_LIST_STRING, _STRUCT: _D_LIST_STRUCT}.get(code, _D_LIST_OTHER)
+    if varint is not None:
+        return varint
+    return {_STRING: _D_STRING, _STRUCT: _D_STRUCT}.get(code, _D_OTHER)
+
+
 def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str, Any]) -> dict[str, Any]:
-    # The hot path: one-byte and two-byte tags and lengths, strings and nested structs are read inline.
+    # The hot path: one- and two-byte tags and lengths, strings, ints and nested structs are read inline, and a
+    # field is found by its whole tag, so a wire type other than the expected one is simply not found.
     # Reading past the end raises IndexError, which decode_message reports as Go does ("unexpected EOF").
-    fields = table.decode
+    fields = table.fast
     while pos < end:
         key = buf[pos]
         pos += 1
@@ -487,17 +514,11 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
                 pos += 1
             else:
                 key, pos = _read_varint(buf, pos - 1, end)
-        spec = fields.get(key >> 3)
+        spec = fields.get(key)
         if spec is None:
-            if key >> 3 <= 0:
-                raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {key >> 3} (wire type {key & 7})")
-            pos = _skip(buf, pos, end, key & 7, _go_name(table), key >> 3)
+            pos = _unexpected_field(buf, pos, end, table, key)
             continue
-        name, expected, code, shape, sub, go = spec
-        if key & 7 != expected:
-            if key & 7 == 4:
-                raise ProtobufError(f"proto: {_go_name(table)}: wiretype end group for non-group")
-            raise ProtobufError(f"proto: wrong wireType = {key & 7} for field {go}")
+        name, kind, sub = spec
         n = buf[pos]
         pos += 1
         if n >= 0x80:
@@ -507,54 +528,94 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
                 pos += 1
             else:
                 n, pos = _read_varint(buf, pos - 1, end)
-        value: Any
-        if expected == 0:
-            if code == _BOOL:
-                value = n != 0
-            elif code == _INT32:
-                value = _int32(n)
-            else:
-                value = n - (1 << 64) if n >= 1 << 63 else n
-        else:
-            if n >= 1 << 63:
-                raise ProtobufError(_NEGATIVE_LENGTH)
+                if n >= 1 << 63 and key & 7 == 2:
+                    raise ProtobufError(_NEGATIVE_LENGTH)
+        if kind == _D_STRING:
             stop = pos + n
             if stop > end:
                 raise ProtobufError(_EOF)
-            if shape == _MAP:
-                key_text, value = _decode_entry(buf, pos, stop, code, sub)
-                pos = stop
-                mapping = out.get(name)
-                if mapping is None:
-                    out[name] = {key_text: value}
-                else:
-                    mapping[key_text] = value
-                continue
-            if code == _STRING:
+            try:
+                out[name] = buf[pos:stop].decode()
+            except UnicodeDecodeError:
+                out[name] = _text(buf, pos, stop)
+            pos = stop
+        elif kind == _D_STRUCT:
+            stop = pos + n
+            if stop > end:
+                raise ProtobufError(_EOF)
+            out[name] = _decode_struct(buf, pos, stop, sub, {})
+            pos = stop
+        elif kind == _D_INT64:
+            out[name] = n - (1 << 64) if n >= 1 << 63 else n
+        elif kind == _D_INT32:
+            out[name] = _int32(n) if n > 0x7FFFFFFF else n
+        elif kind == _D_BOOL:
+            out[name] = n != 0
+        elif kind <= _D_LIST_STRUCT:
+            stop = pos + n
+            if stop > end:
+                raise ProtobufError(_EOF)
+            if kind == _D_LIST_STRING:
                 try:
-                    value = buf[pos:stop].decode()
+                    value: Any = buf[pos:stop].decode()
                 except UnicodeDecodeError:
                     value = _text(buf, pos, stop)
-            elif code == _STRUCT:
-                value = _decode_struct(buf, pos, stop, sub, {})
-            elif code == _INLINE:
-                _decode_struct(buf, pos, stop, sub, out)
-                pos = stop
-                continue
             else:
-                value = _decode_payload(buf, pos, stop, code, sub)
+                value = _decode_struct(buf, pos, stop, sub, {})
             pos = stop
-        if shape == _LIST:
+            items = out.get(name)
+            if items is None:
+                out[name] = [value]
+            else:
+                items.append(value)
+        elif kind == _D_LIST_VARINT:
+            value = n != 0 if sub == _BOOL else _signed(n, sub)
             items = out.get(name)
             if items is None:
                 out[name] = [value]
             else:
                 items.append(value)
         else:
-            out[name] = value
+            stop = pos + n
+            if stop > end:
+                raise ProtobufError(_EOF)
+            if kind == _D_MAP:
+                key_text, value = _decode_entry(buf, pos, stop, *sub)
+                mapping = out.get(name)
+                if mapping is None:
+                    out[name] = {key_text: value}
+                else:
+                    mapping[key_text] = value
+            elif kind == _D_INLINE:
+                _decode_struct(buf, pos, stop, sub, out)
+            else:
+                value = _decode_payload(buf, pos, stop, *sub)
+                if kind == _D_OTHER:
+                    out[name] = value
+                else:
+                    items = out.get(name)
+                    if items is None:
+                        out[name] = [value]
+                    else:
+                        items.append(value)
+            pos = stop
     if pos > end:
         raise ProtobufError(_EOF)
     return out
+
+
+def _unexpected_field(buf: bytes, pos: int, end: int, table: _Table, key: int) -> int:
+    """A field the fast table does not have: an error for a known field of the wrong wire type (or a
+    malformed tag), else skipped as Go skips unknown fields. Returns where the next field starts."""
+    number, wire = key >> 3, key & 7
+    if number <= 0:
+        raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {number} (wire type {wire})")
+    if wire == 4:
+        raise ProtobufError(f"proto: {_go_name(table)}: wiretype end group for non-group")
+    spec = table.decode.get(number)
+    if spec is not None:
+        raise ProtobufError(f"proto: wrong wireType = {wire} for field {spec[5]}")
+    return _skip(buf, pos, end, wire, _go_name(table), number)
 
 
 def _go_name(table: _Table) -> str:
