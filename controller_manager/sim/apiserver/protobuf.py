@@ -42,6 +42,7 @@ __all__ = ["MAGIC", "ProtobufError", "decode_message", "decode_object", "encode_
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1
+_EPOCH_ZERO = -62135596800  # Go's zero time, 0001-01-01T00:00:00Z, in Unix seconds
 
 # Value codes of the per-field tables.
 _STRING, _INT, _BOOL, _BYTES, _STRUCT, _TIME, _MICROTIME, _DURATION, _QUANTITY, _INTORSTR, _RAW, _FIELDSV1, \
@@ -98,9 +99,9 @@ def _tag(number: int, wire: int) -> bytes:
 
 
 class _Table:
-    """One struct's fields for the encoder (in tag order) and the decoder (by field number)."""
+    """One struct's fields for the encoder (in tag order) and the decoder (by whole tag)."""
 
-    __slots__ = ("decode", "enc", "encode", "fast", "name", "nonpointer_tags")
+    __slots__ = ("enc", "encode", "fast", "go_names", "name", "nonpointer_tags")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -108,8 +109,7 @@ class _Table:
         # is written for it, sub: _Table | (value code, sub) | None)
         self.encode: list[tuple[str, bytes, int, int, bytes | None, Any]] = []
         self.nonpointer_tags: set[bytes] = set()  # non-pointer struct fields: written even when absent
-        # field number -> (json name, expected wire type, value code, single/list/map, sub, Go field name)
-        self.decode: dict[int, tuple[str, int, int, int, Any, str]] = {}
+        self.go_names: dict[int, str] = {}  # field number -> Go field name (for Go's wrong-wire-type error)
         # whole tag (number << 3 | wire type) -> (json name, what to do (_D_*), sub-table or (code, sub))
         self.fast: dict[int, tuple[str, int, Any]] = {}
         self.enc: Callable[[dict[str, Any]], bytearray] = self._first_encode  # compiled on first use
@@ -176,7 +176,7 @@ def _fill(table: _Table, st: schema.Struct) -> None:
             if code == _STRUCT:
                 table.nonpointer_tags.add(tag)
         table.encode.append((f.json, tag, code, shape, zero, sub))
-        table.decode[f.proto] = (f.json, wire, decode_code, shape, sub, f.go)
+        table.go_names[f.proto] = f.go
         kind = _decode_kind(decode_code, shape)
         fast_sub = sub if kind in (_D_STRUCT, _D_LIST_STRUCT, _D_INLINE) else (
             decode_code if kind == _D_LIST_VARINT else (decode_code, sub))
@@ -194,7 +194,7 @@ def struct_for(api_version: str, kind: str) -> str | None:
         # A group with no kinds of its own in the schema (admission.k8s.io): its package by naming convention.
         group, _, version = api_version.rpartition("/")
         candidate = f"io.k8s.api.{group.split('.')[0] or 'core'}.{version}.{kind}"
-        if candidate in schema.struct_names(candidate) and _has_type_meta(candidate):
+        if schema.struct_names(candidate) and _has_type_meta(candidate):
             found = candidate
     return found
 
@@ -236,9 +236,9 @@ def _time_payload(text: str, micro: bool) -> bytes:
     moment = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     seconds = calendar.timegm(moment.utctimetuple())
     nanos = moment.microsecond * 1000 if micro else 0
+    if seconds == _EPOCH_ZERO and not nanos:
+        return b""  # Go's zero time (what null decodes to) marshals to an empty message
     return b"\x08" + _varint(seconds & _MASK64) + b"\x10" + _varint(nanos)
-
-
 
 
 def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -> None:
@@ -612,9 +612,8 @@ def _unexpected_field(buf: bytes, pos: int, end: int, table: _Table, key: int) -
         raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {number} (wire type {wire})")
     if wire == 4:
         raise ProtobufError(f"proto: {_go_name(table)}: wiretype end group for non-group")
-    spec = table.decode.get(number)
-    if spec is not None:
-        raise ProtobufError(f"proto: wrong wireType = {wire} for field {spec[5]}")
+    if number in table.go_names:
+        raise ProtobufError(f"proto: wrong wireType = {wire} for field {table.go_names[number]}")
     return _skip(buf, pos, end, wire, _go_name(table), number)
 
 
@@ -752,7 +751,6 @@ def _time_text(payload: bytes, micro: bool) -> str | None:
     return _format_time(seconds, nanos // 1000 if micro else -1)
 
 
-_EPOCH_ZERO = -62135596800  # Go's zero time, 0001-01-01T00:00:00Z, in Unix seconds
 
 
 @functools.lru_cache(maxsize=4096)
