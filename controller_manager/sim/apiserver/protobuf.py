@@ -28,7 +28,6 @@ import base64
 import binascii
 import calendar
 import functools
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -842,13 +841,10 @@ class UnknownKindError(ProtobufError):
         self.kind = kind
 
 
-_HEX_SAFE = re.compile(rb"^\{")
-
-
 def summarize(data: bytes, limit: int = 30) -> str:
     """How upstream quotes a body it could not read: JSON-looking text as is, anything else in hex."""
     if not data:
         return "<empty>"
-    if _HEX_SAFE.match(data):
+    if data[:1] == b"{":
         return data[:limit].decode(errors="replace") + (" ..." if len(data) > limit else "")
     return binascii.hexlify(data[:limit]).decode() + (" ..." if len(data) > limit else "")
