@@ -257,3 +257,17 @@ async def test_custom_resources_have_no_protobuf_form(crd_client: Client) -> Non
     assert (code, orjson.loads(raw)["message"]) == (
         415, "the body of the request was in an unknown format - accepted media types include: application/json, "
              "application/yaml")
+
+
+async def test_binding_and_eviction_in_protobuf(client: Client) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    await client.post(pods, pod("p"))
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "namespace": "default"},
+               "target": {"kind": "Node", "name": "node-1"}}
+    code, ctype, body = await _call(client, "POST", f"{pods}/p/binding", _wire(binding))
+    assert (code, ctype, _object(body)["status"]) == (201, PROTOBUF, "Success")
+    assert (await client.get(f"{pods}/p"))[1]["spec"]["nodeName"] == "node-1"
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"}}
+    code, ctype, body = await _call(client, "POST", f"{pods}/p/eviction", _wire(eviction))
+    assert (code, _object(body)["status"]) == (201, "Success")
+    assert (await client.get(f"{pods}/p"))[1]["metadata"]["deletionTimestamp"]  # graceful: the kubelet ends it
