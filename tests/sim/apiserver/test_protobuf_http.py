@@ -271,3 +271,20 @@ async def test_binding_and_eviction_in_protobuf(client: Client) -> None:
     code, ctype, body = await _call(client, "POST", f"{pods}/p/eviction", _wire(eviction))
     assert (code, _object(body)["status"]) == (201, "Success")
     assert (await client.get(f"{pods}/p"))[1]["metadata"]["deletionTimestamp"]  # graceful: the kubelet ends it
+
+
+@pytest.mark.parametrize("path", ["/api", "/apis", "/api/v1", "/apis/apps", "/apis/apps/v1"])
+async def test_discovery_in_protobuf(client: Client, path: str) -> None:
+    _, as_json = await client.get(path)
+    code, ctype, body = await _call(client, "GET", path)
+    assert (code, ctype) == (200, PROTOBUF)
+    got = _object(body)
+    name = protobuf.struct_for(got["apiVersion"], got["kind"])
+    assert name is not None
+    assert gojson.normalize(got, schema.struct(name)) == gojson.normalize(as_json, schema.struct(name))
+
+
+async def test_version_stays_json(client: Client) -> None:
+    code, ctype, body = await _call(client, "GET", "/version")
+    assert (code, orjson.loads(body)["major"]) == (200, "1")
+    assert ctype.startswith("application/json")
