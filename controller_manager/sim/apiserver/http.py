@@ -247,6 +247,10 @@ class _Handlers:
             head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
         else:
             head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
+        if accept.protobuf:
+            body = protowire.list_body(head, _list_meta(result), [view(s) for s in result.items])
+            if body is not None:
+                return _response(body, content_type=protowire.CONTENT_TYPE)
         return _response(_list_bytes(head, result, (view(s)[1] for s in result.items)))
 
     async def _watch(self, request: web.Request, res: Resource, namespace: str | None,
@@ -270,8 +274,9 @@ class _Handlers:
                 raise
             resp = web.StreamResponse(status=200, headers={"Content-Type": content_type})
             await resp.prepare(request)
-            line = b'{"type":"ERROR","object":' + encode(e.status) + b"}\n"
-            await resp.write(protowire.watch_frames(line) if proto else line)
+            raw = encode(e.status)
+            await resp.write(protowire.watch_frames([("ERROR", e.status, raw)]) if proto
+                             else b'{"type":"ERROR","object":' + raw + b"}\n")
             await resp.write_eof()
             return resp
         self.watchers.add(watcher)
@@ -299,11 +304,16 @@ class _Handlers:
                                else obj)
                         first = False
                         chunk += b'{"type":"' + type_.encode() + b'","object":' + encode(row) + b"}\n"
+                elif proto:
+                    events = await watcher.next_batch()
+                    if events is None:
+                        break
+                    chunk = protowire.watch_frames(events)
                 else:
                     lines = await watcher.next_lines()
                     if lines is None:
                         break
-                    chunk = protowire.watch_frames(lines) if proto else lines
+                    chunk = lines
                 await resp.write(chunk)
             with contextlib.suppress(ConnectionResetError):
                 await resp.write_eof()
@@ -461,13 +471,17 @@ def _with_warnings(resp: web.Response, warnings: list[str]) -> web.Response:
     return resp
 
 
-def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:
+def _list_meta(result: ListResult) -> Obj:
     meta: Obj = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
         meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
-    prefix = encode({**head, "metadata": meta})[:-1]
+    return meta
+
+
+def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:
+    prefix = encode({**head, "metadata": _list_meta(result)})[:-1]
     return prefix + b',"items":[' + b",".join(items) + b"]}"
 
 

@@ -36,8 +36,8 @@ import orjson
 
 from controller_manager.sim.apiserver import gojson, schema
 
-__all__ = ["MAGIC", "ProtobufError", "decode_message", "decode_object", "encode_message", "encode_object",
-           "meta_struct", "struct_for", "watch_frame"]
+__all__ = ["MAGIC", "ProtobufError", "decode_message", "decode_object", "encode_list", "encode_message",
+           "encode_object", "envelope", "meta_struct", "struct_for", "watch_frame"]
 
 MAGIC = b"k8s\x00"
 _MASK64 = (1 << 64) - 1
@@ -398,6 +398,24 @@ def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
     av, k = api_version.encode(), kind.encode()
     type_meta = b"\x0a" + _length_prefixed(av) + b"\x12" + _length_prefixed(k)
     return MAGIC + b"\x0a" + _length_prefixed(type_meta) + b"\x12" + _length_prefixed(raw) + b"\x1a\x00\x22\x00"
+
+
+def envelope(api_version: str, kind: str, message: bytes) -> bytes:
+    """A bare message of ``apiVersion``/``kind`` in its envelope (``k8s\\0`` + ``runtime.Unknown``)."""
+    return _envelope(api_version, kind, message)
+
+
+def encode_list(api_version: str, kind: str, list_struct: str, meta: dict[str, Any], items: list[bytes]) -> bytes:
+    """An enveloped ``XxxList`` from its ListMeta and its items' messages, already encoded: every list kind has
+    ``items`` as its last field, so the items follow the rest of the message as repeated fields."""
+    table = _table(list_struct)
+    name, tag = table.encode[-1][:2]
+    if name != "items":
+        raise ProtobufError(f"{list_struct} is not a list")
+    out = _encode_struct({"metadata": meta}, table)
+    for item in items:
+        _len_delimited(out, tag, item)
+    return _envelope(api_version, kind, bytes(out))
 
 
 def encode_object(obj: dict[str, Any], struct_name: str | None = None) -> bytes:
