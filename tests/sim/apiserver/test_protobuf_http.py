@@ -304,3 +304,20 @@ async def test_a_list_page_in_protobuf_is_the_json_page(client: Client) -> None:
     assert got["metadata"]["remainingItemCount"] == 1
     # The same versions listed again come from the cache of encoded messages, byte for byte.
     assert (await _call(client, "GET", f"{CM_URL}?limit=2"))[2] == body
+
+
+async def test_metadata_only_watch_in_protobuf(client: Client) -> None:
+    await client.post(CM_URL, configmap("a", labels={"x": "y"}))
+    accept = f"{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    resp = await client.tc.get(CM_URL, params={"watch": "true", "resourceVersion": "0"},
+                               headers={**ADMIN, "Accept": accept})
+    try:
+        assert resp.headers["Content-Type"] == "application/vnd.kubernetes.protobuf;stream=watch"
+        data = b""
+        while not _frames(data):
+            data += await asyncio.wait_for(resp.content.readany(), 2)
+    finally:
+        resp.close()
+    [(kind, obj)] = _frames(data)
+    assert (kind, obj["kind"], obj["metadata"]["labels"]) == ("ADDED", "PartialObjectMetadata", {"x": "y"})
+    assert "data" not in obj
