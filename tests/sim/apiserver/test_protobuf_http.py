@@ -170,10 +170,12 @@ async def test_metadata_only_and_table_requests(client: Client) -> None:
 
 
 def _frames(data: bytes) -> list[tuple[str, dict[str, Any]]]:
-    """Split a protobuf watch stream into (type, object) events."""
+    """Split a protobuf watch stream into (type, object) events (whole frames only: the rest is still coming)."""
     events = []
     while len(data) >= 4:
         size = int.from_bytes(data[:4], "big")
+        if len(data) < 4 + size:
+            break
         frame, data = data[4:4 + size], data[4 + size:]
         fields = _fields(frame)
         raw = _fields(fields[2])[1]
