@@ -25,7 +25,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["CUSTOM", "NO_DEFAULT", "Field", "Struct", "Type", "enum_values", "kind", "kinds", "source", "struct"]
+__all__ = ["CUSTOM", "NO_DEFAULT", "Field", "Struct", "Type", "enum_values", "kind", "kinds", "source", "struct",
+           "struct_names"]
 
 _DATA = Path(__file__).with_name("types.json")
 
@@ -125,6 +126,11 @@ def kinds() -> dict[str, str]:
 def enum_values(name: str) -> tuple[str, ...]:
     """The values of a ``+enum`` string type (its constants), sorted as openapi-gen lists them."""
     return tuple(_data()["enums"].get(name, ()))
+
+
+def struct_names(prefix: str) -> list[str]:
+    """The names of the structs whose name starts with ``prefix`` (``io.k8s.api.core.v1.``)."""
+    return [name for name, raw in _data()["types"].items() if name.startswith(prefix) and "fields" in raw]
 
 
 def kind(api_version: str, kind_name: str) -> Struct | None:
