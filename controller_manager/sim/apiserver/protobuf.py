@@ -639,6 +639,15 @@ def _go_name(table: _Table) -> str:
 
 
 def _decode_entry(buf: bytes, pos: int, end: int, code: int, sub: Any) -> tuple[str, Any]:
+    if code == _STRING and end - pos >= 4 and buf[pos] == 0x0A and buf[pos + 1] < 0x80:
+        # The common entry (labels, annotations, data): key and value strings with one-byte lengths.
+        key_end = pos + 2 + buf[pos + 1]
+        if key_end + 2 <= end and buf[key_end] == 0x12 and buf[key_end + 1] < 0x80 \
+                and key_end + 2 + buf[key_end + 1] == end:
+            try:
+                return buf[pos + 2:key_end].decode(), buf[key_end + 2:end].decode()
+            except UnicodeDecodeError:
+                pass  # the general path below replaces what is not UTF-8
     key = ""
     value: Any = None
     value_wire = 0 if code in _VARINT_CODES else 2

@@ -31,7 +31,7 @@ def _round_trip(api_version: str, kind: str, struct_name: str, drawn: dict[str, 
 
 
 @pytest.mark.parametrize(("key", "struct_name"), KINDS, ids=[k for k, _ in KINDS])
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_every_kind_round_trips(key: str, struct_name: str, data: st.DataObject) -> None:
     api_version, _, kind = key.rpartition("/")
