@@ -323,3 +323,12 @@ async def test_metadata_only_watch_in_protobuf(client: Client) -> None:
     [(kind, obj)] = _frames(data)
     assert (kind, obj["kind"], obj["metadata"]["labels"]) == ("ADDED", "PartialObjectMetadata", {"x": "y"})
     assert "data" not in obj
+
+
+async def test_patch_and_delete_answer_protobuf(client: Client) -> None:
+    await client.post(DEPLOY_URL, deployment("d", 1))
+    code, ctype, body = await _call(client, "PATCH", f"{DEPLOY_URL}/d", orjson.dumps({"spec": {"replicas": 2}}),
+                                    content_type="application/merge-patch+json")
+    assert (code, ctype, _object(body)["spec"]["replicas"]) == (200, PROTOBUF, 2)
+    code, ctype, body = await _call(client, "DELETE", f"{DEPLOY_URL}/d")
+    assert (code, ctype, _object(body)["status"]) == (200, PROTOBUF, "Success")  # gone at once: a Status
