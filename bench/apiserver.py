@@ -1,4 +1,5 @@
-"""kube-sim's own throughput over HTTP: pod creates, pod status updates, and watch events delivered.
+"""kube-sim's own throughput over HTTP: pod creates (JSON and protobuf), pod status updates, and watch events
+delivered; and the protobuf codec's cost per pod.
 
 Everything the benchmarks and tests measure stands on kube-sim, so its cost per request is tracked: a change
 to how it decodes, validates and writes objects shows here first. One kube-sim app on loopback, one client
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import timeit
 from typing import Any
 
 import aiohttp
@@ -19,9 +21,11 @@ from aiohttp import web
 
 from bench.report import Figure
 from controller_manager.api.resources import PODS
-from controller_manager.sim.apiserver import ApiServer, build_app
+from controller_manager.sim.apiserver import ApiServer, build_app, gojson, protobuf, schema
 
 POD_PATH = "/api/v1/namespaces/default/pods"
+POD_STRUCT = "io.k8s.api.core.v1.Pod"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def pod(i: int) -> dict[str, Any]:
@@ -90,14 +94,63 @@ async def run(pods: int = 2000, concurrency: int = 8, watchers: int = 4) -> list
             create_s = await _pooled(pods, concurrency, create)
             update_s = await _pooled(pods, concurrency, update)
             delivered = await _watch_throughput(session, api, pods, watchers)
+            protobuf_create_s = await _protobuf_creates(session, pods, concurrency)
+            list_json_s = await _list_seconds(session, "application/json")
+            await _list_seconds(session, f"{PROTOBUF},application/json")  # the first encodes every pod once
+            list_protobuf_s = await _list_seconds(session, f"{PROTOBUF},application/json")
     finally:
         await runner.cleanup()
+    encode_us, decode_us = codec_timings(api)
     return [
         Figure("apiserver", f"kube-sim pod creates/s over HTTP ({concurrency} at a time)", pods / create_s, "req/s"),
+        Figure("apiserver", f"kube-sim pod creates/s over HTTP in protobuf ({concurrency} at a time)",
+               pods / protobuf_create_s, "req/s", reference=pods / create_s, reference_name="JSON"),
+        Figure("apiserver", f"kube-sim list of {2 * pods} pods in protobuf (encoded before)", list_protobuf_s * 1e3,
+               "ms", reference=list_json_s * 1e3, reference_name="JSON"),
+        Figure("apiserver", "protobuf encode of a running pod (pure Python)", encode_us, "µs"),
+        Figure("apiserver", "protobuf decode of a running pod (pure Python)", decode_us, "µs"),
         Figure("apiserver", f"kube-sim pod status updates/s over HTTP ({concurrency} at a time)", pods / update_s,
                "req/s"),
         Figure("apiserver", f"kube-sim watch events/s delivered ({watchers} watchers)", delivered, "ev/s"),
     ]
+
+
+async def _protobuf_creates(session: aiohttp.ClientSession, pods: int, concurrency: int) -> float:
+    """Seconds to create ``pods`` pods as client-go does: protobuf bodies, protobuf preferred back."""
+    st = schema.struct(POD_STRUCT)
+    bodies = [protobuf.encode_object(gojson.normalize({**p, "metadata": {**p["metadata"], "name": f"pb-{i}"}}, st),
+                                     POD_STRUCT) for i, p in enumerate(pod(i) for i in range(pods))]
+    headers = {"Content-Type": PROTOBUF, "Accept": f"{PROTOBUF},application/json"}
+
+    async def create(i: int) -> None:
+        async with session.post(POD_PATH, data=bodies[i], headers=headers) as resp:
+            assert resp.status == 201, await resp.text()
+            assert resp.content_type == PROTOBUF
+            await resp.read()
+
+    return await _pooled(pods, concurrency, create)
+
+
+async def _list_seconds(session: aiohttp.ClientSession, accept: str) -> float:
+    """The best of three lists of every pod, read to the end."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        async with session.get(POD_PATH, headers={"Accept": accept}) as resp:
+            assert resp.status == 200
+            await resp.read()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def codec_timings(api: ApiServer, rounds: int = 2000) -> tuple[float, float]:
+    """Microseconds to encode and to decode one running pod as kube-sim stores it (best of five runs)."""
+    obj, _ = api.list(PODS, "default")
+    running_pod = next(p for p in obj if p.get("status", {}).get("phase") == "Running")
+    data = protobuf.encode_object(running_pod, POD_STRUCT)
+    encode_s = min(timeit.repeat(lambda: protobuf.encode_object(running_pod, POD_STRUCT), number=rounds, repeat=5))
+    decode_s = min(timeit.repeat(lambda: protobuf.decode_object(data), number=rounds, repeat=5))
+    return encode_s / rounds * 1e6, decode_s / rounds * 1e6
 
 
 async def _watch_throughput(session: aiohttp.ClientSession, api: ApiServer, pods: int, watchers: int) -> float:

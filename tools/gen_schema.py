@@ -4,9 +4,10 @@ Reads the ``types.go`` files of k8s.io/api and of the parts of k8s.io/apimachine
 (meta/v1, runtime, intstr, resource) from git directories, and writes
 ``controller_manager/sim/apiserver/schema/types.json``: for every struct, its fields in declaration
 order with JSON name, ``omitempty``, Go type (pointer, slice, map, named struct), inline embedding,
-protobuf field number and wire type, patch strategy and merge key, and the ``+listType``/``+listMapKey``/
-``+mapType``/``+structType``/``+optional``/``+required`` markers; and for every top-level kind, its group,
-version and struct. A new Kubernetes release is one run:
+protobuf field number and wire type, patch strategy and merge key, the ``+listType``/``+listMapKey``/
+``+mapType``/``+structType``/``+optional``/``+required``/``+default`` markers and the ``+enum`` type a field holds;
+for every struct its ``+union``; for every ``+enum`` string type its constants' values; and for every top-level
+kind, its group, version and struct. A new Kubernetes release is one run:
 
     python tools/gen_schema.py --api /path/to/kubernetes/api.git --apimachinery /path/to/apimachinery.git \
         [--rev HEAD]
@@ -33,6 +34,7 @@ APIMACHINERY_PACKAGES = {
     "k8s.io/apimachinery/pkg/runtime": "pkg/runtime",
     "k8s.io/apimachinery/pkg/util/intstr": "pkg/util/intstr",
     "k8s.io/apimachinery/pkg/api/resource": "pkg/api/resource",
+    "k8s.io/apimachinery/pkg/version": "pkg/version",  # version.Info, the /version document
 }
 # Types whose JSON and protobuf forms are written by hand upstream (custom Marshal methods); the codec
 # knows each by name, so their Go fields are not described.
@@ -52,6 +54,8 @@ EXTERNAL_STRINGS = {"k8s.io/apimachinery/pkg/types.UID", "k8s.io/apimachinery/pk
 _TYPE_DECL = re.compile(r"^type\s+(\w+)\s+(.*)$")
 _TAG = re.compile(r'(\w+):"([^"]*)"')
 _MARKER = re.compile(r"^//\s*\+([\w.:/-]+)(?:=(.*))?$")
+# A string constant: ``Name Type = "value"``, ``Name = Type("value")`` or ``Name Type = OtherConstant``.
+_CONST = re.compile(r'^(?:const\s+)?(\w+)(?:\s+([\w.]+))?\s*=\s*(?:([\w.]+)\()?("(?:[^"\\]|\\.)*"|`[^`]*`|[\w.]+)\)?\s*(?://.*)?$')
 
 
 def openapi_name(import_path: str) -> str:
@@ -196,11 +200,129 @@ def parse_go(src: str, package: str) -> list[GoType]:
     return types
 
 
+@dataclass
+class GoConst:
+    package: str
+    name: str
+    type_expr: str       # "" when untyped
+    value: str           # the string value, or the name of another constant (``ref``)
+    ref: bool
+    imports: dict[str, str]
+
+
+def parse_consts(src: str, package: str) -> list[GoConst]:
+    """String constants of one Go file (the values of ``+enum`` types and ``+default=ref(...)`` targets)."""
+    imports = parse_imports(src, package)
+    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
+    consts: list[GoConst] = []
+    in_block = False
+    for line in src.splitlines():
+        stripped = line.strip()
+        if stripped == "const (":
+            in_block = True
+            continue
+        if in_block and stripped == ")":
+            in_block = False
+            continue
+        if not (in_block or line.startswith("const ")):
+            continue
+        m = _CONST.match(stripped)
+        if not m:
+            continue
+        name, type_expr, conversion, value = m.groups()
+        type_expr = type_expr or conversion or ""
+        if value[0] in '"`':
+            text = json.loads(value) if value[0] == '"' else value[1:-1]
+            consts.append(GoConst(package, name, type_expr, text, False, imports))
+        elif not value[0].isdigit():
+            consts.append(GoConst(package, name, type_expr, value, True, imports))
+    return consts
+
+
 class Resolver:
     """Turns Go type expressions into the schema's type strings."""
 
-    def __init__(self, types: dict[str, GoType]) -> None:
+    def __init__(self, types: dict[str, GoType], consts: dict[str, GoConst] | None = None) -> None:
         self.types = types  # "importpath.Name" -> GoType
+        self.consts = consts or {}  # "importpath.Name" -> GoConst
+
+    def const_value(self, qualified: str) -> str | None:
+        """A string constant's value, following ``X = Y`` references."""
+        for _ in range(10):
+            c = self.consts.get(qualified)
+            if c is None:
+                return None
+            if not c.ref:
+                return c.value
+            alias, dot, name = c.value.partition(".")
+            qualified = f"{c.imports.get(alias, alias)}.{name}" if dot else f"{c.package}.{c.value}"
+        return None
+
+    def const_type(self, c: GoConst) -> str | None:
+        """The qualified named type of a constant (an untyped one referring to a typed one takes its type)."""
+        for _ in range(10):
+            if c.type_expr:
+                alias, dot, name = c.type_expr.partition(".")
+                return f"{c.imports.get(alias, alias)}.{name}" if dot else f"{c.package}.{c.type_expr}"
+            if not c.ref:
+                return None
+            alias, dot, name = c.value.partition(".")
+            nxt = self.consts.get(f"{c.imports.get(alias, alias)}.{name}" if dot else f"{c.package}.{c.value}")
+            if nxt is None:
+                return None
+            c = nxt
+        return None
+
+    def named(self, expr: str, owner: GoType) -> GoType | None:
+        """The named API type an expression denotes (pointers stripped), if it is one."""
+        expr = expr.strip().lstrip("*")
+        if expr.startswith("[]") or expr.startswith("map[") or expr in PRIMITIVES or "{" in expr or expr == "any":
+            return None
+        return self.types.get(self.qualify(expr, owner))
+
+    def enum_of(self, expr: str, owner: GoType) -> str | None:
+        """The ``+enum`` type whose values a field (or a list's or map's elements) holds, as OpenAPI names it:
+        the field's own type, else its slice's or map's element type (one pointer stripped at each step)."""
+        expr = expr.strip().lstrip("*")
+        t = self.named(expr, owner)
+        if t is not None and "enum" in t.markers and t.underlying == "string":
+            return openapi_name(f"{t.package}.{t.name}")
+        if t is not None and t.underlying != "struct":
+            expr, owner = t.underlying, t
+        if expr.startswith("[]"):
+            inner = self.named(expr[2:], owner)
+        elif expr.startswith("map["):
+            inner = self.named(expr[expr.index("]") + 1:], owner)
+        else:
+            return None
+        if inner is not None and "enum" in inner.markers and inner.underlying == "string":
+            return openapi_name(f"{inner.package}.{inner.name}")
+        return None
+
+    def default(self, f: GoField, owner: GoType) -> tuple[bool, Any]:
+        """openapi-gen's ``+default=``: the field's marker, else its named type's (through pointers and named
+        non-struct types): (found, the JSON value; a ``ref(Const)`` resolved to the constant's value)."""
+        markers, where = f.markers, owner
+        t = self.named(f.type_expr, owner)
+        for _ in range(10):
+            if "default" in markers:
+                return True, self._default_value(markers["default"], where, owner)
+            if t is None:
+                return False, None
+            markers, where = t.markers, t
+            t = self.named(t.underlying, t) if t.underlying != "struct" else None
+        return False, None
+
+    def _default_value(self, raw: str, where: GoType, owner: GoType) -> Any:
+        ref = re.fullmatch(r"ref\(([^)]+)\)", raw)
+        if ref is None:
+            return json.loads(raw)
+        package, _, name = ref.group(1).rpartition(".")
+        qualified = f"{where.imports.get(package, package)}.{name}" if package else f"{where.package}.{name}"
+        value = self.const_value(qualified)
+        if value is None:
+            raise ValueError(f"unresolved default {raw} in {owner.package}.{owner.name}")
+        return value
 
     def qualify(self, expr: str, owner: GoType) -> str:
         if "." in expr:
@@ -296,15 +418,27 @@ def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any
             rec[key] = markers[key]
     if "listMapKey" in markers:
         rec["listMapKeys"] = markers["listMapKey"].split(",")
-    if "optional" in markers or "k8s:optional" in markers:
+    # openapi-gen's reading: only ``+optional`` and ``+required`` count (not the ``+k8s:`` validation tags).
+    if "optional" in markers:
         rec["optional"] = True
-    if "required" in markers or "k8s:required" in markers:
+    if "required" in markers:
         rec["required"] = True
+    if "string" in options:
+        rec["jsonString"] = True  # encoding/json's ",string": the value is quoted on the wire
+    found, default = resolver.default(f, owner)
+    if found:
+        rec["default"] = default
+    enum = resolver.enum_of(f.type_expr, owner)
+    if enum:
+        rec["enum"] = enum
+    if "unionDiscriminator" in markers:
+        rec["unionDiscriminator"] = True
     return rec
 
 
-def load(api: str, apimachinery: str, rev: str) -> tuple[dict[str, GoType], dict[str, str]]:
+def load(api: str, apimachinery: str, rev: str) -> tuple[dict[str, GoType], dict[str, str], dict[str, GoConst]]:
     types: dict[str, GoType] = {}
+    consts: dict[str, GoConst] = {}
     groups: dict[str, str] = {}  # import path -> API group
     packages: list[tuple[str, str, str]] = []  # (repo, dir, import path)
     for import_path, directory in APIMACHINERY_PACKAGES.items():
@@ -318,22 +452,25 @@ def load(api: str, apimachinery: str, rev: str) -> tuple[dict[str, GoType], dict
             src = git_show(repo, rev, path)
             for t in parse_go(src, import_path):
                 types[f"{import_path}.{t.name}"] = t
+            for c in parse_consts(src, import_path):
+                consts.setdefault(f"{import_path}.{c.name}", c)
             m = re.search(r'^const GroupName = "([^"]*)"', src, re.M)
             if m:
                 groups[import_path] = m.group(1)
-    return types, groups
+    return types, groups, consts
 
 
 def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
-    types, groups = load(api, apimachinery, rev)
-    resolver = Resolver(types)
+    types, groups, consts = load(api, apimachinery, rev)
+    resolver = Resolver(types, consts)
     out_types: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
     wrappers: set[str] = set()
     # Every struct of k8s.io/api, and the meta/v1 and runtime structs, with whatever they reference.
     pending = [q for q, t in types.items() if t.underlying == "struct" and q not in CUSTOM and (
         t.package.startswith("k8s.io/api/") or t.package in ("k8s.io/apimachinery/pkg/apis/meta/v1",
-                                                             "k8s.io/apimachinery/pkg/runtime"))]
+                                                             "k8s.io/apimachinery/pkg/runtime")
+        or q == "k8s.io/apimachinery/pkg/version.Info")]
     pending = [q for q in pending if q.rsplit(".", 1)[-1][0].isupper()]
     done: set[str] = set()
     while pending:
@@ -360,6 +497,8 @@ def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"go": t.name, "fields": fields}
         if "structType" in t.markers:
             entry["structType"] = t.markers["structType"]
+        if "union" in t.markers:
+            entry["union"] = True
         name = openapi_name(qualified)
         out_types[name] = entry
         embeds_type_meta = any(f.embedded and f.type_expr.endswith("TypeMeta") for f in t.fields)
@@ -369,11 +508,25 @@ def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
             group = groups[t.package]
             api_version = f"{group}/{version}" if group else version
             kinds[f"{api_version}/{t.name}"] = name
+    enums: dict[str, list[str]] = {}
+    for q, t in types.items():
+        if "enum" in t.markers and t.underlying == "string":
+            enums[openapi_name(q)] = []
+    for c in consts.values():
+        named = resolver.const_type(c)
+        value = resolver.const_value(f"{c.package}.{c.name}")
+        if named is not None and value is not None and openapi_name(named) in enums:
+            values = enums[openapi_name(named)]
+            if value not in values:
+                values.append(value)
+    used = {f["enum"] for entry in out_types.values() for f in entry.get("fields", ()) if "enum" in f}
     for name in sorted(wrappers):
         qualified = next(q for q in types if openapi_name(q) == name)
         t = types[qualified]
         out_types[name] = {"go": t.name, "items": resolver.resolve(t.underlying, t)}
-    return {"types": dict(sorted(out_types.items())), "kinds": dict(sorted(kinds.items()))}
+    # openapi-gen lists an enum's values sorted as Go's %q writes them.
+    enum_values = {name: sorted(enums[name], key=lambda v: json.dumps(v)) for name in sorted(used)}
+    return {"types": dict(sorted(out_types.items())), "kinds": dict(sorted(kinds.items())), "enums": enum_values}
 
 
 def main() -> int:

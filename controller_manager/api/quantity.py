@@ -12,6 +12,7 @@ Guarantees (as k8s.io/apimachinery/pkg/api/resource ParseQuantity):
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_UP, Context, Decimal
 
@@ -97,7 +98,17 @@ _DECIMAL_SUFFIXES = {exp: suffix for suffix, exp in _DECIMAL.items()}
 _BINARY_SUFFIXES = {exp // 10: suffix for suffix, exp in _BINARY.items()}
 
 
+@functools.lru_cache(maxsize=4096)
+def _canonical(q: str | int | float, _type: str) -> str:
+    return _canonicalize(q)
+
+
 def canonicalize(q: str | int | float) -> str:
+    """Cached (the same few quantities recur in every object); see :func:`_canonicalize`."""
+    return _canonical(q, type(q).__name__)  # the type too: 1, 1.0 and True are equal keys
+
+
+def _canonicalize(q: str | int | float) -> str:
     """The text a real API server writes for a quantity (``Quantity.String()`` after parsing): the value in
     the format the input used, with the largest suffix that keeps the number whole.
 

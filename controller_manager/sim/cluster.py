@@ -11,11 +11,15 @@ Guarantees:
   kubelets), ``cluster.scheduler`` the Scheduler (None without one).
 - Nodes are named ``node-1`` ... ``node-N`` and spread round-robin over zones ``zone-a``,
   ``zone-b``, ...
-- Plain HTTP acts like the old apiserver's insecure port for requests that carry no credentials:
-  they are served as the admin. client-go (so kubectl) never sends a bearer token over plain HTTP
-  (kubernetes/kubectl#744), so without this kubectl could not use the kubeconfig at all. Requests
-  that do carry a token (the Python clients send it) are authenticated as that token's user, so the
-  viewer token still only reads.
+- With ``tls=True`` (the ``kube-sim`` command) it serves HTTPS with a CA and certificate made at
+  start-up (:mod:`tls`); ``cluster.url`` is ``https://...``, the kubeconfig carries the CA, and
+  ``cluster.ca_pem`` is it. client-go (so kubectl) sends a bearer token only over HTTPS
+  (kubernetes/kubectl#744), which is why: over plain HTTP kubectl would be anonymous.
+- A request without credentials is ``system:anonymous`` (403 for every resource, as RBAC answers it)
+  unless ``anonymous_admin`` (the default for in-process use; ``kube-sim --anonymous-admin``), which
+  serves it as the admin, like the old apiserver's insecure port. Requests that carry a token are
+  authenticated as that token's user either way, so the viewer token still only reads and an unknown
+  token is 401.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from aiohttp import web
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import NODES
 from controller_manager.clock import Clock, RealClock
+from controller_manager.sim import tls as tls_certs
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
 from controller_manager.sim.faults import FaultInjector
 from controller_manager.sim.kubeconfig import write_kubeconfig
@@ -81,6 +86,8 @@ class SimCluster:
         api_options: ApiServerOptions | None = None,
         scheduler_retry_interval: float = 15.0,
         ready_timeout: float = 30.0,
+        tls: bool = False,
+        anonymous_admin: bool = True,
     ) -> None:
         if nodes < 0:
             raise ValueError("nodes must be >= 0")
@@ -99,6 +106,8 @@ class SimCluster:
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready_timeout = ready_timeout
+        self._anonymous_admin = anonymous_admin
+        self.serving_cert = tls_certs.generate(host) if tls else None
         self.url = ""
         self.kubeconfig_path: Path = Path()
 
@@ -117,15 +126,18 @@ class SimCluster:
         await self.stop()
 
     async def start(self) -> None:
-        app = build_app(self.api, middlewares=[self._insecure_port_admin, self.faults.middleware])
+        middlewares = [self._insecure_port_admin] if self._anonymous_admin else []
+        app = build_app(self.api, middlewares=[*middlewares, self.faults.middleware])
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        cert = self.serving_cert
+        site = web.TCPSite(self._runner, self._host, self._port,
+                           ssl_context=cert.server_context() if cert is not None else None)
         await site.start()
         server = site._server  # the bound socket tells which port --port 0 got
         sockets = getattr(server, "sockets", None) or ()
         port = sockets[0].getsockname()[1] if sockets else self._port
-        self.url = f"http://{self._host}:{port}"
+        self.url = f"{'https' if cert is not None else 'http'}://{self._host}:{port}"
         if self.kubelets is not None:
             for i in range(self._initial_nodes):
                 self.kubelets.add_node(f"node-{i + 1}", self._zones[i % len(self._zones)])
@@ -137,7 +149,8 @@ class SimCluster:
             await self._wait(lambda: all(self._node_ready(n) for n in names), "nodes to register")
         self.kubeconfig_path = self._kubeconfig_arg or Path(self._make_tmpdir()) / "kubeconfig"
         await asyncio.to_thread(write_kubeconfig, self.kubeconfig_path, self.url,
-                                self.api.options.admin_token or "", self.api.options.viewer_token or "")
+                                self.api.options.admin_token or "", self.api.options.viewer_token or "",
+                                ca_pem=cert.ca_pem if cert is not None else None)
         log.info("kube-sim ready", url=self.url, nodes=self._initial_nodes, kubeconfig=str(self.kubeconfig_path))
 
     async def stop(self) -> None:
@@ -188,6 +201,11 @@ class SimCluster:
                    for c in (node.get("status") or {}).get("conditions") or ())
 
     # ---- conveniences
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The CA clients must trust (None when serving plain HTTP)."""
+        return self.serving_cert.ca_pem if self.serving_cert is not None else None
 
     @property
     def admin_token(self) -> str:

@@ -3,6 +3,10 @@
 Guarantees:
 - Once the API answers and every node is registered, the kubeconfig is written and exactly one line,
   ``kube-sim ready: <url>``, is printed on stdout (flushed). Everything else (logs) goes to stderr.
+- It serves HTTPS with a CA and certificate made at start-up; the kubeconfig trusts that CA and holds
+  the admin token (user ``admin``, group ``system:masters``; a ``kube-sim-viewer`` context reads only).
+  A request without credentials is ``system:anonymous`` and RBAC denies it (403), unless
+  ``--anonymous-admin`` serves such requests as the admin.
 - SIGTERM or SIGINT stops the cluster cleanly and exits 0. Bad flags print one error line on
   stderr and exit 2; a failure to start exits 1.
 - Runs on uvloop when it is importable.
@@ -61,6 +65,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--port", type=_port, default=0, help="port to serve on (0: pick a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--kubeconfig", default="kube-sim.kubeconfig", help="where to write the kubeconfig")
+    p.add_argument("--anonymous-admin", action="store_true",
+                   help="serve requests without credentials as the admin (default: they are system:anonymous, "
+                        "which may read only /healthz, /livez, /readyz and /version)")
     p.add_argument("--no-scheduler", action="store_true", help="run no scheduler")
     p.add_argument("--no-kubelets", action="store_true", help="run no kubelets (and so no nodes)")
     p.add_argument("--faults", default="", metavar="SPEC",
@@ -97,7 +104,8 @@ async def serve(args: argparse.Namespace) -> None:
                            lease_renew_interval=args.node_lease_renew_interval)
     cluster = SimCluster(nodes=args.nodes, zones=args.zones, scheduler=not args.no_scheduler,
                          kubelets=not args.no_kubelets, port=args.port, host=args.host,
-                         kubeconfig_path=args.kubeconfig, kubelet_config=config)
+                         kubeconfig_path=args.kubeconfig, kubelet_config=config, tls=True,
+                         anonymous_admin=args.anonymous_admin)
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:

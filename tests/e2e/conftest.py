@@ -21,6 +21,7 @@ ignores the groups, pytest-dev/pytest-xdist#1386; the tests pass either way, the
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ctypes
 import json
@@ -28,6 +29,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -48,7 +50,7 @@ KUBE_SIM = str(BIN / "kube-sim")
 CONTROLLER_MANAGER = str(BIN / "controller-manager")
 KUBECTL = str(BIN / "kubectl")
 ROOT = Path(__file__).resolve().parents[2]
-READY = re.compile(r"^kube-sim ready: (http://\S+)$")
+READY = re.compile(r"^kube-sim ready: (https://\S+)$")
 
 LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "controller-manager-py"  # the manager's default --leader-elect-resource-name
@@ -222,6 +224,11 @@ class KubeSim:
             if entry["name"].endswith(f"-{user}"):
                 return str(entry["user"]["token"])
         raise LookupError(user)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context trusting the CA kube-sim made at start-up (its kubeconfig carries it)."""
+        ca = base64.b64decode(self.config["clusters"][0]["cluster"]["certificate-authority-data"])
+        return ssl.create_default_context(cadata=ca.decode())
 
 
 async def start_kube_sim(processes: Processes, *, nodes: int = 3, faults: str = "",
@@ -434,6 +441,7 @@ class ApiWatch:
     def __init__(self, sim: KubeSim, path: str, selector: str,
                  measure: Callable[[Iterable[dict[str, Any]]], int]) -> None:
         self._url = f"{sim.url}{path}"
+        self._ssl = sim.ssl_context()
         self._selector = selector
         self._measure = measure
         self._headers = {"Authorization": f"Bearer {sim.token('admin')}"}
@@ -451,7 +459,8 @@ class ApiWatch:
         return self._measure(self.objects.values())
 
     async def __aenter__(self) -> ApiWatch:
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=60))
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=self._ssl),
+                                              timeout=aiohttp.ClientTimeout(total=None, sock_read=60))
         self._task = asyncio.create_task(self._run(), name=f"e2e-watch:{self._url}?{self._selector}")
         listed = asyncio.create_task(self._listed.wait(), name="e2e-watch:listed")
         await asyncio.wait({self._task, listed}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)

@@ -1,21 +1,27 @@
-"""The ``kube-sim`` command as a process: the one ready line, a kubeconfig kubectl can use, a clean exit
-on SIGTERM/SIGINT, and one error line for bad flags."""
+"""The ``kube-sim`` command as a process: the one ready line, a kubeconfig kubectl and the official client
+can use (HTTPS, the CA and a token; without the token a request is system:anonymous and denied), a clean
+exit on SIGTERM/SIGINT, and one error line for bad flags."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import re
 import signal
+import ssl
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
+import yaml
 
 BIN = Path(sys.executable).parent
 KUBE_SIM = str(BIN / "kube-sim")
 KUBECTL = str(BIN / "kubectl")
-READY = re.compile(r"^kube-sim ready: (http://127\.0\.0\.1:\d+)\n$")
+READY = re.compile(r"^kube-sim ready: (https://127\.0\.0\.1:\d+)\n$")
 
 
 async def start(*args: str) -> asyncio.subprocess.Process:
@@ -69,3 +75,104 @@ async def test_bad_flags_one_error_line(args: list[str], needle: str) -> None:
     assert len(lines) == 1
     assert lines[0].startswith("kube-sim: error:")
     assert needle in lines[0]
+
+
+# --- what real clients do with the kubeconfig kube-sim writes (the before-stop hook's smoke) ----------
+
+_CONFIGMAP_YAML = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: smoke}\ndata: {a: b}\n"
+_OFFICIAL_CLIENT = """
+import os, sys
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_kube_config(os.environ["KUBECONFIG"])
+apps = client.AppsV1Api()
+try:
+    apps.create_namespaced_replica_set("default", {"metadata": {"name": "smoke-rs"}, "spec": {"replicas": 0,
+        "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    print(apps.read_namespaced_replica_set("smoke-rs", "default").status.replicas)
+    print(client.CoreV1Api().read_namespaced_config_map("smoke", "default").data["a"])
+except ApiException as e:
+    print(e.status, e.body)
+"""
+
+
+async def _ready(*args: str) -> tuple[asyncio.subprocess.Process, str]:
+    proc = await start(*args)
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+    match = READY.match(line)
+    assert match, line
+    return proc, match.group(1)
+
+
+async def _run(*argv: str, env: dict[str, str]) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.STDOUT, env={**os.environ, **env})
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 20)
+
+
+async def test_kubectl_and_the_official_client_use_the_kubeconfig_over_https(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    proc, url = await _ready("--nodes", "1", "--port", "0", "--kubeconfig", str(kubeconfig))
+    try:
+        (tmp_path / "cm.yaml").write_text(_CONFIGMAP_YAML)
+        env = {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)}
+        code, out = await _run(KUBECTL, "create", "-f", str(tmp_path / "cm.yaml"), env=env)
+        assert (code, out) == (0, "configmap/smoke created\n")
+        code, out = await _run(sys.executable, "-c", _OFFICIAL_CLIENT, env=env)
+        assert (code, out) == (0, "0\nb\n")
+        config = yaml.safe_load(kubeconfig.read_text())
+        assert config["clusters"][0]["cluster"]["server"] == url
+        ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+        assert ca.startswith("-----BEGIN CERTIFICATE-----")
+
+        # The same requests without the token: system:anonymous, which RBAC denies. (kubectl itself asks for
+        # a username when its user has no credentials, so the official client and a raw request show it.)
+        for user in config["users"]:
+            user["user"] = {}
+        (tmp_path / "anon").write_text(yaml.safe_dump(config))
+        anon = {**env, "KUBECONFIG": str(tmp_path / "anon")}
+        code, out = await _run(sys.executable, "-c", _OFFICIAL_CLIENT, env=anon)
+        assert code == 0
+        assert out.startswith("403 ")
+        status = json.loads(out[4:])
+        assert status["message"] == ('replicasets.apps is forbidden: User "system:anonymous" cannot create resource '
+                                     '"replicasets" in API group "apps" in the namespace "default"')
+
+        ctx = ssl.create_default_context(cadata=ca)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+            async with session.get(f"{url}/api/v1/namespaces/default/pods") as resp:
+                assert resp.status == 403
+                body = await resp.json()
+                assert body["message"] == ('pods is forbidden: User "system:anonymous" cannot list resource "pods" '
+                                           'in API group "" in the namespace "default"')
+            async with session.get(f"{url}/healthz") as resp:
+                assert resp.status == 200
+            async with session.get(f"{url}/api/v1/pods", headers={"Authorization": "Bearer wrong"}) as resp:
+                assert resp.status == 401
+                assert (await resp.json())["reason"] == "Unauthorized"
+    finally:
+        await _stop(proc)
+
+
+async def test_anonymous_admin_serves_requests_without_credentials(tmp_path: Path) -> None:
+    proc, url = await _ready("--nodes", "0", "--no-kubelets", "--port", "0", "--kubeconfig", str(tmp_path / "kc"),
+                             "--anonymous-admin")
+    try:
+        config = yaml.safe_load((tmp_path / "kc").read_text())
+        ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl.create_default_context(cadata=ca))
+                                         ) as session, session.get(f"{url}/api/v1/namespaces") as resp:
+            assert resp.status == 200
+            assert (await resp.json())["kind"] == "NamespaceList"
+    finally:
+        await _stop(proc)

@@ -30,8 +30,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from controller_manager.api import quantity
-from controller_manager.sim.apiserver.schema import OMIT, Field, Struct, Type, is_empty, zero_json
+from controller_manager.sim.apiserver.schema import OMIT, Field, Struct, Type, zero_json
 
 __all__ = ["GoTypeError", "decode", "format_duration", "normalize", "parse_duration", "parse_json_strict"]
 
@@ -58,19 +60,25 @@ class _DuplicateKeys(dict[str, Any]):
         self.duplicates = [k for i, (k, _) in enumerate(pairs) if any(k == p for p, _ in pairs[:i])]
 
 
-def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    return result if len(result) == len(pairs) else _DuplicateKeys(pairs)
-
-
-_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_pairs_hook)
-
-
 def parse_json_strict(raw: bytes | str) -> Any:
-    """Parse JSON keeping a record of repeated keys, for :func:`decode`'s duplicate-field errors.
-    Raises ``ValueError`` on malformed input."""
+    """Parse JSON keeping a record of repeated keys, for :func:`decode`'s duplicate-field errors. A body
+    that repeats a key anywhere is a :class:`_DuplicateKeys` at its top too (so :func:`decode` knows not to
+    take parts of it as equal to a stored object's). Raises ``ValueError`` on malformed input."""
+    repeated = False
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        result = dict(pairs)
+        if len(result) == len(pairs):
+            return result
+        repeated = True
+        return _DuplicateKeys(pairs)
+
     text = raw.decode() if isinstance(raw, bytes) else raw
-    return _STRICT_JSON.decode(text)
+    value = json.JSONDecoder(object_pairs_hook=pairs_hook).decode(text)
+    if repeated and type(value) is dict:
+        value = _DuplicateKeys(list(value.items()))
+    return value
 
 
 # --- the custom types -------------------------------------------------------------------------------------
@@ -231,143 +239,271 @@ def _json_kind(value: Any) -> str:
 
 
 # --- the walk ------------------------------------------------------------------------------------------------
+#
+# Each struct is compiled once into a plan (its fields with their checks and zero values), so a body's walk
+# does per field only what that field's kind needs. The path of the value being read is a stack kept by the
+# walk and turned into text only for an error or a strict-decoding report.
+
+_SCALAR_KINDS = frozenset({"string", "bool", "int32", "int64", "uint32", "uint64"})
+_EMPTY_KINDS = frozenset({"list", "map", "wrapper", "bytes", "string"})
+_NEVER_EMPTY = frozenset({"struct", "time", "microtime", "duration", "quantity", "intorstring", "raw"})
+_NULLABLE_ELEMS = frozenset({"list", "map", "any", "raw"})
 
 
-class _Decoder:
-    """One body's decode: the error context (as encoding/json keeps it) and the strict errors."""
+class _FieldPlan:
+    """What the walk needs of one field, computed once."""
 
-    __slots__ = ("_seen", "report", "strict")
+    __slots__ = ("empty", "fast", "field", "go_type", "hi", "key", "kind", "lo", "null_aware", "type", "zero")
+
+    def __init__(self, f: Field) -> None:
+        self.field = f
+        self.key = f.json
+        self.type = f.type
+        self.kind = f.type.kind
+        self.go_type = f.go_type
+        self.null_aware = f.type.kind in _NULL_AWARE and not f.pointer
+        # The omitempty test as a code: 0 never empty, 1 empty when None, 2 when None or len 0, 3 falsy scalar.
+        if not f.omitempty:
+            self.empty = 0
+        elif f.pointer:
+            self.empty = 1
+        elif self.kind in _NEVER_EMPTY:
+            self.empty = 0
+        elif self.kind in _EMPTY_KINDS:
+            self.empty = 2
+        else:
+            self.empty = 3
+        self.zero = zero_json(f)
+        # Scalars of the right Python type (ints within range) are taken as they are, without a call.
+        self.fast: type | None = {"string": str, "bool": bool}.get(self.kind)
+        self.lo, self.hi = _INT_RANGES.get(self.kind, (0, 0))
+        if self.kind in _INT_RANGES:
+            self.fast = int
+
+
+class _StructPlan:
+    __slots__ = ("fields", "go", "index", "zeros")
+
+    def __init__(self, st: Struct) -> None:
+        self.go = st.go
+        self.fields = {key: _FieldPlan(f) for key, f in st.json_fields.items()}
+        self.index = {key: i for i, key in enumerate(self.fields)}  # Go's field order
+        # The fields written even when absent (not omitempty): most structs have few.
+        self.zeros = tuple((key, fp.zero) for key, fp in self.fields.items() if fp.zero is not OMIT)
+
+
+_PLANS: dict[int, _StructPlan] = {}  # id(Struct) -> plan; structs live as long as the schema cache
+
+
+def _plan(st: Struct) -> _StructPlan:
+    plan = _PLANS.get(id(st))
+    if plan is None:
+        plan = _PLANS[id(st)] = _StructPlan(st)
+    return plan
+
+
+def _same_json(body_value: Any, stored: Any) -> bool:
+    """Whether a body's value, already found ``==`` to a stored one, is the same JSON: Python's equality
+    takes ``true`` for ``1`` and ``1.0`` for ``1``, which Go's decoder would reject."""
+    if type(body_value) is not type(stored):
+        return False
+    return not isinstance(body_value, dict | list) or orjson.dumps(body_value) == orjson.dumps(stored)
+
+
+def _is_empty(code: int, value: Any) -> bool:
+    if code == 1:
+        return value is None
+    if code == 2:
+        return value is None or len(value) == 0
+    return value is None or value is False or (value == 0 and value is not True)
+
+
+class _Walk:
+    """One body's walk: the path being read (for errors), the innermost struct, and the strict errors."""
+
+    __slots__ = ("_seen", "path", "report", "strict", "struct_name")
 
     def __init__(self, report: bool) -> None:
         self.report = report        # collect unknown/duplicate fields (decode) or drop them silently (normalize)
         self.strict: list[str] = []
         self._seen: set[str] = set()
+        # Segments: a struct field's key (str), a list index (int) or a map key (1-tuple).
+        self.path: list[str | int | tuple[str]] = []
+        self.struct_name = ""
 
-    def strict_error(self, kind: str, path: str) -> None:
-        message = f"{kind} {json.dumps(path)}"
-        if self.report and message not in self._seen and len(self.strict) < _MAX_STRICT_ERRORS:
+    def spath(self, *extra: str | int | tuple[str]) -> str:
+        """The path as upstream's strict errors write it: ``spec.containers[0].image``, map keys dotted."""
+        parts: list[str] = []
+        for seg in (*self.path, *extra):
+            if isinstance(seg, int):
+                parts.append(f"[{seg}]")
+            else:
+                key = seg if isinstance(seg, str) else seg[0]
+                parts.append(f".{key}" if parts else key)
+        return "".join(parts)
+
+    def strict_error(self, kind: str, *extra: str | tuple[str]) -> None:
+        if not self.report:
+            return
+        message = f"{kind} {json.dumps(self.spath(*extra))}"
+        if message not in self._seen and len(self.strict) < _MAX_STRICT_ERRORS:
             self._seen.add(message)
             self.strict.append(message)
 
-    def type_error(self, value: Any, go_type: str, struct: str, path: list[str]) -> GoTypeError:
+    def type_error(self, value: Any, go_type: str, struct: str | None = None) -> GoTypeError:
+        """encoding/json's UnmarshalTypeError: the innermost struct and the path of struct fields from the top."""
         kind = _json_kind(value)
-        if kind == "number" and go_type.lstrip("*") in ("int32", "int64", "uint32", "uint64", "bool") \
-                and go_type != "bool":
+        if kind == "number" and go_type.lstrip("*") in ("int32", "int64", "uint32", "uint64"):
             kind = f"number {value}"
-        where = f"Go struct field {struct}.{'.'.join(path)}" if struct else "Go value"
+        name = self.struct_name if struct is None else struct
+        fields = ".".join(seg for seg in self.path if isinstance(seg, str))
+        where = f"Go struct field {name}.{fields}" if name else "Go value"
         return GoTypeError(f"json: cannot unmarshal {kind} into {where} of type {go_type}")
 
-    def struct(self, value: Any, st: Struct, ctx: tuple[str, list[str]], spath: str, go_type: str,
-               old: dict[str, Any] | None = None) -> dict[str, Any]:
+    def struct(self, value: Any, st: Struct, go_type: str, old: dict[str, Any] | None = None) -> dict[str, Any]:
         """``old``: the same struct as already written (normalize only); a field equal to its old value is
         taken from it without a walk, which keeps updates that change a small part of an object cheap."""
         if not isinstance(value, dict):
-            raise self.type_error(value, go_type, ctx[0], ctx[1])
-        fields = st.json_fields
+            raise self.type_error(value, go_type)
+        plan = _plan(st)
+        fields = plan.fields
         if isinstance(value, _DuplicateKeys):
             for key in value.duplicates:
                 if key in fields:
-                    self.strict_error("duplicate field", f"{spath}.{key}" if spath else key)
+                    self.strict_error("duplicate field", key)
         decoded: dict[str, Any] = {}
+        path = self.path
         for key, item in value.items():
-            f = fields.get(key)
-            if f is None:
-                self.strict_error("unknown field", f"{spath}.{key}" if spath else key)
+            fp = fields.get(key)
+            if fp is None:
+                self.strict_error("unknown field", key)
                 continue
+            before: Any = None
             if old is not None:
                 before = old.get(key, OMIT)
-                if item is before or item == before:
+                if item is before or (item == before and (not self.report or _same_json(item, before))):
                     decoded[key] = before
                     continue
-            if item is None and not (f.type.kind in _NULL_AWARE and not f.pointer):
+            if item is None and not fp.null_aware:
                 continue  # null leaves the field at its zero value
-            child_path = [*ctx[1], key]
-            decoded[key] = self.value(item, f.type, f.go_type, (st.go, child_path),
-                                      f"{spath}.{key}" if spath else key,
-                                      before if old is not None and isinstance(before, dict) else None)
-        out: dict[str, Any] = {}
-        for key, f in fields.items():
-            if key in decoded:
-                item = decoded[key]
-                if f.omitempty and is_empty(f, item):
-                    continue
-                out[key] = item
-            else:
-                zero = _ZEROS.get(id(f), _MISSING)
-                if zero is _MISSING:
-                    # Shared by every object written: stored objects are never mutated.
-                    zero = _ZEROS[id(f)] = zero_json(f)
-                if zero is not OMIT:
-                    out[key] = zero
-        return out
+            fast = fp.fast
+            if fast is None or type(item) is not fast or (fast is int and not fp.lo <= item <= fp.hi):  # type: ignore[operator]
+                path.append(key)
+                self.struct_name = plan.go
+                item = self.value(item, fp.type, fp.go_type, before if isinstance(before, dict | list) else None)
+                path.pop()
+            if not (fp.empty and _is_empty(fp.empty, item)):
+                decoded[key] = item
+        for key, zero in plan.zeros:
+            if key not in decoded:
+                decoded[key] = zero  # shared by every object written: stored objects are never mutated
+        keys = list(decoded)
+        ordered = sorted(keys, key=plan.index.__getitem__)
+        return decoded if ordered == keys else {key: decoded[key] for key in ordered}
 
-    def value(self, value: Any, t: Type, go_type: str, ctx: tuple[str, list[str]], spath: str,
-              old: dict[str, Any] | None = None) -> Any:
+    def value(self, value: Any, t: Type, go_type: str, old: Any = None) -> Any:
         kind = t.kind
         if kind == "string":
             if not isinstance(value, str):
-                raise self.type_error(value, go_type, *ctx)
+                raise self.type_error(value, go_type)
             return value
         if kind in _INT_RANGES:
             if isinstance(value, bool) or not isinstance(value, int):
                 if isinstance(value, float):
                     raise GoTypeError(f"json: cannot unmarshal number {value!r} into Go struct field "
-                                      f"{ctx[0]}.{'.'.join(ctx[1])} of type {go_type.lstrip('*')}")
-                raise self.type_error(value, go_type.lstrip("*"), *ctx)
+                                      f"{self._field_name()} of type {go_type.lstrip('*')}")
+                raise self.type_error(value, go_type.lstrip("*"))
             lo, hi = _INT_RANGES[kind]
             if not lo <= value <= hi:
                 raise GoTypeError(f"json: cannot unmarshal number {value} into Go struct field "
-                                  f"{ctx[0]}.{'.'.join(ctx[1])} of type {go_type.lstrip('*')}")
+                                  f"{self._field_name()} of type {go_type.lstrip('*')}")
             return value
         if kind == "bool":
             if not isinstance(value, bool):
-                raise self.type_error(value, go_type.lstrip("*"), *ctx)
+                raise self.type_error(value, go_type.lstrip("*"))
             return value
         if kind == "struct":
-            return self.struct(value, t.struct, ctx, spath, go_type.lstrip("*"), old)
+            return self.struct(value, t.struct, go_type.lstrip("*"), old if isinstance(old, dict) else None)
         if kind == "list" or kind == "wrapper":
             if value is None:
                 return None
             if not isinstance(value, list):
-                raise self.type_error(value, go_type, *ctx)
-            elem = t.elem
-            assert elem is not None
-            elem_go = _elem_go_type(go_type, elem)
-            return [None if item is None and (t.elem_pointer or elem.kind in ("list", "map", "any", "raw"))
-                    else self.value(_null_to_zero(item, elem), elem, elem_go, ctx, f"{spath}[{i}]")
-                    for i, item in enumerate(value)]
+                raise self.type_error(value, go_type)
+            return self._list(value, t, go_type, old if isinstance(old, list) else None)
         if kind == "map":
             if value is None:
                 return None
             if not isinstance(value, dict):
-                raise self.type_error(value, go_type, *ctx)
-            elem = t.elem
-            assert elem is not None
-            if isinstance(value, _DuplicateKeys):
-                for key in value.duplicates:
-                    self.strict_error("duplicate field", f"{spath}.{key}")
-            elem_go = _elem_go_type(go_type, elem)
-            return {key: None if item is None and (t.elem_pointer or elem.kind in ("list", "map", "any", "raw"))
-                    else self.value(_null_to_zero(item, elem), elem, elem_go, ctx, f"{spath}.{key}")
-                    for key, item in value.items()}
+                raise self.type_error(value, go_type)
+            return self._map(value, t, go_type)
         custom = _CUSTOM.get(kind)
         if custom is not None:
             return custom(value)
         if kind == "bytes":
             if not isinstance(value, str):
-                raise self.type_error(value, "[]uint8", *ctx)
+                raise self.type_error(value, "[]uint8")
             return _bytes(value)
         if kind in ("any", "raw", "fieldsv1"):
             return value
         if kind == "float64":
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise self.type_error(value, go_type, *ctx)
+                raise self.type_error(value, go_type)
             return value
         raise AssertionError(f"unhandled type kind {kind}")
 
+    def _field_name(self) -> str:
+        return f"{self.struct_name}.{'.'.join(seg for seg in self.path if isinstance(seg, str))}"
+
+    def _list(self, value: list[Any], t: Type, go_type: str, old: list[Any] | None) -> list[Any]:
+        elem = t.elem
+        assert elem is not None
+        nullable = t.elem_pointer or elem.kind in _NULLABLE_ELEMS
+        if elem.kind == "string" and type(value) is list and all(type(item) is str for item in value):
+            return value
+        elem_go = _elem_go_type(go_type, elem)
+        struct_name = self.struct_name
+        path = self.path
+        out: list[Any] = []
+        for i, item in enumerate(value):
+            if item is None and nullable:
+                out.append(None)
+                continue
+            before = old[i] if old is not None and i < len(old) else None
+            if before is not None and (item is before or (item == before and (not self.report
+                                                                               or _same_json(item, before)))):
+                out.append(before)
+                continue
+            path.append(i)
+            self.struct_name = struct_name
+            out.append(self.value(_null_to_zero(item, elem), elem, elem_go, before))
+            path.pop()
+        return out
+
+    def _map(self, value: dict[str, Any], t: Type, go_type: str) -> dict[str, Any]:
+        elem = t.elem
+        assert elem is not None
+        if isinstance(value, _DuplicateKeys):
+            for key in value.duplicates:
+                self.strict_error("duplicate field", (key,))
+        if elem.kind == "string" and type(value) is dict and all(type(item) is str for item in value.values()):
+            return value
+        nullable = t.elem_pointer or elem.kind in _NULLABLE_ELEMS
+        elem_go = _elem_go_type(go_type, elem)
+        struct_name = self.struct_name
+        path = self.path
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if item is None and nullable:
+                out[key] = None
+                continue
+            path.append((key,))
+            self.struct_name = struct_name
+            out[key] = self.value(_null_to_zero(item, elem), elem, elem_go)
+            path.pop()
+        return out
+
 
 _MISSING = object()
-_ZEROS: dict[int, Any] = {}  # id(Field) -> its zero JSON; fields live as long as the schema cache
 
 # Custom types whose UnmarshalJSON sees a JSON null (a non-pointer one decodes it to its zero value).
 _NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1"})
@@ -408,21 +544,23 @@ def _elem_go_type(go_type: str, elem: Type) -> str:
     return {"quantity": "resource.Quantity", "bytes": "[]uint8"}.get(elem.kind, elem.kind)
 
 
-def decode(body: Any, st: Struct, go_name: str) -> tuple[dict[str, Any], list[str]]:
+def decode(body: Any, st: Struct, go_name: str, old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """A parsed request body as the server's typed decode sees it: (the object in Go's JSON form, the strict
-    errors). ``go_name`` is how Go names the kind's type (``v1.Deployment``). Raises :class:`GoTypeError`."""
-    decoder = _Decoder(report=True)
+    errors). ``go_name`` is how Go names the kind's type (``v1.Deployment``). ``old``, the stored object an
+    update replaces, lets parts equal to it be taken without a walk (they hold no unknown fields, being
+    equal to what was written). Raises :class:`GoTypeError`."""
+    walk = _Walk(report=True)
     if not isinstance(body, dict):
         raise GoTypeError(f"json: cannot unmarshal {_json_kind(body)} into Go value of type {go_name}")
-    result = decoder.struct(body, st, (st.go, []), "", go_name)
-    return result, decoder.strict
+    result = walk.struct(body, st, go_name, None if isinstance(body, _DuplicateKeys) else old)
+    return result, walk.strict
 
 
 def normalize(obj: dict[str, Any], st: Struct, old: dict[str, Any] | None = None) -> dict[str, Any]:
     """``obj`` as a Go server writes it back (see the module docstring). Fields the type lacks are dropped;
     a value of the wrong type raises :class:`GoTypeError` (the server built something invalid). ``old``, the
     object as stored before, lets unchanged parts be taken from it as they are."""
-    return _Decoder(report=False).struct(obj, st, (st.go, []), "", st.go, old)
+    return _Walk(report=False).struct(obj, st, st.go, old)
 
 
 def field_of(st: Struct, key: str) -> Field | None:

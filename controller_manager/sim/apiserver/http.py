@@ -3,12 +3,17 @@
 Guarantees:
 - Paths, verbs and codes as kube-apiserver answers them: 201 on create, 200 otherwise; failures are
   Status bodies (400 bad JSON, 401, 403, 404 unknown paths and objects, 405 unsupported verbs, 406, 409,
-  410, 415 non-JSON bodies, 422, 429).
-- JSON only (``application/json``); the patch content types for PATCH. Lists and watch events are
-  written from each object's stored bytes, never re-encoded per request or per watcher.
+  410, 415 unsupported body types, 422, 429).
+- Bodies in JSON, YAML or (built-in kinds) protobuf; the patch content types for PATCH. Answers in JSON,
+  in YAML or protobuf when the Accept header prefers them (:mod:`protowire`: kinds without a protobuf form
+  fall back to JSON, or 406). JSON lists and watch events are written from each object's stored bytes,
+  never re-encoded per request or per watcher.
 - ``Accept`` may ask for ``as=PartialObjectMetadata[List]`` (metadata only) or ``as=Table`` (server-side
   printing); aggregated discovery (``as=APIGroupDiscoveryList``) is served when asked for, classic
   discovery otherwise.
+- Whole answers over 128 KiB are gzip-compressed for ``Accept-Encoding: gzip`` (:mod:`compression`); a list
+  or get at a resourceVersion the store has not reached waits for it (:mod:`freshness`); list/watch and
+  dryRun options are checked first (:mod:`request_options`). A PUT that creates answers 201.
 - A watch answers 200 and streams events; a resourceVersion too old becomes one ERROR event carrying the
   410 Status, then the stream ends. Watches started by this app end when it shuts down.
 """
@@ -27,10 +32,13 @@ from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     auth,
     codec,
+    compression,
     discovery,
     errors,
     fieldmanager,
     openapi,
+    protowire,
+    request_options,
     subresources,
     tables,
     yamlbody,
@@ -44,8 +52,11 @@ from controller_manager.sim.apiserver.watch import Watcher
 JSON = "application/json"
 _PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
                 "application/strategic-merge-patch+json": "strategic", "application/apply-patch+yaml": "apply"}
-_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 _HEALTH = ("/healthz", "/livez", "/readyz")
+# What a subresource's body decodes into (for a protobuf body without apiVersion/kind, and its errors).
+_SUBRESOURCE_KINDS = {"scale": ("autoscaling/v1", "Scale"), "eviction": ("policy/v1", "Eviction"),
+                      "binding": ("v1", "Binding")}
+_DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
 _LIVENESS_CHECK = 5.0
 
@@ -59,10 +70,15 @@ class _Accept:
         self.aggregated = False
         self.json_ok = not header
         self.yaml = False  # YAML is the first plain type the client listed
+        self.protobuf = False  # protobuf is listed before any JSON form: answer in it where the kind has one
+        self.protobuf_ok = False
         for part in header.split(","):
             fields = [f.strip() for f in part.split(";")]
             mime = fields[0].lower()
             params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+            if mime == codec.PROTOBUF:
+                self._protobuf(params)
+                continue
             if mime == codec.YAML and "as" not in params and not self.json_ok:
                 self.yaml = self.json_ok = True
                 continue
@@ -78,9 +94,25 @@ class _Accept:
             elif as_ == "APIGroupDiscoveryList" and params.get("v") == "v2":
                 self.aggregated = True
 
-    def check(self) -> None:
+    def _protobuf(self, params: dict[str, str]) -> None:
+        as_ = params.get("as")
+        partial = as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and params.get("g") == "meta.k8s.io"
+        if as_ is not None and not partial:
+            return  # a Table or discovery document: no protobuf form here
         if not (self.json_ok or self.table or self.partial):
-            raise errors.not_acceptable((JSON,))
+            self.protobuf = True
+        self.protobuf_ok = True
+        if partial:
+            self.partial = self.partial or not self.table
+
+    def check(self) -> None:
+        if not (self.json_ok or self.table or self.partial or self.protobuf_ok):
+            raise errors.not_acceptable((JSON, codec.YAML, codec.PROTOBUF))
+
+    def json_fallback(self) -> None:
+        """A kind with no protobuf form: JSON if the client takes it, else 406 as for a custom resource."""
+        if not (self.json_ok or self.table or (self.partial and not self.protobuf)):
+            raise errors.not_acceptable((JSON, codec.YAML))
 
 
 def _response(body: bytes, status: int = 200, content_type: str = JSON) -> web.Response:
@@ -105,12 +137,8 @@ def _int_param(query: Any, name: str) -> int | None:
         raise errors.bad_request(f'invalid value for {name}: "{value}"') from None
 
 
-def _dry_run(query: Any) -> bool:
-    values = query.getall("dryRun", [])
-    for v in values:
-        if v != "All":
-            raise errors.bad_request(f'Invalid value: "{v}": supported values: "All"')
-    return bool(values)
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
+                 "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
 
 
 class _Handlers:
@@ -128,11 +156,17 @@ class _Handlers:
             resp = await self._dispatch(request)
         except errors.StatusError as e:
             resp = _status_response(e)
-        if isinstance(resp, web.Response) and resp.content_type == JSON and resp.body \
-                and _Accept(request.headers.get("Accept", "")).yaml:
+        accept = _Accept(request.headers.get("Accept", ""))
+        readable = not request.path.startswith("/openapi/")  # documents served in their own formats
+        if readable and accept.protobuf and isinstance(resp, web.Response) and resp.content_type == JSON \
+                and resp.body:
+            resp = _as_protobuf(resp, accept)
+        if readable and accept.yaml and isinstance(resp, web.Response) and resp.content_type == JSON and resp.body:
             # The same answer in the representation asked for (objects, lists and errors alike).
             resp.body = yamlbody.json_value_to_yaml(orjson.loads(resp.body))  # type: ignore[arg-type]
             resp.content_type = codec.YAML
+        if isinstance(resp, web.Response):
+            compression.maybe_gzip(resp, request.headers.get("Accept-Encoding", ""))
         return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -153,9 +187,12 @@ class _Handlers:
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
-        if info.verb == "watch":
-            return await self._watch(request, res, ns or None, accept)
-        if info.verb == "list":
+        if info.verb in ("watch", "list"):
+            opts = request_options.list_options(request.query, watch=info.verb == "watch")
+            if info.verb == "watch":
+                return await self._watch(request, res, ns or None, accept, opts)
+            if not opts.continue_token:
+                await self._wait_fresh(opts.resource_version)
             return self._list(request, res, ns or None, accept)
         return await self._object(request, res, info, ns or None, accept)
 
@@ -172,13 +209,8 @@ class _Handlers:
             return _response(encode(discovery.version_info(self.api.options.git_version)))
         if path == "/metrics":
             return web.Response(text=self._metrics(), content_type="text/plain")
-        if path == "/openapi/v3":
-            return _response(encode(openapi.root(resources)))
-        if path.startswith("/openapi/v3/"):
-            gv_doc = openapi.group_version(resources, path[len("/openapi/v3/"):], self.api.options.git_version)
-            if gv_doc is None:
-                raise errors.path_not_found()
-            return _response(encode(gv_doc))
+        if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/v3/"):
+            return openapi.respond(request, resources, self.api.options.git_version)
         if path in ("/api", "/apis") and accept.aggregated:
             doc = discovery.aggregated(resources, core=path == "/api")
             return _response(encode(doc), content_type=discovery.AGGREGATED_CONTENT_TYPE)
@@ -205,6 +237,11 @@ class _Handlers:
 
     # --- list / watch ------------------------------------------------------------------------------
 
+    async def _wait_fresh(self, resource_version: str) -> None:
+        """A read at a resourceVersion the store has not reached yet waits for it (the watch cache's way)."""
+        if resource_version.isdigit() and resource_version != "0":
+            await self.api.freshness.wait_for(int(resource_version), self.api.options.fresh_wait)
+
     def _list(self, request: web.Request, res: Resource, namespace: str | None, accept: _Accept) -> web.Response:
         q = request.query
         result = self.api.list_page(res, namespace, label_selector=q.get("labelSelector") or None,
@@ -223,30 +260,39 @@ class _Handlers:
             head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
         else:
             head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
+        if accept.protobuf:
+            body = protowire.list_body(head, _list_meta(result), [view(s) for s in result.items])
+            if body is not None:
+                return _response(body, content_type=protowire.CONTENT_TYPE)
         return _response(_list_bytes(head, result, (view(s)[1] for s in result.items)))
 
-    async def _watch(self, request: web.Request, res: Resource, namespace: str | None,
-                     accept: _Accept) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, res: Resource, namespace: str | None, accept: _Accept,
+                     opts: request_options.ListOptions) -> web.StreamResponse:
         q = request.query
-        send_initial = q.get("sendInitialEvents")
+        proto = accept.protobuf and not accept.table and protowire.watchable(res, accept.partial)
+        if accept.protobuf and not proto:
+            accept.json_fallback()
+        content_type = protowire.WATCH_CONTENT_TYPE if proto else JSON
         try:
+            if opts.send_initial_events:  # a watch-list first waits for its version, as a list does
+                await self._wait_fresh(opts.resource_version)
             watcher = self.api.watch(
-                res, namespace, resource_version=q.get("resourceVersion") or None,
+                res, namespace, resource_version=opts.resource_version or None,
                 label_selector=q.get("labelSelector") or None, field_selector=q.get("fieldSelector") or None,
-                allow_bookmarks=q.get("allowWatchBookmarks", "").lower() in ("1", "true"),
-                timeout_seconds=_int_param(q, "timeoutSeconds"),
-                send_initial_events=None if send_initial is None else send_initial.lower() in ("1", "true"),
-                metadata_only=accept.partial)
+                allow_bookmarks=opts.allow_watch_bookmarks, timeout_seconds=_int_param(q, "timeoutSeconds"),
+                send_initial_events=opts.send_initial_events, metadata_only=accept.partial)
         except errors.StatusError as e:
             if e.code == 400:
                 raise
-            resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+            resp = web.StreamResponse(status=200, headers={"Content-Type": content_type})
             await resp.prepare(request)
-            await resp.write(b'{"type":"ERROR","object":' + encode(e.status) + b"}\n")
+            raw = encode(e.status)
+            await resp.write(protowire.watch_frames([("ERROR", e.status, raw)]) if proto
+                             else b'{"type":"ERROR","object":' + raw + b"}\n")
             await resp.write_eof()
             return resp
         self.watchers.add(watcher)
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        resp = web.StreamResponse(status=200, headers={"Content-Type": content_type})
         try:
             resp.enable_chunked_encoding()
             await resp.prepare(request)
@@ -270,6 +316,11 @@ class _Handlers:
                                else obj)
                         first = False
                         chunk += b'{"type":"' + type_.encode() + b'","object":' + encode(row) + b"}\n"
+                elif proto:
+                    events = await watcher.next_batch()
+                    if events is None:
+                        break
+                    chunk = protowire.watch_frames(events)
                 else:
                     lines = await watcher.next_lines()
                     if lines is None:
@@ -289,28 +340,31 @@ class _Handlers:
 
     # --- single objects ----------------------------------------------------------------------------
 
-    async def _body(self, request: web.Request, patch: bool = False) -> Any:
-        """The body parsed by its media type (raw bytes for a patch); not yet decoded into its kind."""
+    async def _body(self, request: web.Request, patch: bool = False, res: Resource | None = None,
+                    expect: tuple[str, str] | None = None) -> Any:
+        """The body parsed by its media type (raw bytes for a patch); not yet decoded into its kind. ``res``:
+        the resource, whose built-in kinds take protobuf; ``expect``: the kind read when not ``res``'s."""
         ctype = codec.media_type(request.headers.get("Content-Type", ""))
         raw = await request.read()
         if patch:
             if ctype not in _PATCH_TYPES:
                 raise errors.unsupported_media_type(tuple(_PATCH_TYPES))
             return raw
-        return codec.parse(raw, ctype, keep_duplicates=request.query.get("fieldValidation") != "Ignore")
+        return codec.parse(raw, ctype, keep_duplicates=request.query.get("fieldValidation") != "Ignore", res=res,
+                           expect=expect)
 
     async def _object(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                       accept: _Accept) -> web.Response:
         api = self.api
         q = request.query
         verb, sub, name = info.verb, info.subresource or None, info.name
-        dry_run = _dry_run(q)
+        dry_run = request_options.dry_run(q, _OPTIONS_KIND[verb]) if verb in _OPTIONS_KIND else False
         if sub is not None and sub not in res.subresources:
             raise errors.path_not_found()
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed()
         manager = ""
-        if verb in _OPTIONS_KIND:
+        if verb in ("create", "update", "patch"):
             is_apply = codec.media_type(request.headers.get("Content-Type", "")) == "application/apply-patch+yaml"
             fieldmanager.validate_field_manager(q, _OPTIONS_KIND[verb], apply=verb == "patch" and is_apply)
             manager = fieldmanager.manager_name(q.get("fieldManager"), request.headers.get("User-Agent", ""))
@@ -319,6 +373,7 @@ class _Handlers:
                 return _response(encode(subresources.get_scale(api, res, namespace, name)))
             if sub not in (None, "status"):
                 raise errors.method_not_allowed()
+            await self._wait_fresh(q.get("resourceVersion") or "")
             stored = api.get_stored(res, namespace, name)
             raw = api.view(res, accept.partial)(stored)[1]
             if accept.table:
@@ -326,7 +381,7 @@ class _Handlers:
                                           include_object=q.get("includeObject", "Metadata")))
             return _response(raw)
         if verb == "create":
-            body = await self._body(request)
+            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
             if res.kind in ("TokenReview", "SubjectAccessReview"):
                 if not isinstance(body, dict):
                     raise errors.bad_request("the object provided is not a JSON object")
@@ -342,10 +397,10 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
-            return _with_warnings(_response(encode(api.create(res, decoded.obj, namespace, dry_run=dry_run,
-                                                              field_manager=manager)), 201), decoded.warnings)
+            created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
+            return _with_warnings(_response(encode(created), 201), decoded.warnings)
         if verb == "update":
-            body = await self._body(request)
+            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
             if sub == "scale":
                 return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run,
                                                                   field_manager=manager)))
@@ -354,10 +409,11 @@ class _Handlers:
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
-            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"))
+            current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
+            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
             updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
                                  namespace=namespace, name=name, field_manager=manager)
-            return _with_warnings(_response(encode(updated)), decoded.warnings)
+            return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale"):
@@ -366,25 +422,27 @@ class _Handlers:
             validation = codec.field_validation(q, "PatchOptions")
             warnings: list[str] = []
 
-            def decode(patched: Obj) -> Obj:
-                decoded = codec.typed(res, patched, validation)
+            def decode(patched: Obj, stored: Obj) -> Obj:
+                decoded = codec.typed(res, patched, validation, stored)
                 warnings.extend(decoded.warnings)
                 return fieldmanager.keep_reset(patched, decoded.obj)
 
             if _PATCH_TYPES[ctype] == "apply" and sub != "scale":
-                applied, created = apply.apply(api, res, namespace, name, body, manager=manager,
+                applied, was_created = apply.apply(api, res, namespace, name, body, manager=manager,
                                                force=q.get("force", "").lower() in ("1", "t", "true"),
                                                subresource=sub, dry_run=dry_run, decode=decode)
-                return _with_warnings(_response(encode(applied), 201 if created else 200), warnings)
+                return _with_warnings(_response(encode(applied), 201 if was_created else 200), warnings)
             patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
                                 decode=decode if sub != "scale" else None, field_manager=manager)
             return _with_warnings(_response(encode(patched)), warnings)
         if verb == "delete":
             if sub is not None:
                 raise errors.method_not_allowed()
-            return _response(encode(self._delete(res, namespace, name, await self._body(request), q, dry_run)))
+            body = await self._body(request, res=res, expect=_DELETE_OPTIONS)
+            return _response(encode(self._delete(res, namespace, name, body, q, dry_run)))
         if verb == "deletecollection":
-            return self._delete_collection(request, res, namespace, await self._body(request), dry_run)
+            body = await self._body(request, res=res, expect=_DELETE_OPTIONS)
+            return self._delete_collection(request, res, namespace, body, dry_run)
         raise errors.method_not_allowed()
 
     def _delete(self, res: Resource, namespace: str | None, name: str, body: Any, q: Any, dry_run: bool) -> Obj:
@@ -417,19 +475,38 @@ class _Handlers:
         return _response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted))
 
 
+def _as_protobuf(resp: web.Response, accept: _Accept) -> web.Response:
+    """The same answer in protobuf (objects, lists and errors alike); JSON or 406 for a kind without one."""
+    assert isinstance(resp.body, bytes)
+    body = protowire.object_body(resp.body)
+    if body is None:
+        try:
+            accept.json_fallback()
+        except errors.StatusError as e:
+            return _as_protobuf(_status_response(e), _Accept(""))
+        return resp
+    resp.body = body
+    resp.content_type = protowire.CONTENT_TYPE
+    return resp
+
+
 def _with_warnings(resp: web.Response, warnings: list[str]) -> web.Response:
     for message in warnings:
         resp.headers.add("Warning", codec.warning_header(message))
     return resp
 
 
-def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:
+def _list_meta(result: ListResult) -> Obj:
     meta: Obj = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
         meta["continue"] = result.continue_token
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
-    prefix = encode({**head, "metadata": meta})[:-1]
+    return meta
+
+
+def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:
+    prefix = encode({**head, "metadata": _list_meta(result)})[:-1]
     return prefix + b',"items":[' + b",".join(items) + b"]}"
 
 

@@ -33,7 +33,7 @@ from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import codec, errors, events, fieldmanager, service_ips, strategy
+from controller_manager.sim.apiserver import codec, errors, events, fieldmanager, freshness, service_ips, strategy
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -56,6 +56,7 @@ class ApiServerOptions:
     watch_buffer_size: int = 10_000       # events a watcher may fall behind before it is closed
     bookmark_interval: float = 60.0       # seconds between BOOKMARKs to watchers that allow them
     min_request_timeout: float = 1800.0   # a watch without timeoutSeconds lasts 1-2x this
+    fresh_wait: float = freshness.BLOCK_TIMEOUT  # seconds a read of a future resourceVersion waits for it
     admin_token: str | None = None        # None: no authentication, everyone is admin
     viewer_token: str | None = None       # get/list/watch only
     git_version: str = "v1.37.0"
@@ -132,6 +133,7 @@ class ApiServer:
         self.clock: Clock = clock or RealClock()
         self.options = options or ApiServerOptions()
         self.rv = 0
+        self.freshness = freshness.Freshness(self.current_rv)
         self.resources: tuple[Resource, ...] = self.options.resources
         self._by_gvr = {(r.group, r.version, r.plural): r for r in self.resources}
         self._stores: dict[tuple[str, str], ResourceStore] = {}
@@ -160,6 +162,7 @@ class ApiServer:
 
     def _next_rv(self) -> int:
         self.rv += 1
+        self.freshness.advanced(self.rv)
         return self.rv
 
     def current_rv(self) -> int:
@@ -182,12 +185,22 @@ class ApiServer:
         result: Obj = decode(self.view(res)(stored)[1])
         return result
 
-    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool, *, normalized: bool = False) -> Stored:
+    def _commit(self, store: ResourceStore, key: str, obj: Obj, dry_run: bool, *, normalized: bool = False,
+                like: Obj | None = None) -> Stored:
         """Store ``obj`` at the next resourceVersion, written as the real server writes it (Go's JSON rules,
-        :mod:`gojson`), so get, list and watch all return the same bytes."""
+        :mod:`gojson`), so get, list and watch all return the same bytes. ``like``: an object already in that
+        form whose parts equal to ``obj``'s are taken as they are."""
         if not normalized:
-            obj = codec.normalize(store.resource, obj)
-        rv = self.rv + 1 if dry_run else self._next_rv()
+            obj = codec.normalize(store.resource, obj, like)
+        if dry_run:
+            # The dry-run storage returns the prepared object unstored: an update keeps the stored
+            # resourceVersion, a create has none.
+            current = store.get(key)
+            if current is None:
+                return Stored(key, obj, 0)
+            rv = current.rv
+        else:
+            rv = self._next_rv()
         meta = {**obj["metadata"], "resourceVersion": str(rv)}
         stored = Stored(key, {**obj, "metadata": meta}, rv)
         if not dry_run:
@@ -239,10 +252,14 @@ class ApiServer:
     # --- verbs -----------------------------------------------------------------------------------------
 
     def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
-               field_manager: str | None = None, managed_fields: Any = fieldmanager.MISSING) -> Obj:
-        """POST. ``field_manager`` records the writer in managedFields (None: an internal write, untracked);
+               typed: bool = False, field_manager: str | None = None,
+               managed_fields: Any = fieldmanager.MISSING) -> Obj:
+        """POST. ``typed``: ``obj`` is a request body as :func:`codec.typed` decoded it, already in Go's JSON
+        form, so the parts of it the create leaves as they are need no second pass when it is written.
+        ``field_manager`` records the writer in managedFields (None: an internal write, untracked);
         ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
         store = self.store(res)
+        body = obj if typed else None
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
         namespace = _request_namespace(res, meta, namespace)
@@ -275,7 +292,7 @@ class ApiServer:
             obj = strategy.prepare_for_create(res, obj)
             self._validate(res, obj, None)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
-        obj = codec.normalize(store.resource, obj)
+        obj = codec.normalize(store.resource, obj, body)
         if managed_fields is fieldmanager.MISSING and field_manager is not None:
             managed_fields = fieldmanager.track_update(res, None, defaulted, manager=field_manager, subresource="",
                                                        incoming=incoming, now=format_time(self.clock.now()))
@@ -284,16 +301,18 @@ class ApiServer:
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                stored = self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True)
-                if dry_run:
-                    stored = Stored(key, {**obj, "metadata": meta}, stored.rv)
-                return self._out(res, stored)
+                return self._out(res, self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True))
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}
         err = errors.already_exists(res.group, res.plural, meta["name"])
         if existing is not None and existing.obj["metadata"].get("deletionTimestamp"):
             err.status["message"] = "object is being deleted: " + err.status["message"]
         raise err
+
+    def stored_object(self, res: Resource, namespace: str | None, name: str) -> Obj | None:
+        """The object as stored, or None when absent."""
+        found = self.store(res).get(self.key(res, namespace, name))
+        return found.obj if found is not None else None
 
     def get_stored(self, res: Resource, namespace: str | None, name: str) -> Stored:
         stored = self.store(res).get(self.key(res, namespace, name))
@@ -387,6 +406,8 @@ class ApiServer:
         meta["name"] = name
         existing = store.get(self.key(res, namespace, name))
         if existing is None:
+            if subresource is None and strategy.allows_create_on_update(res):
+                return self._create_on_update(res, obj, namespace, dry_run, field_manager)
             raise errors.not_found(res.group, res.plural, name)
         new_rv = meta.get("resourceVersion")
         if new_rv and str(new_rv) != str(existing.rv):
@@ -413,9 +434,21 @@ class ApiServer:
             def track(live: Obj, new: Obj) -> Any:
                 return fieldmanager.track_update(stored_res, live, new, manager=manager,
                                                  subresource=manager_subresource or subresource or "",
-                                                 incoming=incoming,
-                                                 now=format_time(self.clock.now()))
+                                                 incoming=incoming, now=format_time(self.clock.now()))
         return self._out(res, self.write_update(stored_res, existing, new, dry_run, managed_fields=track))
+
+    def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool,
+                          field_manager: str | None = None) -> Obj:
+        """A PUT to a missing name of a kind that allows it: a create, the object's system metadata wiped
+        (its uid is first checked as the update's precondition against the absent object)."""
+        meta = obj["metadata"]
+        if meta.get("uid"):
+            raise errors.conflict(res.group, res.plural, meta["name"],
+                                  f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: ")
+        wiped = {k: v for k, v in meta.items() if k not in ("resourceVersion", "uid", "creationTimestamp",
+                                                             "deletionTimestamp", "deletionGracePeriodSeconds",
+                                                             "selfLink")}
+        return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run, field_manager=field_manager)
 
     def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool, *,
                      managed_fields: Callable[[Obj, Obj], Any] | None = None) -> Stored:
@@ -442,11 +475,11 @@ class ApiServer:
 
     def patch(self, res: Resource, namespace: str | None, name: str, patch: PatchBody,
               patch_type: str, *, subresource: str | None = None, dry_run: bool = False,
-              decode: Callable[[Obj], Obj] | None = None, field_manager: str | None = None,
+              decode: Callable[[Obj, Obj], Obj] | None = None, field_manager: str | None = None,
               force: bool = False) -> Obj:
-        """PATCH: ``decode`` reads the patched object as the request's typed decoding would (strict field
-        validation, type errors) before it is stored. ``patch_type`` "apply" is server-side apply
-        (``field_manager`` required, ``force`` takes conflicting fields)."""
+        """PATCH: ``decode(patched, stored)`` reads the patched object as the request's typed decoding would
+        (strict field validation, type errors) before it is stored. ``patch_type`` "apply" is server-side
+        apply (``field_manager`` required, ``force`` takes conflicting fields)."""
         from controller_manager.sim.apiserver import patch as patching
         from controller_manager.sim.apiserver import subresources
         from controller_manager.sim.apiserver.fieldmanager import apply
@@ -456,7 +489,6 @@ class ApiServer:
                 patch = json.dumps(patch)
             return apply.apply(self, res, namespace, name, patch, manager=field_manager or "", force=force,
                                subresource=subresource, dry_run=dry_run, decode=decode)[0]
-
         if subresource == "scale":
             return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
                                             field_manager=field_manager)
@@ -472,7 +504,7 @@ class ApiServer:
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         if decode is not None:
-            patched = decode(patched)
+            patched = decode(patched, existing.obj)
         meta = patched.get("metadata")
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
@@ -498,7 +530,8 @@ class ApiServer:
               timeout_seconds: float | None = None, send_initial_events: bool | None = None,
               metadata_only: bool = False) -> Watcher:
         """A watch from ``resource_version`` (``None``/``"0"``: the current state as ADDED events first).
-        Raises StatusError 410 when the version is older than the kept history."""
+        Raises StatusError 410 when the version is older than the kept history; a version newer than the
+        store's waits for the changes after it."""
         store = self.store(res)
         labels = as_selector(label_selector)
         fsel = as_field_selector(field_selector)
@@ -508,22 +541,21 @@ class ApiServer:
         view = self.view(res, metadata_only)
         bookmark_kind = ("meta.k8s.io/v1", "PartialObjectMetadata") if metadata_only else (res.api_version, res.kind)
         replay: list[Any] = []
+        start_rv = 0
         if send_initial_events or not resource_version or resource_version == "0":
             initial = list(store.iter_from(ns))
         else:
-            rv = self._parse_rv(resource_version)
-            if rv > self.rv:
-                raise errors.timeout(f"Too large resource version: {rv}, current: {self.rv}", 1,
-                                     [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
-            if rv < store.floor:
-                raise errors.too_old_resource_version(rv, store.floor)
-            replay = store.changes_after(rv)
+            # A version the store has not reached yet is no error: the watch delivers what comes after it.
+            start_rv = self._parse_rv(resource_version)
+            if start_rv < store.floor:
+                raise errors.too_old_resource_version(start_rv, store.floor)
+            replay = store.changes_after(start_rv)
         timeout = timeout_seconds if timeout_seconds is not None else (
             self.options.min_request_timeout * (1 + random.random()))
         watcher = Watcher(store, namespace=ns, labels=labels, fields=fields, view=view,
                           bookmark_kind=bookmark_kind, current_rv=self.current_rv, clock=self.clock,
                           buffer_limit=self.options.watch_buffer_size, bookmarks=allow_bookmarks,
-                          bookmark_interval=self.options.bookmark_interval, timeout=timeout)
+                          bookmark_interval=self.options.bookmark_interval, timeout=timeout, after_rv=start_rv)
         watcher.start(initial, replay, initial_events_end=bool(send_initial_events and allow_bookmarks))
         return watcher
 

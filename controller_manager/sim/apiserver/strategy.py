@@ -24,6 +24,14 @@ Obj = dict[str, Any]
 GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
                               "PodDisruptionBudget", "Pod", "ReplicationController", "HorizontalPodAutoscaler",
                               "EndpointSlice"})
+# Kinds whose strategy has AllowCreateOnUpdate() true: a PUT to a missing name creates the object
+# (core Event, Endpoints, LimitRange, Service; coordination Lease; the four RBAC kinds; events.k8s.io
+# Event shares core's strategy). Every other kind answers 404.
+CREATE_ON_UPDATE: frozenset[tuple[str, str]] = frozenset({
+    ("", "Event"), ("events.k8s.io", "Event"), ("", "Endpoints"), ("", "LimitRange"), ("", "Service"),
+    ("coordination.k8s.io", "Lease"), ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding")})
 # metadata fields a /status update may not change, per kind (the status strategies' reset fields).
 STATUS_RESET_META: dict[str, tuple[str, ...]] = {
     "Deployment": ("labels",),
@@ -35,6 +43,10 @@ STATUS_RESET_META: dict[str, tuple[str, ...]] = {
 _NOT_SPEC = frozenset({"metadata", "status", "kind", "apiVersion"})
 # appsv1.DeprecatedTemplateGeneration: where apps/v1 shows a DaemonSet's internal spec.templateGeneration.
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
+
+
+def allows_create_on_update(res: Resource) -> bool:
+    return (res.group, res.kind) in CREATE_ON_UPDATE
 
 
 def has_status(res: Resource) -> bool:

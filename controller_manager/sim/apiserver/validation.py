@@ -4,7 +4,8 @@
 create (``old`` None) or an update; ``invalid_status(resource, name, errors)`` turns it into the 422
 Status the real server answers with. Rules per kind live in :mod:`validation_pods` (metadata,
 pods, pod templates) and :mod:`validation_workloads` (apps and batch); the smaller kinds (Node,
-Namespace, Service, Lease) are here. Kinds without rules get the metadata checks only.
+Namespace, Service, Lease, PDB, RBAC roles' rules, EndpointSlice addresses) are here. Kinds without rules
+get the metadata checks only.
 
 A ``/status`` update (``subresource="status"``) checks metadata only: status strategies keep the
 stored spec, so spec rules and spec immutability do not apply.
@@ -162,6 +163,49 @@ def _pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def _policy_rules(namespaced: bool) -> Callable[[Obj, Obj | None], list[FieldError]]:
+    """ValidatePolicyRule for each of a Role's or ClusterRole's rules."""
+    def run(obj: Obj, old: Obj | None) -> list[FieldError]:
+        errs: list[FieldError] = []
+        rules = obj.get("rules")
+        for i, rule in enumerate(rules if isinstance(rules, list) else []):
+            rule = _dict(rule)
+            path = f"rules[{i}]"
+            if not rule.get("verbs"):
+                errs.append(required(f"{path}.verbs", "verbs must contain at least one value"))
+            urls = rule.get("nonResourceURLs")
+            if urls:
+                if namespaced:
+                    errs.append(invalid(f"{path}.nonResourceURLs", urls,
+                                        "namespaced rules cannot apply to non-resource URLs"))
+                if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+                    errs.append(invalid(f"{path}.nonResourceURLs", urls,
+                                        "rules cannot apply to both regular resources and non-resource URLs"))
+                continue
+            if not rule.get("apiGroups"):
+                errs.append(required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
+            if not rule.get("resources"):
+                errs.append(required(f"{path}.resources", "resource rules must supply at least one resource"))
+        return errs
+    return run
+
+
+_ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
+
+
+def _endpoint_slice(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateEndpointSlice's checks on the address type and each endpoint's addresses."""
+    errs: list[FieldError] = []
+    address_type = obj.get("addressType")
+    if old is None and address_type not in _ADDRESS_TYPES:
+        errs.append(not_supported("addressType", address_type or "", _ADDRESS_TYPES))
+    endpoints = obj.get("endpoints")
+    for i, endpoint in enumerate(endpoints if isinstance(endpoints, list) else []):
+        if not _dict(endpoint).get("addresses"):
+            errs.append(required(f"endpoints[{i}].addresses", "must contain at least 1 address"))
+    return errs
+
+
 def _apps(check: Callable[[Obj], list[FieldError]], kind: str) -> Callable[[Obj, Obj | None], list[FieldError]]:
     def run(obj: Obj, old: Obj | None) -> list[FieldError]:
         errs = check(obj)
@@ -196,6 +240,9 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "StatefulSet": _apps(validate_statefulset, "StatefulSet"),
     "Job": _job,
     "CronJob": validate_cronjob,
+    "Role": _policy_rules(namespaced=True),
+    "ClusterRole": _policy_rules(namespaced=False),
+    "EndpointSlice": _endpoint_slice,
 }
 
 

@@ -39,7 +39,8 @@ class Watcher:
     def __init__(self, store: ResourceStore, *, namespace: str | None, labels: Selector | None,
                  fields: Callable[[Obj], bool] | None, view: View,
                  bookmark_kind: tuple[str, str], current_rv: Callable[[], int], clock: Clock,
-                 buffer_limit: int, bookmarks: bool, bookmark_interval: float, timeout: float | None) -> None:
+                 buffer_limit: int, bookmarks: bool, bookmark_interval: float, timeout: float | None,
+                 after_rv: int = 0) -> None:
         self._store = store
         self._namespace = namespace if store.resource.namespaced else None
         self._labels = None if labels is None or labels.is_empty() else labels
@@ -61,6 +62,7 @@ class Watcher:
         self._bookmark_interval = bookmark_interval
         self._bookmarks = bookmarks
         self._timeout = timeout
+        self._after_rv = after_rv  # changes at or before it are not sent (a watch from a future version)
 
     def start(self, initial: list[Stored], replay: list[Change], *, initial_events_end: bool = False) -> None:
         """Begin: ``initial`` objects go out as ADDED, then the ``replay`` changes (history after the
@@ -101,7 +103,7 @@ class Watcher:
         return None
 
     def offer(self, change: Change) -> None:
-        if self._closed:
+        if self._closed or change.rv <= self._after_rv:
             return
         item = self._convert(change)
         if item is None:

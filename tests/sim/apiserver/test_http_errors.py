@@ -33,24 +33,30 @@ async def test_malformed_json_is_400(client: Client) -> None:
     assert body["message"].startswith("couldn't get version/kind; json parse error")
 
 
-@pytest.mark.parametrize(("method", "content_type"), [
-    pytest.param("POST", "application/vnd.kubernetes.protobuf", id="protobuf-create"),
-    pytest.param("PATCH", "application/json", id="plain-json-patch"),
+@pytest.mark.parametrize(("method", "content_type", "accepted"), [
+    # CBOR serving is behind a feature gate that 1.37 leaves off: not a body type kube-apiserver reads.
+    pytest.param("POST", "application/cbor", "application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                 id="cbor-create"),
+    pytest.param("PATCH", "application/json", "application/json-patch+json, application/merge-patch+json, "
+                 "application/strategic-merge-patch+json, application/apply-patch+yaml", id="plain-json-patch"),
 ])
-async def test_unsupported_body_is_415(client: Client, method: str, content_type: str) -> None:
+async def test_unsupported_body_is_415(client: Client, method: str, content_type: str, accepted: str) -> None:
     await client.post(CM_URL, configmap("cm"))
     path = CM_URL if method == "POST" else f"{CM_URL}/cm"
     code, body = await client.call(method, path, raw=b"{}", headers={"Content-Type": content_type})
     assert code == 415
     assert body["reason"] == "UnsupportedMediaType"
-    assert body["message"].startswith("the body of the request was in an unknown format - accepted media types "
-                                      "include: ")
+    assert body["message"] == f"the body of the request was in an unknown format - accepted media types include: " \
+                              f"{accepted}"
 
 
-async def test_protobuf_only_accept_is_406(client: Client) -> None:
-    code, body = await client.get(CM_URL, headers={"Accept": "application/vnd.kubernetes.protobuf"})
+@pytest.mark.parametrize("accept", ["application/cbor", "text/plain"])
+async def test_unservable_accept_is_406(client: Client, accept: str) -> None:
+    code, body = await client.get(CM_URL, headers={"Accept": accept})
     assert code == 406
     assert body["reason"] == "NotAcceptable"
+    assert body["message"] == "only the following media types are accepted: application/json, application/yaml, " \
+                              "application/vnd.kubernetes.protobuf"
 
 
 @pytest.mark.parametrize(("method", "path"), [

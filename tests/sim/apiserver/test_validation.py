@@ -9,15 +9,18 @@ from typing import Any
 import pytest
 
 from controller_manager.api.resources import (
+    CLUSTERROLES,
     CRONJOBS,
     DAEMONSETS,
     DEPLOYMENTS,
+    ENDPOINTSLICES,
     JOBS,
     LEASES,
     NAMESPACES,
     NODES,
     PODS,
     REPLICASETS,
+    ROLES,
     SERVICES,
     STATEFULSETS,
     Resource,
@@ -411,3 +414,37 @@ def test_node_namespace_lease_service() -> None:
                                     "spec": {"ports": [{"port": 80}, {"port": 443}]}})
     assert _fields(validate(SERVICES, svc, None)) == [("FieldValueRequired", "spec.ports[0].name"),
                                                       ("FieldValueRequired", "spec.ports[1].name")]
+
+
+RULE_CASES = [
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}, True, []),
+    ({"apiGroups": [""], "resources": ["pods"]}, True,
+     ["rules[0].verbs: Required value: verbs must contain at least one value"]),
+    ({"verbs": ["get"]}, True,
+     ["rules[0].apiGroups: Required value: resource rules must supply at least one api group",
+      "rules[0].resources: Required value: resource rules must supply at least one resource"]),
+    ({"verbs": ["get"], "nonResourceURLs": ["/healthz"]}, False, []),
+    ({"verbs": ["get"], "nonResourceURLs": ["/healthz"]}, True,
+     ['rules[0].nonResourceURLs: Invalid value: []string{"/healthz"}: namespaced rules cannot apply to non-resource '
+      "URLs"]),
+    ({"verbs": ["get"], "nonResourceURLs": ["/healthz"], "resources": ["pods"]}, False,
+     ['rules[0].nonResourceURLs: Invalid value: []string{"/healthz"}: rules cannot apply to both regular resources '
+      "and non-resource URLs"]),
+]
+
+
+@pytest.mark.parametrize(("rule", "namespaced", "want"), RULE_CASES)
+def test_policy_rules(rule: dict[str, Any], namespaced: bool, want: list[str]) -> None:
+    res = ROLES if namespaced else CLUSTERROLES
+    obj = {"metadata": {"name": "r", **({"namespace": "default"} if namespaced else {})}, "rules": [rule]}
+    assert [str(e) for e in validate(res, obj, None)] == want
+
+
+def test_endpoint_slice_addresses_and_type() -> None:
+    obj = {"metadata": {"name": "s", "namespace": "default"}, "addressType": "IPv4",
+           "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": []}]}
+    assert [str(e) for e in validate(ENDPOINTSLICES, obj, None)] == [
+        "endpoints[1].addresses: Required value: must contain at least 1 address"]
+    obj = {"metadata": {"name": "s", "namespace": "default"}, "addressType": "IP"}
+    assert [str(e) for e in validate(ENDPOINTSLICES, obj, None)] == [
+        'addressType: Unsupported value: "IP": supported values: "FQDN", "IPv4", "IPv6"']

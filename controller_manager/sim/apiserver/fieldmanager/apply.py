@@ -66,7 +66,7 @@ def parse(body: bytes | str) -> Obj:
 
 def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body: bytes | str, *, manager: str,
           force: bool, subresource: str | None = None, dry_run: bool = False,
-          decode: Callable[[Obj], Obj] | None = None) -> tuple[Obj, bool]:
+          decode: Callable[[Obj, Obj], Obj] | None = None) -> tuple[Obj, bool]:
     """Apply ``body`` to the named object; returns (the object as stored, whether it was created)."""
     config = parse(body)
     if config.get("apiVersion") != res.api_version or config.get("kind") != res.kind:
@@ -130,7 +130,7 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
     obj = {**obj, "apiVersion": res.api_version, "kind": res.kind,
            "metadata": {**(obj.get("metadata") or {}), "name": name}}
     if decode is not None:
-        obj = decode(obj)
+        obj = decode(obj, stored.obj if stored is not None else {})
     entries = managed.encode(result)
     if live is None:
         return api.create(res, obj, namespace, dry_run=dry_run, managed_fields=entries), True

@@ -10,6 +10,8 @@ Guarantees:
 - A :class:`Struct`'s ``fields`` are its Go fields in declaration order (inline embeddings included, as
   protobuf sees them); ``json_fields`` is the JSON view, embedded structs' fields promoted in place, as
   encoding/json walks them (that order is the order a Go server writes keys in).
+- A :class:`Field` carries openapi-gen's facts too: ``+optional``/``+required``, a ``+default`` value, the
+  ``+enum`` type it holds (:func:`enum_values` lists that type's values); a :class:`Struct` its ``+union``.
 - A :class:`Type` says what a value is: a scalar, ``bytes``, a struct, a list or map of a type, a named
   slice that protobuf wraps in a message of its own (``wrapper``), or one of the custom types.
 """
@@ -23,7 +25,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["CUSTOM", "Field", "Struct", "Type", "kind", "kinds", "source", "struct"]
+__all__ = ["CUSTOM", "NO_DEFAULT", "Field", "Struct", "Type", "enum_values", "kind", "kinds", "source", "struct",
+           "struct_names"]
 
 _DATA = Path(__file__).with_name("types.json")
 
@@ -58,6 +61,15 @@ class Type:
         return struct(self.name)
 
 
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+"""A field's ``default`` when it has no ``+default`` marker."""
+
+
 @dataclass(slots=True, eq=False)
 class Field:
     json: str                       # JSON name; "" for an inline embedding
@@ -75,8 +87,12 @@ class Field:
     list_type: str = ""             # +listType: atomic, set, map
     list_map_keys: tuple[str, ...] = ()
     map_type: str = ""              # +mapType: atomic, granular
-    optional: bool = False
-    required: bool = False
+    optional: bool = False          # +optional (openapi-gen's reading; not the +k8s: validation tags)
+    required: bool = False          # +required
+    default: Any = NO_DEFAULT       # +default=, as JSON (a ref(Constant) resolved to its value)
+    enum: str = ""                  # the +enum type the value (or a list's or map's elements) holds
+    json_string: bool = False       # encoding/json's ",string" option
+    union_discriminator: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -85,6 +101,7 @@ class Struct:
     go: str                         # Go type name ("DeploymentSpec")
     fields: list[Field]
     atomic: bool = False            # +structType=atomic
+    union: bool = False             # +union: its optional members are one-of, picked by the discriminator
     json_fields: dict[str, Field] = field(default_factory=dict)
     # For a promoted field, the inline embedding fields it sits in, outermost first (protobuf nests them).
     inline_path: dict[str, tuple[Field, ...]] = field(default_factory=dict)
@@ -104,6 +121,16 @@ def source() -> dict[str, Any]:
 def kinds() -> dict[str, str]:
     """``apiVersion/Kind`` -> struct name, for every top-level kind (lists included)."""
     return dict(_data()["kinds"])
+
+
+def enum_values(name: str) -> tuple[str, ...]:
+    """The values of a ``+enum`` string type (its constants), sorted as openapi-gen lists them."""
+    return tuple(_data()["enums"].get(name, ()))
+
+
+def struct_names(prefix: str) -> list[str]:
+    """The names of the structs whose name starts with ``prefix`` (``io.k8s.api.core.v1.``)."""
+    return [name for name, raw in _data()["types"].items() if name.startswith(prefix) and "fields" in raw]
 
 
 def kind(api_version: str, kind_name: str) -> Struct | None:
@@ -145,8 +172,10 @@ def struct(name: str) -> Struct:
             omitempty=bool(f.get("omitempty")), inline=bool(f.get("inline")), proto=proto[0], wire=proto[1],
             repeated=proto[2], patch_strategy=f.get("patchStrategy", ""), merge_key=f.get("patchMergeKey", ""),
             list_type=f.get("listType", ""), list_map_keys=tuple(f.get("listMapKeys", ())),
-            map_type=f.get("mapType", ""), optional=bool(f.get("optional")), required=bool(f.get("required"))))
-    result = Struct(name, raw["go"], fields, atomic=raw.get("structType") == "atomic")
+            map_type=f.get("mapType", ""), optional=bool(f.get("optional")), required=bool(f.get("required")),
+            default=f.get("default", NO_DEFAULT), enum=f.get("enum", ""), json_string=bool(f.get("jsonString")),
+            union_discriminator=bool(f.get("unionDiscriminator"))))
+    result = Struct(name, raw["go"], fields, atomic=raw.get("structType") == "atomic", union=bool(raw.get("union")))
     for f in fields:
         if f.inline and f.type.kind == "struct":
             inner = struct(f.type.name)

@@ -1,0 +1,34 @@
+"""Upstream's OpenAPI schemas of the release kube-sim serves (1.37), as the ``kubernetes-validate`` package
+ships them (strict: no unknown fields), with validators built once per kind: the package's own ``validate``
+re-reads the 2 MB definitions file on every call."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import orjson
+from referencing import Registry, Resource
+
+UPSTREAM = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.37.0-local-strict"
+
+
+@functools.cache
+def _registry() -> Registry[Any]:
+    return Resource.from_contents(orjson.loads((UPSTREAM / "_definitions.json").read_bytes())) @ Registry()
+
+
+@functools.cache
+def validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # rbac.authorization.k8s.io/v1 -> rbac-v1
+    schema = orjson.loads((UPSTREAM / f"{kind.lower()}-{group_version}.json").read_bytes())
+    return jsonschema.Draft202012Validator(schema, registry=Resource.from_contents(schema) @ _registry())
+
+
+def check(obj: dict[str, Any]) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``obj`` (with its apiVersion and kind) is valid upstream."""
+    validator(obj["apiVersion"], obj["kind"]).validate(obj)
