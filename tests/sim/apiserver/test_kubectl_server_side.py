@@ -88,3 +88,16 @@ async def test_from_client_side_apply(kubectl: Kubectl, tmp_path: Path) -> None:
     code, _, err = await _run(kubectl, "apply", "--server-side", "-f", str(manifest))
     assert code == 1
     assert 'conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas\n' in err, err
+
+
+async def test_kubectl_create_and_scale_are_recorded(kubectl: Kubectl) -> None:  # noqa: F811
+    await kubectl("create", "deployment", "web", "--image=nginx")  # sent as protobuf
+    await kubectl("scale", "deployment", "web", "--replicas=3")
+    managers = yaml.safe_load(await kubectl("get", "deploy", "web", "--show-managed-fields", "-o", "yaml"))
+    entries = {(e["manager"], e["operation"], e.get("subresource", "")): e
+               for e in managers["metadata"]["managedFields"]}
+    assert set(entries) == {("kubectl-create", "Update", ""), ("kubectl", "Update", "scale")}
+    created = entries[("kubectl-create", "Update", "")]["fieldsV1"]
+    assert created["f:metadata"] == {"f:labels": {".": {}, "f:app": {}}}
+    assert "f:replicas" not in created["f:spec"]
+    assert entries[("kubectl", "Update", "scale")]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
