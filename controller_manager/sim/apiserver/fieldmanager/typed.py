@@ -414,23 +414,32 @@ class _Compare:
 
     def same_order(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> bool:
         """The usual update of a keyed list: the same items in the same order, some of them changed. Then only
-        the changed ones are walked (False, having walked nothing, when that is not the case)."""
-        seen: set[PathElement] = set()
-        changed: list[tuple[PathElement, Any, Any]] = []
+        the changed ones are walked (False, having walked nothing, when that is not the case). Keys are
+        compared as plain values here; path elements are built for the changed items only."""
+        if not lt.keys:
+            return False
+        keys = lt.keys
+        defaults = lt.key_defaults
+        seen: set[tuple[Any, ...]] = set()
+        changed: list[tuple[Any, Any]] = []
         try:
             for left, right in zip(lhs, rhs, strict=True):
-                pe = item_element(lt, left)
-                if pe in seen:
+                if not isinstance(left, dict) or not isinstance(right, dict):
                     return False
-                seen.add(pe)
-                if not equal(left, right):
-                    if item_element(lt, right) != pe:
-                        return False
-                    changed.append((pe, left, right))
-        except TypedError:
+                key = tuple(left.get(k, defaults.get(k, MISSING)) for k in keys)
+                if key in seen:
+                    return False
+                seen.add(key)
+                if left is right or equal(left, right):
+                    continue
+                if tuple(right.get(k, defaults.get(k, MISSING)) for k in keys) != key:
+                    return False
+                changed.append((left, right))
+            elem = lt.elem()
+            walks = [(item_element(lt, left), left, right) for left, right in changed]
+        except (TypedError, TypeError):  # an item the full walk reports, a key value that is not hashable
             return False
-        elem = lt.elem()
-        for pe, left, right in changed:
+        for pe, left, right in walks:
             self.walk(left, right, elem, (*path, pe))
         return True
 
