@@ -319,3 +319,16 @@ async def test_a_patch_may_clear_managed_fields(client: Client) -> None:
     code, cleared = await client.patch(f"{CONFIGMAPS}/cm", {"metadata": {"managedFields": []}})
     assert code == 200
     assert "managedFields" not in cleared["metadata"]
+
+
+async def test_apply_to_status(client: Client) -> None:
+    await client.post(DEPLOYMENTS, deployment("web"), params={"fieldManager": "creator"})
+    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+           "spec": {"replicas": 9}, "status": {"observedGeneration": 1, "replicas": 1}}
+    code, obj = await _apply(client, f"{DEPLOYMENTS}/web/status", doc, manager="status-writer")
+    assert code == 200
+    assert obj["spec"]["replicas"] == 1  # /status leaves the spec alone
+    assert obj["status"]["replicas"] == 1
+    entry = _by_manager(obj)["status-writer"]
+    assert (entry["operation"], entry["subresource"]) == ("Apply", "status")
+    assert entry["fieldsV1"] == {"f:status": {"f:observedGeneration": {}, "f:replicas": {}}}
