@@ -6,9 +6,11 @@ from controller_manager.sim.apiserver.tables.cells import Column, Printer, name,
 
 
 def _resource(obj: dict[str, object]) -> str:
-    """The migrated resource as ``resource.version.group``."""
+    """The migrated resource: ``resource.group`` as ``GroupResource.String()`` writes it (1.37's spec names a
+    group and resource; the older printer also had a version between them)."""
     ref = spec(obj).get("resource") or {}
-    return f"{ref.get('resource') or ''}.{ref.get('version') or ''}.{ref.get('group') or ''}"
+    resource, group = str(ref.get("resource") or ""), str(ref.get("group") or "")
+    return f"{resource}.{group}" if group else resource
 
 
 # Upstream's Name column here has no name format.
