@@ -123,7 +123,8 @@ def _pod_cells(pod: Obj, now: float) -> list[Any]:
                 ready += 1
         # A pod whose last container completed but others still run is shown by its readiness.
         if reason == "Completed" and has_running:
-            reason = "Running" if condition_status(conditions, "Ready") == "True" else "NotReady"
+            ready_condition = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+            reason = "Running" if ready_condition else "NotReady"
 
     deleting = meta(pod).get("deletionTimestamp") is not None
     if deleting and pod_status.get("reason") == _NODE_UNREACHABLE_POD_REASON:
@@ -270,7 +271,8 @@ def _node_address(node: Obj, kind: str) -> str:
 
 
 def _node_cells(node: Obj, now: float) -> list[Any]:
-    ready = condition_status(status(node).get("conditions"), "Ready")
+    # The last Ready condition counts, as upstream reads them through a map by type.
+    ready = condition_status(list(reversed(status(node).get("conditions") or [])), "Ready")
     states = ["Unknown" if ready is None else "Ready" if ready == "True" else "NotReady"]
     if spec(node).get("unschedulable"):
         states.append("SchedulingDisabled")
