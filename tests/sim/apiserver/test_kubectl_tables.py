@@ -12,8 +12,8 @@ import orjson
 import pytest
 from aiohttp import web
 
-from controller_manager.api.meta import format_time
-from controller_manager.api.resources import JOBS, NODES, PODS, SERVICES
+from controller_manager.api.meta import format_micro_time, format_time
+from controller_manager.api.resources import EVENTS_V1, JOBS, NODES, PODS, SERVICES
 from controller_manager.clock import FakeClock
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
 from tests.sim.apiserver.conftest import Client, configmap
@@ -223,6 +223,15 @@ spec:
     wide = await sim.rows("pods", "-n", "team", "-o", "wide")
     assert wide[0][-4:] == ["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
     assert wide[1][-4:] == ["10.1.0.5", "node-1", "<none>", "<none>"]
+
+    sim.api.create(EVENTS_V1, {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "p.1"},
+                               "eventTime": format_micro_time(sim.clock.now() - 20), "type": "Warning",
+                               "reason": "BackOff", "action": "Restarting", "note": "Back-off restarting",
+                               "reportingController": "kubelet", "reportingInstance": "node-1",
+                               "regarding": {"kind": "Pod", "namespace": "team", "name": "p"}}, "team")
+    assert await sim.rows("events.events.k8s.io", "-n", "team") == [
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], ["20s", "Warning", "BackOff", "pod/p",
+                                                               "Back-off restarting"]]
 
     watch = await sim.kubectl.start("get", "configmaps", "-w")
     assert watch.stdout is not None
