@@ -18,6 +18,7 @@ Guarantees (go-yaml v2's encode.go, emitterc.go and sorter.go, for the values JS
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from controller_manager.sim.apiserver.yamlresolve import INT, STR, format_g, is_base60_float, json_float_text, resolve
@@ -45,6 +46,14 @@ def _blankz(text: str, i: int) -> bool:
     return i >= len(text) or text[i] in " \t\0" or text[i] in _BREAKS
 
 
+_BORING = re.compile(r"[A-Za-z0-9_/()=+][A-Za-z0-9_./()=+-]*")  # no indicator, space, break or special
+
+
+@functools.lru_cache(maxsize=4096)
+def _analyze(text: str) -> _Analysis:
+    return _Analysis(text)
+
+
 class _Analysis:
     """yaml_emitter_analyze_scalar: which styles can carry a text."""
 
@@ -53,6 +62,9 @@ class _Analysis:
     def __init__(self, text: str) -> None:
         if not text:
             self.multiline, self.flow_plain, self.block_plain, self.single, self.block = False, False, True, True, False
+            return
+        if _BORING.fullmatch(text):
+            self.multiline, self.flow_plain, self.block_plain, self.single, self.block = False, True, True, True, True
             return
         block_ind = flow_ind = line_breaks = special = False
         leading_space = leading_break = trailing_space = trailing_break = break_space = space_break = False
@@ -260,7 +272,7 @@ class _Emitter:
             value = mapping[key]
             self.write_indent()
             # yaml_emitter_check_simple_key: one line and at most 128 bytes, else "? key".
-            if not _Analysis(key).multiline and len(key.encode()) <= 128:
+            if not _analyze(key).multiline and len(key.encode()) <= 128:
                 self.node(key, mapping=True, simple_key=True)
                 self.write_indicator(":", False, False, False)
             else:
@@ -272,7 +284,7 @@ class _Emitter:
         self.indent = self.indents.pop()
 
     def scalar(self, text: str, requested: str) -> None:
-        analysis = _Analysis(text)
+        analysis = _analyze(text)
         style = requested
         if self.simple_key_context and analysis.multiline:
             style = _DOUBLE
@@ -299,9 +311,17 @@ class _Emitter:
 
     # --- scalar writers ------------------------------------------------------------------------------
 
+    def _fits(self, text: str, allow_breaks: bool) -> bool:
+        """No space of ``text`` would be reached past the fold column: it can be written in one piece."""
+        return not allow_breaks or " " not in text or self.column + text.rindex(" ") <= self.best_width
+
     def write_plain(self, text: str, allow_breaks: bool) -> None:
         if not self.whitespace:
             self.put(" ")
+        if self._fits(text, allow_breaks):  # plain style never holds a line break
+            self.put(text)
+            self.whitespace = self.indention = False
+            return
         spaces = breaks = False
         for i, ch in enumerate(text):
             if ch == " ":
@@ -327,6 +347,11 @@ class _Emitter:
 
     def write_single(self, text: str, allow_breaks: bool) -> None:
         self.write_indicator("'", True, False, False)
+        if "'" not in text and not any(b in text for b in _BREAKS) and self._fits(text, allow_breaks):
+            self.put(text)
+            self.write_indicator("'", False, False, False)
+            self.whitespace = self.indention = False
+            return
         spaces = breaks = False
         last = len(text) - 1
         for i, ch in enumerate(text):
@@ -406,6 +431,7 @@ class _Emitter:
                 breaks = False
 
 
+@functools.lru_cache(maxsize=4096)
 def _string_style(text: str) -> tuple[str, str]:
     """go-yaml's encoder: the style it asks the emitter for a string."""
     tag, _ = resolve("", text)
