@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import math
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -335,28 +337,29 @@ class _JSONConverter:
         raise YAMLError(f"unsupported map key of type: {kind}, key: {shown}, value: {_go_syntax(value)}")
 
 
+@contextlib.contextmanager
+def _recursion_for(depth: int) -> Iterator[None]:
+    """Room for walking ``depth`` levels (a few frames each); Python 3.11 frames live off the C stack."""
+    limit, needed = sys.getrecursionlimit(), depth * 4 + 500
+    if needed <= limit:
+        yield
+        return
+    sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _decode(raw: bytes | str) -> tuple[Any, list[str]]:
     root, depth = _compose(raw)
     if root is None:
         return None, []
     decoder = _Decoder()
-    limit = sys.getrecursionlimit()
-    needed = depth * 4 + 500  # a few frames per level; Python 3.11 frames live off the C stack
-    try:
-        if needed > limit:
-            sys.setrecursionlimit(needed)
-        value = decoder.unmarshal(root)
-    finally:
-        if needed > limit:
-            sys.setrecursionlimit(limit)
+    decoder.decoded = 1  # go-yaml counts the document node too
     converter = _JSONConverter()
-    if needed > limit:
-        sys.setrecursionlimit(needed)
-    try:
-        result = converter.value(value)
-    finally:
-        if needed > limit:
-            sys.setrecursionlimit(limit)
+    with _recursion_for(depth):
+        result = converter.value(decoder.unmarshal(root))
     if converter.unsupported:
         raise YAMLError(converter.unsupported)
     return result, decoder.duplicates
