@@ -79,7 +79,12 @@ def parse(raw: bytes, content_type: str, *, keep_duplicates: bool, res: Resource
         try:
             value, strict = yamlbody.decode(raw)
         except ValueError as e:
-            raise errors.bad_request(str(e)) from None
+            if res is None:
+                raise errors.bad_request(str(e)) from None
+            # YAMLToJSON failed before any kind was read: transformDecodeError's "unrecognized" wording.
+            kind = (expect or (res.api_version, res.kind))[1]
+            raise errors.bad_request(f"the object provided is unrecognized (must be of type {kind}): {e} "
+                                     f"({protobuf.summarize(raw)})") from None
         if strict and keep_duplicates and isinstance(value, dict):
             document = _YAMLDocument(value)
             document.strict_errors = strict

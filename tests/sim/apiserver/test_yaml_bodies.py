@@ -57,3 +57,12 @@ async def test_a_yaml_answer_is_written_as_json_to_yaml_writes_it(client: Client
     text = (await resp.read()).decode()
     assert text.startswith('apiVersion: v1\ndata:\n  a2: |\n    line one\n    line two\n  a10: "yes"\n  "n": ""\n'
                            "kind: ConfigMap\nmetadata:\n")
+
+
+async def test_a_yaml_body_that_does_not_convert_is_unrecognized(client: Client) -> None:
+    raw = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [x}\n"
+    resp = await client.tc.post(CONFIGMAPS, data=raw, headers=HEADERS)
+    assert resp.status == 400
+    assert (await resp.json())["message"] == (
+        "the object provided is unrecognized (must be of type ConfigMap): yaml: line 2: did not find expected ',' "
+        f"or ']' ({raw[:30].hex()} ...)")
