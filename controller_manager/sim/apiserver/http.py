@@ -53,7 +53,8 @@ _PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+
 _HEALTH = ("/healthz", "/livez", "/readyz")
 # What a subresource's body decodes into (for a protobuf body without apiVersion/kind, and its errors).
 _SUBRESOURCE_KINDS = {"scale": ("autoscaling/v1", "Scale"), "eviction": ("policy/v1", "Eviction"),
-                      "binding": ("v1", "Binding")}
+                      "binding": ("v1", "Binding"), "token": ("authentication.k8s.io/v1", "TokenRequest")}
+_USER = web.RequestKey("user", auth.User)  # the request's authenticated user
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
 _LIVENESS_CHECK = 5.0
@@ -142,7 +143,8 @@ _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": 
 class _Handlers:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
-        self.auth = auth.Authenticator(api.options.admin_token, api.options.viewer_token)
+        assert api.auth is not None
+        self.auth: auth.Auth = api.auth
         self.watchers: set[Watcher] = set()
 
     async def on_shutdown(self, _app: web.Application) -> None:
@@ -168,19 +170,19 @@ class _Handlers:
         return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        user = self.auth.authenticate(request.headers.get("Authorization"))
+        user = self.auth.authenticate(request.headers)
+        request[_USER] = user
         info = parse(request.method, request.path, request.query)
         accept = _Accept(request.headers.get("Accept", ""))
         if not info.is_resource:
-            if not auth.allowed_path(user, info.verb if info.verb != "get" else "get", request.path):
-                raise auth.path_forbidden(user, info.verb, request.path)
+            self.auth.check_path(user, info.verb, request.path)
             return self._non_resource(request, info, accept)
+        self.auth.check_resource(user, info.verb, info.group, info.resource, info.subresource, info.namespace,
+                                 info.name)
         res = self.api.lookup(info.group, info.version, info.resource)
         if res is None or info.extra_parts:
             raise errors.path_not_found()
         ns = info.namespace if res.namespaced else ""
-        if not auth.allowed_resource(user, info.verb):
-            raise auth.resource_forbidden(user, info.verb, info.group, info.resource, info.subresource, ns, info.name)
         accept.check()
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
@@ -375,12 +377,10 @@ class _Handlers:
             return _response(raw)
         if verb == "create":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
-            if res.kind in ("TokenReview", "SubjectAccessReview"):
-                if not isinstance(body, dict):
-                    raise errors.bad_request("the object provided is not a JSON object")
-                doc = (auth.token_review(self.auth, body) if res.kind == "TokenReview"
-                       else auth.subject_access_review(body))
-                return _response(encode(doc), 201)
+            if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
+                return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
+            if sub == "token" and res.kind == "ServiceAccount" and namespace:
+                return _response(encode(self.auth.token_request(namespace, name, body)), 201)
             if sub == "binding" and namespace:
                 return _response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)), 201)
             if sub == "eviction" and namespace:

@@ -1,0 +1,173 @@
+"""The review APIs and TokenRequest: answers computed from the authenticator and the RBAC authorizer.
+
+Guarantees:
+- SubjectAccessReview / LocalSubjectAccessReview ask about the user in ``spec`` (user, groups, uid, extra);
+  SelfSubjectAccessReview and SelfSubjectRulesReview about the requesting user; SelfSubjectReview answers
+  who that user is. Each answer echoes the request's metadata and spec and adds ``status``.
+- A LocalSubjectAccessReview whose ``spec.resourceAttributes.namespace`` differs from the URL's is a 400.
+- TokenRequest (``serviceaccounts/<name>/token``) defaults ``spec.expirationSeconds`` to 3600 and
+  ``spec.audiences`` to the API server's, refuses durations under 10 minutes or over 2^32 seconds (422), and
+  answers the token with ``status.expirationTimestamp``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from controller_manager.api.meta import format_time
+from controller_manager.api.resources import SERVICEACCOUNTS
+from controller_manager.sim.apiserver import errors
+from controller_manager.sim.apiserver.auth import tokens
+from controller_manager.sim.apiserver.auth.rbac import Attributes, Authorizer
+from controller_manager.sim.apiserver.auth.users import ADMIN, MASTERS, VIEWER, User
+
+if TYPE_CHECKING:
+    from controller_manager.sim.apiserver.server import ApiServer
+
+Obj = dict[str, Any]
+_AUTHZ = "authorization.k8s.io/v1"
+_AUTHN = "authentication.k8s.io/v1"
+DEFAULT_EXPIRATION = 3600
+MIN_EXPIRATION = 600
+MAX_EXPIRATION = 1 << 32
+
+
+def _answer(kind: str, api_version: str, review: Obj, status: Obj, spec: Obj | None = None) -> Obj:
+    meta = review.get("metadata") or {}
+    return {"kind": kind, "apiVersion": api_version, "metadata": {**meta, "creationTimestamp": None},
+            "spec": review.get("spec") or {} if spec is None else spec, "status": status}
+
+
+def _invalid(kind: str, field: str, message: str) -> errors.StatusError:
+    return errors.invalid("authorization.k8s.io", kind, "", [("FieldValueRequired", field, f"{field}: {message}")])
+
+
+def _attributes(kind: str, user: User, spec: Obj) -> Attributes:
+    res = spec.get("resourceAttributes")
+    non = spec.get("nonResourceAttributes")
+    if (res is None) == (non is None):
+        raise _invalid(kind, "spec.resourceAttributes",
+                       "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must "
+                       "be specified")
+    if res is not None:
+        return Attributes(user, str(res.get("verb") or ""), True, group=str(res.get("group") or ""),
+                          resource=str(res.get("resource") or ""), subresource=str(res.get("subresource") or ""),
+                          namespace=str(res.get("namespace") or ""), name=str(res.get("name") or ""))
+    return Attributes(user, str(non.get("verb") or ""), False, path=str(non.get("path") or ""))
+
+
+def _access_status(authorizer: Authorizer, attrs: Attributes) -> Obj:
+    decision = authorizer.authorize(attrs)
+    status: Obj = {"allowed": decision.allowed}
+    if decision.reason:
+        status["reason"] = decision.reason
+    return status
+
+
+def _spec_user(spec: Obj) -> User:
+    """The user a (Local)SubjectAccessReview asks about. kube-sim's own token users ("admin", "viewer") named
+    without groups are taken with their groups, so a review about them answers as their requests are."""
+    name = str(spec.get("user") or "")
+    groups = tuple(str(g) for g in spec.get("groups") or ())
+    extra = {str(k): tuple(str(x) for x in v or ()) for k, v in (spec.get("extra") or {}).items()}
+    for known in (ADMIN, VIEWER):
+        if name == known.name and not groups:
+            return known
+    if name == ADMIN.name and MASTERS not in groups:
+        groups = (*groups, MASTERS)
+    return User(name, str(spec.get("uid") or ""), groups, extra)
+
+
+def subject_access_review(authorizer: Authorizer, review: Obj) -> Obj:
+    spec = review.get("spec") or {}
+    attrs = _attributes("SubjectAccessReview", _spec_user(spec), spec)
+    return _answer("SubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
+
+
+def local_subject_access_review(authorizer: Authorizer, review: Obj, namespace: str) -> Obj:
+    spec = review.get("spec") or {}
+    res = spec.get("resourceAttributes")
+    if res is not None and (res.get("namespace") or "") != namespace:
+        raise errors.bad_request(f"spec.resourceAttributes.namespace must match namespace: {namespace}")
+    meta = review.get("metadata") or {}
+    if meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                 "the request")
+    attrs = _attributes("LocalSubjectAccessReview", _spec_user(spec), spec)
+    answer = _answer("LocalSubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
+    answer["metadata"] = {**answer["metadata"], "namespace": namespace}
+    return answer
+
+
+def self_subject_access_review(authorizer: Authorizer, review: Obj, user: User) -> Obj:
+    spec = review.get("spec") or {}
+    attrs = _attributes("SelfSubjectAccessReview", user, spec)
+    return _answer("SelfSubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
+
+
+def self_subject_rules_review(authorizer: Authorizer, review: Obj, user: User) -> Obj:
+    spec = review.get("spec") or {}
+    namespace = str(spec.get("namespace") or "")
+    if not namespace:
+        raise errors.bad_request("no namespace on request")
+    resource_rules, non_resource_rules, errs = authorizer.rules_for(user, namespace)
+    status: Obj = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": bool(errs)}
+    if errs:
+        status["evaluationError"] = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+    return _answer("SelfSubjectRulesReview", _AUTHZ, review, status)
+
+
+def self_subject_review(review: Obj, user: User) -> Obj:
+    meta = review.get("metadata") or {}
+    return {"kind": "SelfSubjectReview", "apiVersion": _AUTHN, "metadata": {**meta, "creationTimestamp": None},
+            "status": {"userInfo": user.as_user_info()}}
+
+
+def token_review(review: Obj, user: User | None, audiences: list[str], error: str) -> Obj:
+    if user is None:
+        status: Obj = {"user": {}, "error": error or "invalid bearer token"}
+    else:
+        status = {"authenticated": True, "user": user.as_user_info()}
+        if audiences:
+            status["audiences"] = audiences
+    return _answer("TokenReview", _AUTHN, review, status)
+
+
+def token_request(api: ApiServer, signer: tokens.Signer, namespace: str, name: str, body: Obj) -> Obj:
+    """POST serviceaccounts/<name>/token: a signed token for the ServiceAccount."""
+    meta = dict(body.get("metadata") or {})
+    if meta.get("name") and meta["name"] != name:
+        raise errors.bad_request("the name of the provided object does not match the name sent on the request")
+    if meta.get("namespace") and meta["namespace"] != namespace:
+        raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
+                                 "the request")
+    sa = api.stored_object(SERVICEACCOUNTS, namespace, name)
+    if sa is None:
+        raise errors.not_found("", "serviceaccounts", name)
+    spec = dict(body.get("spec") or {})
+    seconds = spec.get("expirationSeconds")
+    seconds = DEFAULT_EXPIRATION if seconds is None else int(seconds)
+    if seconds < MIN_EXPIRATION:
+        raise errors.invalid("authentication.k8s.io", "TokenRequest", name, [
+            ("FieldValueInvalid", "spec.expirationSeconds",
+             f"spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration less than 10 minutes")])
+    if seconds > MAX_EXPIRATION:
+        raise errors.invalid("authentication.k8s.io", "TokenRequest", name, [
+            ("FieldValueInvalid", "spec.expirationSeconds",
+             f"spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration larger than "
+             "2^32 seconds")])
+    audiences = [str(a) for a in spec.get("audiences") or ()] or list(tokens.API_AUDIENCES)
+    try:
+        binding = tokens.resolve_binding(api, namespace, spec.get("boundObjectRef"))
+    except LookupError as e:
+        raise errors.not_found("", str(e.args[0]), str(e.args[1])) from None
+    except ValueError as e:
+        raise errors.bad_request(str(e)) from None
+    now = api.clock.now()
+    token = signer.issue(sa, audiences, seconds, now, binding)
+    spec = {**spec, "audiences": audiences, "expirationSeconds": seconds,
+            "boundObjectRef": spec.get("boundObjectRef")}
+    return {"kind": "TokenRequest", "apiVersion": _AUTHN,
+            "metadata": {**meta, "name": name, "namespace": namespace, "creationTimestamp": format_time(int(now))},
+            "spec": spec,
+            "status": {"token": token, "expirationTimestamp": format_time(int(now) + seconds)}}
