@@ -170,7 +170,7 @@ class Auth:
             return reviews.self_subject_access_review(self.authorizer, body, user)
         if kind == "SelfSubjectRulesReview":
             return reviews.self_subject_rules_review(self.authorizer, body, user)
-        return reviews.self_subject_review(body, user)
+        return reviews.self_subject_review(body, user, self.api.clock.now())
 
     def _token_review(self, body: Obj) -> Obj:
         spec = body.get("spec") or {}

@@ -117,9 +117,11 @@ def self_subject_rules_review(authorizer: Authorizer, review: Obj, user: User) -
     return _answer("SelfSubjectRulesReview", _AUTHZ, review, status)
 
 
-def self_subject_review(review: Obj, user: User) -> Obj:
+def self_subject_review(review: Obj, user: User, now: float) -> Obj:
+    """Who the requester is; unlike the other reviews it is stamped with the time it was made."""
     meta = review.get("metadata") or {}
-    return {"kind": "SelfSubjectReview", "apiVersion": _AUTHN, "metadata": {**meta, "creationTimestamp": None},
+    return {"kind": "SelfSubjectReview", "apiVersion": _AUTHN,
+            "metadata": {**meta, "creationTimestamp": format_time(now)},
             "status": {"userInfo": user.as_user_info()}}
 
 
@@ -165,8 +167,7 @@ def token_request(api: ApiServer, signer: tokens.Signer, namespace: str, name: s
         raise errors.bad_request(str(e)) from None
     now = api.clock.now()
     token = signer.issue(sa, audiences, seconds, now, binding)
-    spec = {**spec, "audiences": audiences, "expirationSeconds": seconds,
-            "boundObjectRef": spec.get("boundObjectRef")}
+    spec = {**spec, "audiences": audiences, "expirationSeconds": seconds}
     return {"kind": "TokenRequest", "apiVersion": _AUTHN,
             "metadata": {**meta, "name": name, "namespace": namespace, "creationTimestamp": format_time(int(now))},
             "spec": spec,

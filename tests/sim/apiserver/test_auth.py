@@ -1,0 +1,436 @@
+"""Authentication and RBAC as a client sees them over HTTP: the bootstrap policy, aggregation, the review kinds,
+TokenRequest and ServiceAccount tokens, impersonation, and the authorizer deciding from stored bindings."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+import pytest
+
+from controller_manager.clock import FakeClock
+from controller_manager.sim.apiserver.auth.rbac import Attributes, rule_allows
+from controller_manager.sim.apiserver.auth.users import User
+from tests.sim.apiserver.conftest import VIEWER, Client, pod
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+AUTHZ = "/apis/authorization.k8s.io/v1"
+AUTHN = "/apis/authentication.k8s.io/v1"
+PODS = "/api/v1/namespaces/default/pods"
+SA_USER = "system:serviceaccount:default:robot"
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def claims_of(token: str) -> Any:
+    body = token.split(".")[1]
+    return orjson.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+
+
+async def robot_token(client: Client, **spec: Any) -> tuple[str, dict[str, Any]]:
+    code, _ = await client.post("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "robot"}})
+    assert code in (201, 409)
+    code, body = await client.post("/api/v1/namespaces/default/serviceaccounts/robot/token",
+                                   {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+    assert code == 201, body
+    return body["status"]["token"], body
+
+
+async def grant(client: Client, verbs: list[str], resources: list[str], *, names: list[str] | None = None,
+                subject: dict[str, Any] | None = None) -> None:
+    rule: dict[str, Any] = {"apiGroups": [""], "resources": resources, "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    code, body = await client.post(f"{RBAC}/namespaces/default/roles", {"metadata": {"name": "r"}, "rules": [rule]})
+    assert code == 201, body
+    subject = subject or {"kind": "ServiceAccount", "name": "robot", "namespace": "default"}
+    code, body = await client.post(f"{RBAC}/namespaces/default/rolebindings", {
+        "metadata": {"name": "rb"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": [subject]})
+    assert code == 201, body
+
+
+# --- the bootstrap policy ------------------------------------------------------------------------------
+
+
+async def test_bootstrap_roles_and_bindings_exist_labelled(client: Client) -> None:
+    code, role = await client.get(f"{RBAC}/clusterroles/cluster-admin")
+    assert code == 200
+    assert role["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    assert role["metadata"]["annotations"] == {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+    assert role["rules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+                             {"verbs": ["*"], "nonResourceURLs": ["*"]}]
+    _, binding = await client.get(f"{RBAC}/clusterrolebindings/cluster-admin")
+    assert binding["subjects"] == [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+                                    "name": "system:masters"}]
+    _, roles = await client.get(f"{RBAC}/clusterroles")
+    names = {r["metadata"]["name"] for r in roles["items"]}
+    assert {"admin", "edit", "view", "system:basic-user", "system:discovery", "system:public-info-viewer",
+            "system:kube-controller-manager", "system:kube-scheduler", "system:node",
+            "system:controller:job-controller", "system:controller:namespace-controller",
+            "system:controller:generic-garbage-collector"} <= names
+    _, job = await client.get(f"{RBAC}/clusterrolebindings/system:controller:job-controller")
+    assert job["subjects"] == [{"kind": "ServiceAccount", "name": "job-controller", "namespace": "kube-system"}]
+
+
+async def test_admin_edit_view_are_aggregated(client: Client) -> None:
+    _, view = await client.get(f"{RBAC}/clusterroles/view")
+    _, edit = await client.get(f"{RBAC}/clusterroles/edit")
+    _, admin = await client.get(f"{RBAC}/clusterroles/admin")
+    assert view["aggregationRule"] == {"clusterRoleSelectors": [
+        {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}]}
+    assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert view["rules"] and all(r in edit["rules"] for r in view["rules"])
+    assert all(r in admin["rules"] for r in edit["rules"])
+    assert {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+            "resources": ["localsubjectaccessreviews"]} in admin["rules"]
+
+
+async def test_a_labelled_cluster_role_is_aggregated_and_removed_again(client: Client) -> None:
+    extra = {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get"]}
+    code, _ = await client.post(f"{RBAC}/clusterroles", {
+        "metadata": {"name": "widgets-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [extra]})
+    assert code == 201
+    for name in ("view", "edit", "admin"):
+        _, role = await client.get(f"{RBAC}/clusterroles/{name}")
+        assert {"verbs": ["get"], "apiGroups": ["example.com"], "resources": ["widgets"]} in role["rules"], name
+    await client.delete(f"{RBAC}/clusterroles/widgets-view")
+    _, admin = await client.get(f"{RBAC}/clusterroles/admin")
+    assert not any(r.get("apiGroups") == ["example.com"] for r in admin["rules"])
+
+
+# --- reviews ---------------------------------------------------------------------------------------------
+
+
+async def test_self_subject_access_review_for_the_viewer(client: Client) -> None:
+    ssar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "pods"}}}
+    code, body = await client.post(f"{AUTHZ}/selfsubjectaccessreviews", ssar, headers=VIEWER)
+    assert code == 201
+    assert body["kind"] == "SelfSubjectAccessReview"
+    assert body["spec"] == ssar["spec"]
+    assert body["status"] == {"allowed": True, "reason": 'RBAC: allowed by ClusterRoleBinding "kube-sim:viewer" of '
+                                                         'ClusterRole "kube-sim:viewer" to User "viewer"'}
+    ssar["spec"]["resourceAttributes"]["verb"] = "create"
+    _, body = await client.post(f"{AUTHZ}/selfsubjectaccessreviews", ssar, headers=VIEWER)
+    assert body["status"] == {"allowed": False}
+    _, body = await client.post(f"{AUTHZ}/selfsubjectaccessreviews", ssar)
+    assert body["status"] == {"allowed": True}  # system:masters: the superuser authorizer gives no reason
+
+
+async def test_a_review_needs_exactly_one_kind_of_attributes(client: Client) -> None:
+    code, body = await client.post(f"{AUTHZ}/selfsubjectaccessreviews",
+                                   {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                                    "spec": {}})
+    assert code == 422
+    assert "exactly one of nonResourceAttributes or resourceAttributes must be specified" in body["message"]
+
+
+async def test_local_subject_access_review(client: Client) -> None:
+    await robot_token(client)
+    await grant(client, ["get", "list"], ["pods"])
+    lsar = {"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+            "spec": {"user": SA_USER, "groups": ["system:serviceaccounts"],
+                     "resourceAttributes": {"namespace": "default", "verb": "list", "resource": "pods"}}}
+    code, body = await client.post(f"{AUTHZ}/namespaces/default/localsubjectaccessreviews", lsar)
+    assert code == 201
+    assert body["metadata"]["namespace"] == "default"
+    assert body["status"] == {"allowed": True, "reason": 'RBAC: allowed by RoleBinding "rb/default" of Role "r" to '
+                                                         'ServiceAccount "robot/default"'}
+    code, body = await client.post(f"{AUTHZ}/namespaces/kube-system/localsubjectaccessreviews", lsar)
+    assert code == 400
+    assert body["message"] == "spec.resourceAttributes.namespace must match namespace: kube-system"
+
+
+async def test_self_subject_rules_review(client: Client) -> None:
+    token, _ = await robot_token(client)
+    await grant(client, ["get", "list"], ["pods"])
+    ssrr = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+            "spec": {"namespace": "default"}}
+    code, body = await client.post(f"{AUTHZ}/selfsubjectrulesreviews", ssrr, headers=bearer(token))
+    assert code == 201
+    status = body["status"]
+    assert status["incomplete"] is False
+    assert {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]} in status["resourceRules"]
+    assert {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]} in status["resourceRules"]
+    assert {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]} \
+        in status["nonResourceRules"]
+    _, body = await client.post(f"{AUTHZ}/selfsubjectrulesreviews", {**ssrr, "spec": {"namespace": "kube-public"}},
+                                headers=bearer(token))
+    assert not any(r["resources"] == ["pods"] for r in body["status"]["resourceRules"])
+
+
+async def test_self_subject_review(client: Client, clock: FakeClock) -> None:
+    ssr = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    code, body = await client.post(f"{AUTHN}/selfsubjectreviews", ssr, headers=VIEWER)
+    assert code == 201
+    assert body["status"] == {"userInfo": {"username": "viewer", "uid": "viewer-uid",
+                                           "groups": ["system:authenticated"]}}
+    assert body["metadata"]["creationTimestamp"]
+
+
+async def test_review_kinds_are_create_only_in_discovery(client: Client) -> None:
+    _, authz = await client.get(AUTHZ)
+    verbs = {r["name"]: r["verbs"] for r in authz["resources"]}
+    assert verbs == {"subjectaccessreviews": ["create"], "selfsubjectaccessreviews": ["create"],
+                     "localsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
+    _, authn = await client.get(AUTHN)
+    assert {r["name"] for r in authn["resources"]} == {"tokenreviews", "selfsubjectreviews"}
+    _, core = await client.get("/api/v1")
+    token = next(r for r in core["resources"] if r["name"] == "serviceaccounts/token")
+    assert token == {"name": "serviceaccounts/token", "singularName": "", "namespaced": True,
+                     "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}
+
+
+# --- TokenRequest and ServiceAccount tokens -----------------------------------------------------------
+
+
+async def test_token_request_answers_a_signed_token_with_the_real_claims(client: Client, clock: FakeClock) -> None:
+    token, body = await robot_token(client)
+    _, sa = await client.get("/api/v1/namespaces/default/serviceaccounts/robot")
+    assert body["kind"] == "TokenRequest"
+    assert body["apiVersion"] == "authentication.k8s.io/v1"
+    assert body["metadata"]["name"] == "robot"
+    assert body["metadata"]["namespace"] == "default"
+    assert body["spec"] == {"audiences": ["https://kubernetes.default.svc.cluster.local"], "expirationSeconds": 3600}
+    now = int(clock.now())
+    claims = claims_of(token)
+    assert claims["iss"] == "https://kubernetes.default.svc.cluster.local"
+    assert claims["sub"] == SA_USER
+    assert claims["aud"] == ["https://kubernetes.default.svc.cluster.local"]
+    assert claims["iat"] == claims["nbf"] == now
+    assert claims["exp"] == now + 3600
+    assert claims["kubernetes.io"] == {"namespace": "default",
+                                       "serviceaccount": {"name": "robot", "uid": sa["metadata"]["uid"]}}
+    header = orjson.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    assert header["alg"] == "ES256"
+    assert header["kid"]
+    expires = body["status"]["expirationTimestamp"]
+    assert expires.endswith("Z")
+
+
+async def test_token_bound_to_a_pod_carries_pod_and_node(client: Client) -> None:
+    await client.post("/api/v1/nodes", {"metadata": {"name": "n1"}})
+    _, created = await client.post(PODS, pod("p", node="n1"))
+    _, body = await robot_token(client, boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "p"},
+                                expirationSeconds=7200, audiences=["api", "vault"])
+    claims = claims_of(body["status"]["token"])
+    assert claims["aud"] == ["api", "vault"]
+    assert claims["exp"] - claims["iat"] == 7200
+    assert claims["kubernetes.io"]["pod"] == {"name": "p", "uid": created["metadata"]["uid"]}
+    assert claims["kubernetes.io"]["node"]["name"] == "n1"
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+              "spec": {"token": body["status"]["token"], "audiences": ["vault"]}}
+    _, answer = await client.post(f"{AUTHN}/tokenreviews", review)
+    assert answer["status"]["authenticated"] is True
+    assert answer["status"]["audiences"] == ["vault"]
+    extra = answer["status"]["user"]["extra"]
+    assert extra["authentication.kubernetes.io/pod-name"] == ["p"]
+    assert extra["authentication.kubernetes.io/node-name"] == ["n1"]
+    assert extra["authentication.kubernetes.io/credential-id"][0].startswith("JTI=")
+    await client.delete(f"{PODS}/p", {"gracePeriodSeconds": 0})
+    _, answer = await client.post(f"{AUTHN}/tokenreviews", review)
+    assert "authenticated" not in answer["status"]
+
+
+@pytest.mark.parametrize(("seconds", "message"), [
+    (599, "may not specify a duration less than 10 minutes"),
+    (2**32 + 1, "may not specify a duration larger than 2^32 seconds"),
+])
+async def test_token_request_expiration_bounds(client: Client, seconds: int, message: str) -> None:
+    await client.post("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "robot"}})
+    code, body = await client.post("/api/v1/namespaces/default/serviceaccounts/robot/token",
+                                   {"spec": {"expirationSeconds": seconds}})
+    assert code == 422
+    assert message in body["message"]
+
+
+async def test_token_request_for_a_missing_service_account_is_404(client: Client) -> None:
+    code, body = await client.post("/api/v1/namespaces/default/serviceaccounts/ghost/token", {"spec": {}})
+    assert code == 404
+    assert body["message"] == 'serviceaccounts "ghost" not found'
+
+
+async def test_token_review_of_a_service_account_token(client: Client) -> None:
+    token, _ = await robot_token(client)
+    _, sa = await client.get("/api/v1/namespaces/default/serviceaccounts/robot")
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    code, body = await client.post(f"{AUTHN}/tokenreviews", review)
+    assert code == 201
+    user = body["status"]["user"]
+    assert body["status"]["authenticated"] is True
+    assert user["username"] == SA_USER
+    assert user["uid"] == sa["metadata"]["uid"]
+    assert user["groups"] == ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]
+    _, body = await client.post(f"{AUTHN}/tokenreviews", {**review, "spec": {"token": token, "audiences": ["x"]}})
+    assert "authenticated" not in body["status"]
+
+
+async def test_service_account_token_decides_through_rbac(client: Client) -> None:
+    token, _ = await robot_token(client)
+    await client.post(PODS, pod("p"))
+    code, body = await client.get(PODS, headers=bearer(token))
+    assert code == 403
+    assert body["message"] == (f'pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API group "" '
+                               'in the namespace "default"')
+    await grant(client, ["get", "list", "watch"], ["pods"])
+    code, body = await client.get(PODS, headers=bearer(token))
+    assert code == 200
+    assert [p["metadata"]["name"] for p in body["items"]] == ["p"]
+    code, body = await client.delete(f"{PODS}/p", headers=bearer(token))
+    assert code == 403
+    assert body["message"] == (f'pods "p" is forbidden: User "{SA_USER}" cannot delete resource "pods" in API '
+                               'group "" in the namespace "default"')
+    code, _ = await client.get("/api/v1/namespaces/kube-system/pods", headers=bearer(token))
+    assert code == 403
+    await client.delete(f"{RBAC}/namespaces/default/rolebindings/rb")
+    code, _ = await client.get(PODS, headers=bearer(token))
+    assert code == 403
+
+
+async def test_expired_and_revoked_tokens_are_401(client: Client, clock: FakeClock) -> None:
+    token, _ = await robot_token(client, expirationSeconds=600)
+    assert (await client.get("/api", headers=bearer(token)))[0] == 200
+    clock.advance(601)
+    assert (await client.get("/api", headers=bearer(token)))[0] == 401
+    token, _ = await robot_token(client)
+    await client.delete("/api/v1/namespaces/default/serviceaccounts/robot")
+    await client.post("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "robot"}})
+    code, body = await client.get("/api", headers=bearer(token))  # same name, new uid: the old token is dead
+    assert code == 401
+    assert body["reason"] == "Unauthorized"
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    _, body = await client.post(f"{AUTHN}/tokenreviews", review)
+    assert body["status"]["error"].startswith("[invalid bearer token, service account UID (")
+
+
+async def test_a_forged_token_is_401(client: Client) -> None:
+    token, _ = await robot_token(client)
+    head, body, sig = token.split(".")
+    claims = claims_of(token)
+    claims["sub"] = "system:serviceaccount:kube-system:admin"
+    forged = base64.urlsafe_b64encode(orjson.dumps(claims)).decode().rstrip("=")
+    assert (await client.get("/api", headers=bearer(f"{head}.{forged}.{sig}")))[0] == 401
+
+
+# --- the authorizer ----------------------------------------------------------------------------------------
+
+
+async def test_resource_names_and_subresources(client: Client) -> None:
+    token, _ = await robot_token(client)
+    await client.post(PODS, pod("a"))
+    await client.post(PODS, pod("b"))
+    await grant(client, ["get"], ["pods/status"], names=["a"])
+    assert (await client.get(f"{PODS}/a/status", headers=bearer(token)))[0] == 200
+    code, body = await client.get(f"{PODS}/b/status", headers=bearer(token))
+    assert code == 403
+    assert body["message"] == (f'pods "b" is forbidden: User "{SA_USER}" cannot get resource "pods/status" in API '
+                               'group "" in the namespace "default"')
+    assert (await client.get(f"{PODS}/a", headers=bearer(token)))[0] == 403
+
+
+async def test_a_binding_to_a_missing_role_says_so(client: Client) -> None:
+    token, _ = await robot_token(client)
+    await client.post(f"{RBAC}/clusterrolebindings", {
+        "metadata": {"name": "dangling"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nope"},
+        "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:serviceaccounts"}]})
+    code, body = await client.get(PODS, headers=bearer(token))
+    assert code == 403
+    assert body["message"].endswith(': RBAC: clusterrole.rbac.authorization.k8s.io "nope" not found')
+
+
+async def test_non_resource_urls_by_group(client: Client) -> None:
+    token, _ = await robot_token(client)
+    assert (await client.get("/metrics", headers=bearer(token)))[0] == 403
+    await client.post(f"{RBAC}/clusterroles", {"metadata": {"name": "metrics"},
+                                                "rules": [{"nonResourceURLs": ["/metrics*"], "verbs": ["get"]}]})
+    await client.post(f"{RBAC}/clusterrolebindings", {
+        "metadata": {"name": "metrics"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics"},
+        "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+                      "name": "system:serviceaccounts:default"}]})
+    assert (await client.get("/metrics", headers=bearer(token)))[0] == 200
+
+
+async def test_anonymous_may_read_only_public_info(client: Client) -> None:
+    anonymous = {"Authorization": ""}
+    assert (await client.get("/version", headers=anonymous))[0] == 200
+    code, body = await client.post(f"{AUTHN}/selfsubjectreviews", {"kind": "SelfSubjectReview",
+                                                                    "apiVersion": "authentication.k8s.io/v1"},
+                                   headers=anonymous)
+    assert code == 403
+    assert body["message"] == ('selfsubjectreviews.authentication.k8s.io is forbidden: User "system:anonymous" '
+                               'cannot create resource "selfsubjectreviews" in API group "authentication.k8s.io" at '
+                               'the cluster scope')
+
+
+# --- impersonation -----------------------------------------------------------------------------------------
+
+
+async def test_the_admin_may_impersonate(client: Client) -> None:
+    headers = {"Impersonate-User": "alice", "Impersonate-Group": "devs"}
+    code, body = await client.post(f"{AUTHN}/selfsubjectreviews", {"kind": "SelfSubjectReview",
+                                                                    "apiVersion": "authentication.k8s.io/v1"},
+                                   headers=headers)
+    assert code == 201
+    assert body["status"]["userInfo"] == {"username": "alice", "groups": ["devs", "system:authenticated"]}
+    code, body = await client.get(PODS, headers=headers)
+    assert code == 403
+    assert 'User "alice" cannot list resource "pods"' in body["message"]
+
+
+async def test_impersonating_a_service_account_adds_its_groups(client: Client) -> None:
+    await robot_token(client)
+    await grant(client, ["list"], ["pods"])
+    code, _ = await client.get(PODS, headers={"Impersonate-User": SA_USER})
+    assert code == 200
+
+
+async def test_the_viewer_may_not_impersonate(client: Client) -> None:
+    code, body = await client.get(PODS, headers={**VIEWER, "Impersonate-User": "alice"})
+    assert code == 403
+    assert body["message"] == ('users "alice" is forbidden: User "viewer" cannot impersonate resource "users" in '
+                               'API group "" at the cluster scope')
+
+
+async def test_impersonating_groups_without_a_user_is_400(client: Client) -> None:
+    code, _ = await client.get(PODS, headers={"Impersonate-Group": "devs"})
+    assert code == 400
+
+
+# --- rule matching, as upstream's rbac_test tables ----------------------------------------------------------
+
+_ALICE = User("alice", groups=("system:authenticated",))
+
+
+def _res(verb: str, group: str, resource: str, subresource: str = "", name: str = "") -> Attributes:
+    return Attributes(_ALICE, verb, True, group=group, resource=resource, subresource=subresource,
+                      namespace="ns", name=name)
+
+
+@pytest.mark.parametrize(("rule", "attrs", "allowed"), [
+    ({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}, _res("delete", "apps", "deployments"), True),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}, _res("list", "", "pods"), False),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}, _res("get", "apps", "pods"), False),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}, _res("get", "", "pods", "status"), False),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["pods/status"]}, _res("get", "", "pods", "status"), True),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["*/status"]}, _res("get", "", "nodes", "status"), True),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["*/status"]}, _res("get", "", "nodes"), False),
+    ({"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]},
+     _res("get", "", "pods", name="a"), True),
+    ({"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]},
+     _res("list", "", "pods"), False),
+    ({"verbs": ["get"], "nonResourceURLs": ["/apis/*"]}, Attributes(_ALICE, "get", False, path="/apis/apps"), True),
+    ({"verbs": ["get"], "nonResourceURLs": ["/apis"]}, Attributes(_ALICE, "get", False, path="/apis/apps"), False),
+    ({"verbs": ["*"], "nonResourceURLs": ["*"]}, Attributes(_ALICE, "post", False, path="/anything"), True),
+    ({"verbs": ["get"], "apiGroups": ["*"], "resources": ["*"]},
+     Attributes(_ALICE, "get", False, path="/healthz"), False),
+])
+def test_rule_allows(rule: dict[str, Any], attrs: Attributes, allowed: bool) -> None:
+    assert rule_allows(attrs, rule) is allowed
