@@ -60,6 +60,11 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "PriorityClass": {"value": 1000},
     "TokenReview": {"spec": {"token": "not-a-token"}},
     "SubjectAccessReview": {"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}},
+    "SelfSubjectAccessReview": {"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}},
+    "LocalSubjectAccessReview": {"spec": {"user": "u", "resourceAttributes": {"namespace": "default", "verb": "get",
+                                                                              "resource": "pods"}}},
+    "SelfSubjectRulesReview": {"spec": {"namespace": "default"}},
+    "SelfSubjectReview": {},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
