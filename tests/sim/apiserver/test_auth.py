@@ -83,7 +83,8 @@ async def test_admin_edit_view_are_aggregated(client: Client) -> None:
     assert view["aggregationRule"] == {"clusterRoleSelectors": [
         {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}}]}
     assert view["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
-    assert view["rules"] and all(r in edit["rules"] for r in view["rules"])
+    assert view["rules"]
+    assert all(r in edit["rules"] for r in view["rules"])
     assert all(r in admin["rules"] for r in edit["rules"])
     assert {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
             "resources": ["localsubjectaccessreviews"]} in admin["rules"]
@@ -107,8 +108,9 @@ async def test_a_labelled_cluster_role_is_aggregated_and_removed_again(client: C
 
 
 async def test_self_subject_access_review_for_the_viewer(client: Client) -> None:
-    ssar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "pods"}}}
+    ssar: dict[str, Any] = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                            "spec": {"resourceAttributes": {"namespace": "default", "verb": "list",
+                                                            "resource": "pods"}}}
     code, body = await client.post(f"{AUTHZ}/selfsubjectaccessreviews", ssar, headers=VIEWER)
     assert code == 201
     assert body["kind"] == "SelfSubjectAccessReview"
@@ -311,7 +313,7 @@ async def test_expired_and_revoked_tokens_are_401(client: Client, clock: FakeClo
 
 async def test_a_forged_token_is_401(client: Client) -> None:
     token, _ = await robot_token(client)
-    head, body, sig = token.split(".")
+    head, _body, sig = token.split(".")
     claims = claims_of(token)
     claims["sub"] = "system:serviceaccount:kube-system:admin"
     forged = base64.urlsafe_b64encode(orjson.dumps(claims)).decode().rstrip("=")

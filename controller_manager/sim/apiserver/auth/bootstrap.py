@@ -16,7 +16,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from controller_manager.api.resources import CLUSTERROLEBINDINGS, CLUSTERROLES, NAMESPACES, ROLEBINDINGS, ROLES
 
@@ -486,7 +489,8 @@ def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
         ("kube-system", "system::leader-locking-kube-controller-manager",
          [rule("watch", "-", "configmaps"),
           rule("get update", "-", "configmaps", "kube-controller-manager")],
-         "system::leader-locking-kube-controller-manager", [user("system:kube-controller-manager"), sa("kube-controller-manager")]),
+         "system::leader-locking-kube-controller-manager",
+         [user("system:kube-controller-manager"), sa("kube-controller-manager")]),
         ("kube-system", "system::leader-locking-kube-scheduler",
          [rule("watch", "-", "configmaps"), rule("get update", "-", "configmaps", "kube-scheduler")],
          "system::leader-locking-kube-scheduler", [user("system:kube-scheduler"), sa("kube-scheduler")]),
@@ -549,11 +553,18 @@ def _viewer_objects() -> tuple[Obj, Obj]:
     return role, binding
 
 
+@functools.cache
+def _encoded_policy() -> bytes:
+    """The cluster-scoped policy, built once per process (every ApiServer starts with a fresh copy)."""
+    return orjson.dumps([cluster_roles(), cluster_role_bindings()])
+
+
 def install(api: ApiServer, *, viewer: bool) -> None:
     """Create the bootstrap policy (and, with ``viewer``, kube-sim's viewer role) in a new ApiServer."""
-    for role in cluster_roles():
+    roles, bindings = orjson.loads(_encoded_policy())
+    for role in roles:
         api.create(CLUSTERROLES, role)
-    for binding in cluster_role_bindings():
+    for binding in bindings:
         api.create(CLUSTERROLEBINDINGS, binding)
     namespaces = {s.obj["metadata"]["name"] for s in api.store(NAMESPACES).iter_from(None)}
     for namespace, name, rules, binding_name, subjects in _namespace_roles():

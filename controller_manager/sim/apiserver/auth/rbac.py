@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from controller_manager.api.resources import CLUSTERROLEBINDINGS, CLUSTERROLES, ROLEBINDINGS, ROLES
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth.users import User
+
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 

@@ -53,6 +53,7 @@ def _attributes(kind: str, user: User, spec: Obj) -> Attributes:
         return Attributes(user, str(res.get("verb") or ""), True, group=str(res.get("group") or ""),
                           resource=str(res.get("resource") or ""), subresource=str(res.get("subresource") or ""),
                           namespace=str(res.get("namespace") or ""), name=str(res.get("name") or ""))
+    assert non is not None
     return Attributes(user, str(non.get("verb") or ""), False, path=str(non.get("path") or ""))
 
 
