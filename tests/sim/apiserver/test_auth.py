@@ -10,8 +10,10 @@ import orjson
 import pytest
 
 from controller_manager.clock import FakeClock
+from controller_manager.sim.apiserver.auth import bootstrap
 from controller_manager.sim.apiserver.auth.rbac import Attributes, rule_allows
 from controller_manager.sim.apiserver.auth.users import User
+from tests.packaging.test_rbac import UPSTREAM, permissions
 from tests.sim.apiserver.conftest import VIEWER, Client, pod
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -436,3 +438,21 @@ def _res(verb: str, group: str, resource: str, subresource: str = "", name: str 
 ])
 def test_rule_allows(rule: dict[str, Any], attrs: Attributes, allowed: bool) -> None:
     assert rule_allows(attrs, rule) is allowed
+
+
+# --- the bootstrap controller roles against upstream's testdata, as ported in tests/packaging/test_rbac.py --------
+
+_UPSTREAM_ROLE_NAMES = {"daemonset-controller": "daemon-set-controller",
+                        "pod-garbage-collector-controller": "pod-garbage-collector",
+                        "garbage-collector-controller": "generic-garbage-collector",
+                        "node-lifecycle-controller": "node-controller", "endpoints-controller": "endpoint-controller",
+                        "replicationcontroller-controller": "replication-controller"}
+
+
+@pytest.mark.parametrize("name", sorted(set(UPSTREAM) - {"taint-eviction-controller"}))
+def test_bootstrap_controller_roles_match_upstream(name: str) -> None:
+    role_name = f"system:controller:{_UPSTREAM_ROLE_NAMES.get(name, name)}"
+    role = next(r for r in bootstrap.cluster_roles() if r["metadata"]["name"] == role_name)
+    got = {(g, res, v) for rule in role["rules"] for g in rule["apiGroups"] if g != "extensions"
+           for res in rule["resources"] for v in rule["verbs"]}
+    assert got == permissions(UPSTREAM[name])

@@ -237,7 +237,7 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("get list watch create update delete patch", "batch", "jobs"),
             rule("update", "batch", "cronjobs/status"),
             rule("update", "batch", "cronjobs/finalizers"),
-            rule("list delete", "-", "pods"),
+            rule("list watch delete", "-", "pods"),
             events_rule(),
         ]),
         ("daemon-set-controller", [
@@ -271,14 +271,14 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
         ]),
         ("endpoint-controller", [
             rule("get list watch", "-", "services pods"),
-            rule("get list create update delete", "-", "endpoints"),
+            rule("get list watch create update delete", "-", "endpoints"),
             rule("create", "-", "endpoints/restricted"),
             events_rule(),
         ]),
         ("endpointslice-controller", [
             rule("get list watch", "-", "services pods nodes"),
             rule("update", "-", "services/finalizers"),
-            rule("get list create update delete", "discovery.k8s.io", "endpointslices"),
+            rule("get list watch create update delete", "discovery.k8s.io", "endpointslices"),
             events_rule(),
         ]),
         ("endpointslicemirroring-controller", [
@@ -322,13 +322,13 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
         ("namespace-controller", [
             rule("get list watch delete", "-", "namespaces"),
             rule("update", "-", "namespaces/finalize namespaces/status"),
-            rule("get list delete deletecollection", "*", "*"),
+            rule("get list watch delete deletecollection", "*", "*"),
         ]),
         ("node-controller", [
-            rule("get list update delete patch", "-", "nodes"),
+            rule("get list watch update delete patch", "-", "nodes"),
             rule("patch update", "-", "nodes/status"),
             rule("patch update", "-", "pods/status"),
-            rule("list delete", "-", "pods"),
+            rule("get list watch delete", "-", "pods"),
             events_rule(),
         ]),
         ("persistent-volume-binder", [
@@ -380,13 +380,14 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
         ]),
         ("statefulset-controller", [
             rule("list watch", "-", "pods"),
-            rule("list watch", "apps", "statefulsets"),
+            rule("get list watch", "apps", "statefulsets"),
             rule("update", "apps", "statefulsets/status"),
             rule("update", "apps", "statefulsets/finalizers"),
             rule("get create delete update patch", "-", "pods"),
             rule("get create delete update patch list watch", "apps", "controllerrevisions"),
-            rule("get create", "-", "persistentvolumeclaims"),
+            rule("get list watch create", "-", "persistentvolumeclaims"),
             rule("update delete", "-", "persistentvolumeclaims"),
+            rule("update", "-", "pods/finalizers"),
             events_rule(),
         ]),
         ("ttl-controller", [rule("update patch list watch", "-", "nodes"), events_rule()]),
