@@ -390,6 +390,7 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
+            self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True)
             return _with_warnings(_response(encode(created), 201), decoded.warnings)
         if verb == "update":
@@ -403,6 +404,7 @@ class _Handlers:
                                          else "the object provided is not a JSON object")
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
+            self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             updated = api.update(res, decoded.obj, subresource=sub, dry_run=dry_run, namespace=namespace, name=name)
             return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
         if verb == "patch":
@@ -415,6 +417,7 @@ class _Handlers:
 
             def decode(patched: Obj, stored: Obj) -> Obj:
                 decoded = codec.typed(res, patched, validation, stored)
+                self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
                 warnings.extend(decoded.warnings)
                 return decoded.obj  # type: ignore[no-any-return]
 

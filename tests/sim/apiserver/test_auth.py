@@ -456,3 +456,60 @@ def test_bootstrap_controller_roles_match_upstream(name: str) -> None:
     got = {(g, res, v) for rule in role["rules"] for g in rule["apiGroups"] if g != "extensions"
            for res in rule["resources"] for v in rule["verbs"]}
     assert got == permissions(UPSTREAM[name])
+
+
+# --- escalation checks on Role and binding writes ------------------------------------------------------------
+
+_ROBOT_GROUPS = '["system:serviceaccounts" "system:serviceaccounts:default" "system:authenticated"]'
+
+
+async def test_a_role_writer_may_grant_only_what_it_holds(client: Client) -> None:
+    token, _ = await robot_token(client)
+    await client.post(f"{RBAC}/namespaces/default/roles", {"metadata": {"name": "writer"}, "rules": [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+         "verbs": ["create", "update", "patch", "get"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]})
+    await client.post(f"{RBAC}/namespaces/default/rolebindings", {
+        "metadata": {"name": "writer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]})
+    robot = bearer(token)
+    held = {"metadata": {"name": "held"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}
+    assert (await client.post(f"{RBAC}/namespaces/default/roles", held, headers=robot))[0] == 201
+    more = {"metadata": {"name": "more"}, "rules": [
+        {"apiGroups": ["", "apps"], "resources": ["pods", "deployments"], "verbs": ["get", "delete", "watch"]}]}
+    code, body = await client.post(f"{RBAC}/namespaces/default/roles", more, headers=robot)
+    assert code == 403
+    assert body["message"] == (
+        f'roles.rbac.authorization.k8s.io "more" is forbidden: user "{SA_USER}" (groups={_ROBOT_GROUPS}) is '
+        'attempting to grant RBAC permissions not currently held:\n'
+        '{APIGroups:[""], Resources:["deployments"], Verbs:["get" "delete" "watch"]}\n'
+        '{APIGroups:[""], Resources:["pods"], Verbs:["delete" "watch"]}\n'
+        '{APIGroups:["apps"], Resources:["deployments"], Verbs:["get" "delete" "watch"]}\n'
+        '{APIGroups:["apps"], Resources:["pods"], Verbs:["get" "delete" "watch"]}')
+    code, _ = await client.patch(f"{RBAC}/namespaces/default/roles/held",
+                                 {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]},
+                                 headers=robot)
+    assert code == 403
+
+    binding = {"metadata": {"name": "edit"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                         "kind": "ClusterRole", "name": "edit"},
+               "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bob"}]}
+    code, body = await client.post(f"{RBAC}/namespaces/default/rolebindings", binding, headers=robot)
+    assert code == 403
+    assert body["message"].startswith(f'rolebindings.rbac.authorization.k8s.io "edit" is forbidden: user "{SA_USER}"')
+    own = {**binding, "metadata": {"name": "own"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                                "kind": "Role", "name": "held"}}
+    assert (await client.post(f"{RBAC}/namespaces/default/rolebindings", own, headers=robot))[0] == 201
+
+    # "bind" on the role, or "escalate" on roles, lifts the check
+    await client.post(f"{RBAC}/clusterroles", {"metadata": {"name": "bind-edit"}, "rules": [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"],
+         "resourceNames": ["edit"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]}]})
+    await client.post(f"{RBAC}/clusterrolebindings", {
+        "metadata": {"name": "robot-binds"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]})
+    assert (await client.post(f"{RBAC}/namespaces/default/rolebindings", binding, headers=robot))[0] == 201
+    assert (await client.post(f"{RBAC}/namespaces/default/roles", more, headers=robot))[0] == 201

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.resources import CLUSTERROLES
 from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.auth import reviews, tokens
+from controller_manager.sim.apiserver.auth import escalation, reviews, tokens
 from controller_manager.sim.apiserver.auth.aggregation import Aggregator
 from controller_manager.sim.apiserver.auth.rbac import Attributes, Authorizer, Decision, forbidden
 from controller_manager.sim.apiserver.auth.users import (
@@ -154,6 +154,11 @@ class Auth:
         decision = self.authorizer.authorize(attrs)
         if not decision.allowed:
             raise forbidden(attrs, decision.reason)
+
+    def check_escalation(self, user: User, kind: str, group: str, namespace: str, obj: Any) -> None:
+        """403 for a Role, ClusterRole or binding write that grants more than ``user`` holds (see escalation)."""
+        if group == escalation.RBAC_GROUP and isinstance(obj, dict):
+            escalation.check(self.authorizer, user, kind, namespace, obj)
 
     # --- the review kinds and TokenRequest ----------------------------------------------------------
 

@@ -108,7 +108,8 @@ class Authorizer:
         for stored in self.api.store(res).iter_from(namespace):
             yield stored.obj
 
-    def _role_rules(self, ref: Obj, namespace: str) -> list[Obj] | None:
+    def role_rules(self, ref: Obj, namespace: str) -> list[Obj] | None:
+        """The rules of the role a binding refers to (None when it does not exist)."""
         kind, name = ref.get("kind"), str(ref.get("name") or "")
         if kind == "ClusterRole":
             found = self.api.stored_object(CLUSTERROLES, None, name)
@@ -131,7 +132,7 @@ class Authorizer:
                 if subject is None:
                     continue
                 ref = binding.get("roleRef") or {}
-                rules = self._role_rules(ref, binding_ns)
+                rules = self.role_rules(ref, binding_ns)
                 if rules is None:
                     kind = "clusterrole" if ref.get("kind") == "ClusterRole" else "role"
                     errs.append(f'{kind}.rbac.authorization.k8s.io "{ref.get("name")}" not found')
