@@ -34,7 +34,7 @@ from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import codec, errors, events, freshness, service_ips, strategy
-from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap
+from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -61,6 +61,7 @@ class ApiServerOptions:
     viewer_token: str | None = None       # get/list/watch only
     git_version: str = "v1.37.0"
     bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
+    service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
     resources: tuple[Resource, ...] = field(default_factory=lambda: BUILTIN)
 
@@ -288,6 +289,9 @@ class ApiServer:
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
             obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
+        if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
+                and self.store(NAMESPACES).get(namespace) is not None:
+            obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
         stored_res = res
         if is_events_v1(res):
             self._validate(res, obj, None)

@@ -513,3 +513,51 @@ async def test_a_role_writer_may_grant_only_what_it_holds(client: Client) -> Non
         "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]})
     assert (await client.post(f"{RBAC}/namespaces/default/rolebindings", binding, headers=robot))[0] == 201
     assert (await client.post(f"{RBAC}/namespaces/default/roles", more, headers=robot))[0] == 201
+
+
+# --- ServiceAccount admission (opt-in) -----------------------------------------------------------------------
+
+
+async def test_service_account_admission() -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
+    from tests.sim.apiserver.conftest import ADMIN_TOKEN
+
+    api = ApiServer(FakeClock(), ApiServerOptions(admin_token=ADMIN_TOKEN, service_account_admission=True))
+    async with TestClient(TestServer(build_app(api))) as tc:
+        client = Client(tc)
+        code, body = await client.post(PODS, pod("p"))
+        assert code == 403
+        assert body["message"] == ('pods "p" is forbidden: error looking up service account default/default: '
+                                   'serviceaccount "default" not found')
+        await client.post("/api/v1/namespaces/default/serviceaccounts", {
+            "metadata": {"name": "default"}, "imagePullSecrets": [{"name": "registry"}]})
+        body = pod("p")
+        body["spec"]["initContainers"] = [{"name": "init", "image": "busybox"}]
+        body["spec"]["containers"].append({"name": "own", "image": "nginx", "volumeMounts": [
+            {"name": "mine", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]})
+        body["spec"]["volumes"] = [{"name": "mine", "emptyDir": {}}]
+        code, created = await client.post(PODS, body)
+        assert code == 201, created
+        spec = created["spec"]
+        assert spec["serviceAccountName"] == "default"
+        assert spec["imagePullSecrets"] == [{"name": "registry"}]
+        volume = spec["volumes"][1]
+        assert volume["name"].startswith("kube-api-access-")
+        assert len(volume["name"]) == len("kube-api-access-") + 5
+        assert volume["projected"] == {"sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace",
+                                        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}],
+            "defaultMode": 420}
+        mount = {"name": volume["name"], "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+        assert spec["initContainers"][0]["volumeMounts"] == [mount]
+        assert spec["containers"][0]["volumeMounts"] == [mount]
+        assert [m["name"] for m in spec["containers"][1]["volumeMounts"]] == ["mine"]
+
+        body = pod("q", automountServiceAccountToken=False)
+        code, created = await client.post(PODS, body)
+        assert code == 201
+        assert "volumes" not in created["spec"]
