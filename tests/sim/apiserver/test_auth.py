@@ -199,8 +199,7 @@ async def test_token_request_answers_a_signed_token_with_the_real_claims(client:
     _, sa = await client.get("/api/v1/namespaces/default/serviceaccounts/robot")
     assert body["kind"] == "TokenRequest"
     assert body["apiVersion"] == "authentication.k8s.io/v1"
-    assert body["metadata"]["name"] == "robot"
-    assert body["metadata"]["namespace"] == "default"
+    assert body["metadata"] == {"namespace": "default", "creationTimestamp": None}  # the request, answered
     assert body["spec"] == {"audiences": ["https://kubernetes.default.svc.cluster.local"], "expirationSeconds": 3600}
     now = int(clock.now())
     claims = claims_of(token)
@@ -220,7 +219,7 @@ async def test_token_request_answers_a_signed_token_with_the_real_claims(client:
 
 async def test_token_bound_to_a_pod_carries_pod_and_node(client: Client) -> None:
     await client.post("/api/v1/nodes", {"metadata": {"name": "n1"}})
-    _, created = await client.post(PODS, pod("p", node="n1"))
+    _, created = await client.post(PODS, pod("p", node="n1", serviceAccountName="robot"))
     _, body = await robot_token(client, boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "p"},
                                 expirationSeconds=7200, audiences=["api", "vault"])
     claims = claims_of(body["status"]["token"])
@@ -252,6 +251,26 @@ async def test_token_request_expiration_bounds(client: Client, seconds: int, mes
                                    {"spec": {"expirationSeconds": seconds}})
     assert code == 422
     assert message in body["message"]
+
+
+@pytest.mark.parametrize(("ref", "code", "message"), [
+    ({"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}, 400,
+     "cannot bind token to object of type /v1, Kind=ConfigMap"),
+    ({"kind": "Pod", "apiVersion": "v1", "name": "ghost"}, 404, 'pods "ghost" not found'),
+    ({"kind": "Pod", "apiVersion": "v1", "name": "other"}, 400,
+     'cannot bind token for serviceaccount "robot" to pod running with different serviceaccount name.'),
+    ({"kind": "Pod", "apiVersion": "v1", "name": "mine", "uid": "stale"}, 409,
+     'Operation cannot be fulfilled on Pod "mine": the UID in the bound object reference (stale) does not match the '
+     "UID in record. The object might have been deleted and then recreated"),
+])
+async def test_token_request_bound_object_errors(client: Client, ref: dict[str, str], code: int,
+                                                 message: str) -> None:
+    await client.post("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "robot"}})
+    await client.post(PODS, pod("other"))
+    await client.post(PODS, pod("mine", serviceAccountName="robot"))
+    got, body = await client.post("/api/v1/namespaces/default/serviceaccounts/robot/token",
+                                  {"spec": {"boundObjectRef": ref}})
+    assert (got, body["message"]) == (code, message)
 
 
 async def test_token_request_for_a_missing_service_account_is_404(client: Client) -> None:

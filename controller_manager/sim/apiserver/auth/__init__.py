@@ -73,7 +73,12 @@ class Auth:
                            audiences: tuple[str, ...] = tokens.API_AUDIENCES) -> tuple[User, list[str]]:
         user = self._static.get(token)
         if user is not None:
-            return user, list(audiences)
+            # Static tokens know no audience: they are good for the API server's own (WrapAudienceAgnosticToken).
+            matched = [a for a in audiences if a in tokens.API_AUDIENCES]
+            if not matched:
+                raise tokens.InvalidToken("token audiences " + tokens.go_list(list(tokens.API_AUDIENCES))
+                                          + " is invalid for the target audiences " + tokens.go_list(list(audiences)))
+            return user, matched
         return self.signer.verify(token, audiences, self.api.clock.now())
 
     def authenticate(self, headers: Mapping[str, str]) -> User:
@@ -185,7 +190,7 @@ class Auth:
         except tokens.InvalidToken as e:
             return reviews.token_review(body, None, [], f"[invalid bearer token, {e}]"
                                         if str(e) != "invalid bearer token" else str(e))
-        return reviews.token_review(body, user, audiences if spec.get("audiences") else [], "")
+        return reviews.token_review(body, user, audiences, "")
 
     def token_request(self, namespace: str, name: str, body: Any) -> Obj:
         if not isinstance(body, dict):

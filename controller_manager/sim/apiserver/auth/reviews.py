@@ -136,40 +136,40 @@ def token_review(review: Obj, user: User | None, audiences: list[str], error: st
     return _answer("TokenReview", _AUTHN, review, status)
 
 
+def _invalid_token_request(message: str) -> errors.StatusError:
+    return errors.invalid("authentication.k8s.io", "TokenRequest", "",
+                          [("FieldValueInvalid", "spec.expirationSeconds", f"spec.expirationSeconds: {message}")])
+
+
 def token_request(api: ApiServer, signer: tokens.Signer, namespace: str, name: str, body: Obj) -> Obj:
-    """POST serviceaccounts/<name>/token: a signed token for the ServiceAccount."""
+    """POST serviceaccounts/<name>/token: a signed token for the ServiceAccount. The answer is the request
+    (its metadata as sent, in the URL's namespace) with the defaulted spec and the status filled."""
     meta = dict(body.get("metadata") or {})
-    if meta.get("name") and meta["name"] != name:
-        raise errors.bad_request("the name of the provided object does not match the name sent on the request")
     if meta.get("namespace") and meta["namespace"] != namespace:
         raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
                                  "the request")
-    sa = api.stored_object(SERVICEACCOUNTS, namespace, name)
-    if sa is None:
-        raise errors.not_found("", "serviceaccounts", name)
     spec = dict(body.get("spec") or {})
     seconds = spec.get("expirationSeconds")
     seconds = DEFAULT_EXPIRATION if seconds is None else int(seconds)
     if seconds < MIN_EXPIRATION:
-        raise errors.invalid("authentication.k8s.io", "TokenRequest", name, [
-            ("FieldValueInvalid", "spec.expirationSeconds",
-             f"spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration less than 10 minutes")])
+        raise _invalid_token_request(f"Invalid value: {seconds}: may not specify a duration less than 10 minutes")
     if seconds > MAX_EXPIRATION:
-        raise errors.invalid("authentication.k8s.io", "TokenRequest", name, [
-            ("FieldValueInvalid", "spec.expirationSeconds",
-             f"spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration larger than "
-             "2^32 seconds")])
-    audiences = [str(a) for a in spec.get("audiences") or ()] or list(tokens.API_AUDIENCES)
+        raise _invalid_token_request(f"Invalid value: {seconds}: may not specify a duration larger than 2^32 seconds")
+    sa = api.stored_object(SERVICEACCOUNTS, namespace, name)
+    if sa is None:
+        raise errors.not_found("", "serviceaccounts", name)
     try:
-        binding = tokens.resolve_binding(api, namespace, spec.get("boundObjectRef"))
-    except LookupError as e:
-        raise errors.not_found("", str(e.args[0]), str(e.args[1])) from None
-    except ValueError as e:
+        binding = tokens.resolve_binding(api, namespace, name, spec.get("boundObjectRef"))
+    except tokens.BindingError as e:
+        if e.code == 404:
+            raise errors.not_found("", e.resource, e.name) from None
+        if e.code == 409:
+            raise errors.conflict("", e.resource, e.name, str(e)) from None
         raise errors.bad_request(str(e)) from None
+    audiences = [str(a) for a in spec.get("audiences") or ()] or list(tokens.API_AUDIENCES)
     now = api.clock.now()
     token = signer.issue(sa, audiences, seconds, now, binding)
-    spec = {**spec, "audiences": audiences, "expirationSeconds": seconds}
     return {"kind": "TokenRequest", "apiVersion": _AUTHN,
-            "metadata": {**meta, "name": name, "namespace": namespace, "creationTimestamp": format_time(int(now))},
-            "spec": spec,
+            "metadata": {**meta, "namespace": namespace, "creationTimestamp": None},
+            "spec": {**spec, "audiences": audiences, "expirationSeconds": seconds},
             "status": {"token": token, "expirationTimestamp": format_time(int(now) + seconds)}}

@@ -130,8 +130,8 @@ class Signer:
         aud_list = [aud] if isinstance(aud, str) else list(aud or ())
         matched = [a for a in audiences if a in aud_list]
         if not matched:
-            raise InvalidToken("token audiences " + _go_list(aud_list) + " is invalid for the target audiences "
-                               + _go_list(list(audiences)))
+            raise InvalidToken("token audiences " + go_list(aud_list) + " is invalid for the target audiences "
+                               + go_list(list(audiences)))
         if now >= float(claims.get("exp") or 0):
             raise InvalidToken("service account token has expired")
         if now < float(claims.get("nbf") or 0) - 60:
@@ -146,11 +146,14 @@ class Signer:
             raise InvalidToken(f"service account UID ({sa['metadata']['uid']}) does not match claim "
                                f"({sa_ref.get('uid')})")
         extra: dict[str, tuple[str, ...]] = {}
-        for kind, res in (("pod", PODS), ("secret", SECRETS)):
+        checks = [("pod", PODS), ("secret", SECRETS)]
+        if not private.get("pod"):
+            checks.append(("node", NODES))  # a pod-bound token's node is information, not a binding
+        for kind, res in checks:
             ref = private.get(kind)
             if not ref:
                 continue
-            bound = self.api.stored_object(res, namespace, str(ref.get("name") or ""))
+            bound = self.api.stored_object(res, namespace if res.namespaced else None, str(ref.get("name") or ""))
             if bound is None:
                 raise InvalidToken(f'{res.plural} "{ref.get("name")}" not found')
             if bound["metadata"]["uid"] != ref.get("uid"):
@@ -171,25 +174,41 @@ class Signer:
         return user, matched
 
 
-def _go_list(values: list[str]) -> str:
+def go_list(values: list[str]) -> str:
+    """A string list as Go's %v prints it: ``[a b]``."""
     return "[" + " ".join(values) + "]"
 
 
-def resolve_binding(api: ApiServer, namespace: str, ref: Obj | None) -> Binding | None:
-    """spec.boundObjectRef resolved against the store; ValueError with the upstream reason if it cannot be."""
+class BindingError(Exception):
+    """A boundObjectRef TokenRequest refuses: ``code`` 400, 404 or 409, ``resource`` and ``name`` for 404/409."""
+
+    def __init__(self, code: int, message: str, resource: str = "", name: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.resource = resource
+        self.name = name
+
+
+def resolve_binding(api: ApiServer, namespace: str, service_account: str, ref: Obj | None) -> Binding | None:
+    """spec.boundObjectRef resolved against the store (a Pod of this ServiceAccount, a Secret or a Node)."""
     if not ref:
         return None
     kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
-    res = {"Pod": PODS, "Secret": SECRETS}.get(kind)
+    api_version = str(ref.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    res = {"Pod": PODS, "Secret": SECRETS, "Node": NODES}.get(kind) if group == "" else None
     if res is None:
-        raise ValueError(f'cannot bind token for serviceaccount "{namespace}" to object of kind {kind!r}')
-    obj = api.stored_object(res, namespace, name)
+        raise BindingError(400, f"cannot bind token to object of type {group}/{version}, Kind={kind}")
+    obj = api.stored_object(res, namespace if res.namespaced else None, name)
     if obj is None:
-        raise LookupError(res.plural, name)
+        raise BindingError(404, "", res.plural, name)
+    if kind == "Pod" and (obj.get("spec") or {}).get("serviceAccountName") != service_account:
+        raise BindingError(400, f'cannot bind token for serviceaccount "{service_account}" to pod running with '
+                                "different serviceaccount name.")
     uid = str(obj["metadata"]["uid"])
     if ref.get("uid") and ref["uid"] != uid:
-        raise ValueError(f'the UID in the bound object reference ({ref["uid"]}) does not match the UID in '
-                         f'record. The object might have been deleted and then recreated')
+        raise BindingError(409, f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
+                                "record. The object might have been deleted and then recreated", kind, name)
     node: tuple[str, str] | None = None
     node_name = (obj.get("spec") or {}).get("nodeName") if kind == "Pod" else None
     if node_name:
