@@ -126,12 +126,20 @@ async def test_self_subject_access_review_for_the_viewer(client: Client) -> None
     assert body["status"] == {"allowed": True}  # system:masters: the superuser authorizer gives no reason
 
 
-async def test_a_review_needs_exactly_one_kind_of_attributes(client: Client) -> None:
+async def test_reviews_are_validated(client: Client) -> None:
     code, body = await client.post(f"{AUTHZ}/selfsubjectaccessreviews",
                                    {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                                     "spec": {}})
     assert code == 422
-    assert "exactly one of nonResourceAttributes or resourceAttributes must be specified" in body["message"]
+    assert body["message"] == ('SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: '
+                               'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes '
+                               "must be specified")
+    code, body = await client.post(f"{AUTHZ}/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {"name": "x"},
+        "spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}})
+    assert code == 422
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.user", "metadata"]
+    assert "spec.user: Invalid value: \"\": at least one of user or group must be specified" in body["message"]
 
 
 async def test_local_subject_access_review(client: Client) -> None:
@@ -146,8 +154,13 @@ async def test_local_subject_access_review(client: Client) -> None:
     assert body["status"] == {"allowed": True, "reason": 'RBAC: allowed by RoleBinding "rb/default" of Role "r" to '
                                                          'ServiceAccount "robot/default"'}
     code, body = await client.post(f"{AUTHZ}/namespaces/kube-system/localsubjectaccessreviews", lsar)
+    assert code == 422
+    assert body["message"] == ('LocalSubjectAccessReview.authorization.k8s.io "" is invalid: '
+                               'spec.resourceAttributes.namespace: Invalid value: "default": must match '
+                               "metadata.namespace")
+    code, body = await client.post(f"{AUTHZ}/namespaces/default/localsubjectaccessreviews",
+                                   {**lsar, "metadata": {"namespace": "kube-system"}})
     assert code == 400
-    assert body["message"] == "spec.resourceAttributes.namespace must match namespace: kube-system"
 
 
 async def test_self_subject_rules_review(client: Client) -> None:

@@ -95,9 +95,14 @@ def model_name(res: Resource) -> str:
     return f"{res.version.capitalize()}{res.kind}"
 
 
+# Access reviews must come with empty metadata (a real server answers 422 "must be empty").
+_NAMELESS = {"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}
+
+
 def body_of(res: Resource, name: str) -> dict[str, Any]:
     extra = EVENTS_V1_OBJECT if res.kind == "Event" and res.group else OBJECTS[res.kind]
-    return {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": name}, **extra}
+    meta = {} if res.kind in _NAMELESS else {"name": name}
+    return {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta, **extra}
 
 
 def typed(kind_model: str, data: Any) -> Any:

@@ -4,7 +4,9 @@ Guarantees:
 - SubjectAccessReview / LocalSubjectAccessReview ask about the user in ``spec`` (user, groups, uid, extra);
   SelfSubjectAccessReview and SelfSubjectRulesReview about the requesting user; SelfSubjectReview answers
   who that user is. Each answer echoes the request's metadata and spec and adds ``status``.
-- A LocalSubjectAccessReview whose ``spec.resourceAttributes.namespace`` differs from the URL's is a 400.
+- Reviews are validated as upstream does (422 on the kind named ""): exactly one of resourceAttributes and
+  nonResourceAttributes, a user or group for (Local)SubjectAccessReview, empty metadata (but the namespace of a
+  LocalSubjectAccessReview, which its spec.resourceAttributes.namespace must match).
 - TokenRequest (``serviceaccounts/<name>/token``) defaults ``spec.expirationSeconds`` to 3600 and
   ``spec.audiences`` to the API server's, refuses durations under 10 minutes or over 2^32 seconds (422), and
   answers the token with ``status.expirationTimestamp``.
@@ -13,6 +15,8 @@ Guarantees:
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import SERVICEACCOUNTS
@@ -38,22 +42,57 @@ def _answer(kind: str, api_version: str, review: Obj, status: Obj, spec: Obj | N
             "spec": review.get("spec") or {} if spec is None else spec, "status": status}
 
 
-def _invalid(kind: str, field: str, message: str) -> errors.StatusError:
-    return errors.invalid("authorization.k8s.io", kind, "", [("FieldValueRequired", field, f"{field}: {message}")])
+def _quoted(value: Any) -> str:
+    """A field error's bad value as apimachinery prints it: strings quoted, nil as "null", objects as JSON."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, str):
+        return f'"{value}"'
+    return orjson.dumps(value).decode()
 
 
-def _attributes(kind: str, user: User, spec: Obj) -> Attributes:
+def _validate(kind: str, review: Obj, *, subject: bool, local_namespace: str | None = None) -> None:
+    """ValidateSubjectAccessReviewSpec and the metadata checks of the (Self|Local)SubjectAccessReview kinds:
+    all problems at once, a 422 on the kind named "" (the reviews have no names)."""
+    spec = review.get("spec") or {}
+    res, non = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    problems: list[tuple[str, Any, str]] = []
+    if res is not None and non is not None:
+        problems.append(("spec.nonResourceAttributes", non, "cannot be specified in combination with "
+                                                            "resourceAttributes"))
+    if res is None and non is None:
+        problems.append(("spec.resourceAttributes", None, "exactly one of nonResourceAttributes or "
+                                                          "resourceAttributes must be specified"))
+    if subject and not spec.get("user") and not spec.get("groups"):
+        problems.append(("spec.user", str(spec.get("user") or ""), "at least one of user or group must be "
+                                                                   "specified"))
+    meta = {k: v for k, v in (review.get("metadata") or {}).items()
+            if v not in (None, "", {}, [], 0) and k != "managedFields"}  # zero values are Go's empty
+    if local_namespace is None:
+        if meta:
+            problems.append(("metadata", meta, "must be empty"))
+    else:
+        meta.pop("namespace", None)
+        if meta:
+            problems.append(("metadata", meta, "must be empty except for namespace"))
+        if res is not None and (res.get("namespace") or "") != local_namespace:
+            problems.append(("spec.resourceAttributes.namespace", str(res.get("namespace") or ""),
+                             "must match metadata.namespace"))
+        if non is not None:
+            problems.append(("spec.nonResourceAttributes", non, "disallowed on this kind of request"))
+    if problems:
+        raise errors.invalid("authorization.k8s.io", kind, "", [
+            ("FieldValueInvalid", field, f"{field}: Invalid value: {_quoted(value)}: {why}")
+            for field, value, why in problems])
+
+
+def _attributes(user: User, spec: Obj) -> Attributes:
     res = spec.get("resourceAttributes")
-    non = spec.get("nonResourceAttributes")
-    if (res is None) == (non is None):
-        raise _invalid(kind, "spec.resourceAttributes",
-                       "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must "
-                       "be specified")
     if res is not None:
         return Attributes(user, str(res.get("verb") or ""), True, group=str(res.get("group") or ""),
                           resource=str(res.get("resource") or ""), subresource=str(res.get("subresource") or ""),
                           namespace=str(res.get("namespace") or ""), name=str(res.get("name") or ""))
-    assert non is not None
+    non = spec.get("nonResourceAttributes") or {}
     return Attributes(user, str(non.get("verb") or ""), False, path=str(non.get("path") or ""))
 
 
@@ -80,29 +119,29 @@ def _spec_user(spec: Obj) -> User:
 
 
 def subject_access_review(authorizer: Authorizer, review: Obj) -> Obj:
+    _validate("SubjectAccessReview", review, subject=True)
     spec = review.get("spec") or {}
-    attrs = _attributes("SubjectAccessReview", _spec_user(spec), spec)
+    attrs = _attributes(_spec_user(spec), spec)
     return _answer("SubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
 
 
 def local_subject_access_review(authorizer: Authorizer, review: Obj, namespace: str) -> Obj:
-    spec = review.get("spec") or {}
-    res = spec.get("resourceAttributes")
-    if res is not None and (res.get("namespace") or "") != namespace:
-        raise errors.bad_request(f"spec.resourceAttributes.namespace must match namespace: {namespace}")
+    """The URL's namespace is the review's (metadata.namespace, set from it when absent)."""
     meta = review.get("metadata") or {}
     if meta.get("namespace") and meta["namespace"] != namespace:
         raise errors.bad_request("the namespace of the provided object does not match the namespace sent on "
                                  "the request")
-    attrs = _attributes("LocalSubjectAccessReview", _spec_user(spec), spec)
-    answer = _answer("LocalSubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
-    answer["metadata"] = {**answer["metadata"], "namespace": namespace}
-    return answer
+    review = {**review, "metadata": {**meta, "namespace": namespace}}
+    _validate("LocalSubjectAccessReview", review, subject=True, local_namespace=namespace)
+    spec = review.get("spec") or {}
+    attrs = _attributes(_spec_user(spec), spec)
+    return _answer("LocalSubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
 
 
 def self_subject_access_review(authorizer: Authorizer, review: Obj, user: User) -> Obj:
+    _validate("SelfSubjectAccessReview", review, subject=False)
     spec = review.get("spec") or {}
-    attrs = _attributes("SelfSubjectAccessReview", user, spec)
+    attrs = _attributes(user, spec)
     return _answer("SelfSubjectAccessReview", _AUTHZ, review, _access_status(authorizer, attrs))
 
 
