@@ -1,5 +1,6 @@
 """The daemon as it runs in a cluster: authenticated by a token of its chart's ServiceAccount and allowed only what
-its chart's ClusterRole and leader-election Role grant (kube-sim's RBAC authorizer decides). A Deployment rolls
+its chart's ClusterRole and leader-election Role grant (kube-sim's RBAC authorizer decides), its /metrics
+guarded by TokenReview and SubjectAccessReview made as that account. A Deployment rolls
 out; with the rule letting it create pods taken out of the role, the ReplicaSet controller is refused (403) and
 records it; with the rule back, the pods come."""
 
@@ -43,6 +44,9 @@ async def test_the_daemon_runs_as_its_chart_service_account(
                               "--duration=2h")).strip()
     manager = await start_manager(processes, as_service_account(sim, token), https=https)
     await https.wait_role(manager, "leader")
+    # Its delegated authentication and authorization (TokenReview, SubjectAccessReview) run as the account too.
+    assert (await https.get(manager, "/metrics", token=sim.token("admin")))[0] == 200
+    assert (await https.get(manager, "/metrics", token=sim.token("viewer")))[0] == 403
 
     await kubectl.ok("apply", "-f", str(EXAMPLE))
     out = await kubectl.ok("rollout", "status", "deployment/web", "--timeout=60s")
