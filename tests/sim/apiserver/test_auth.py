@@ -8,9 +8,11 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller_manager.clock import FakeClock
-from controller_manager.sim.apiserver.auth import bootstrap
+from controller_manager.sim.apiserver.auth import bootstrap, escalation
 from controller_manager.sim.apiserver.auth.rbac import Attributes, rule_allows
 from controller_manager.sim.apiserver.auth.users import User
 from tests.packaging.test_rbac import UPSTREAM, permissions
@@ -593,3 +595,44 @@ async def test_service_account_admission() -> None:
         code, created = await client.post(PODS, body)
         assert code == 201
         assert "volumes" not in created["spec"]
+
+
+# --- invariant: the escalation check's coverage agrees with the authorizer ----------------------------------------
+
+_VERBS = st.sampled_from(["get", "list", "create", "delete", "*"])
+_GROUPS = st.sampled_from(["", "apps", "*"])
+_RESOURCES = st.sampled_from(["pods", "pods/status", "deployments", "*/status", "*", "nodes/proxy"])
+_URLS = st.sampled_from(["/healthz", "/healthz/*", "/metrics", "*", "/api*", "/apis"])
+_resource_rules = st.builds(
+    lambda verbs, groups, resources, names: {"verbs": verbs, "apiGroups": groups, "resources": resources,
+                                             **({"resourceNames": names} if names else {})},
+    st.lists(_VERBS, min_size=1, max_size=2, unique=True), st.lists(_GROUPS, min_size=1, max_size=2, unique=True),
+    st.lists(_RESOURCES, min_size=1, max_size=2, unique=True),
+    st.lists(st.sampled_from(["a", "b"]), max_size=2, unique=True))
+_url_rules = st.builds(lambda verbs, paths: {"verbs": verbs, "nonResourceURLs": paths},
+                       st.lists(_VERBS, min_size=1, max_size=2, unique=True),
+                       st.lists(_URLS, min_size=1, max_size=2, unique=True))
+_rules = st.lists(st.one_of(_resource_rules, _url_rules), max_size=4)
+
+
+def _request_of(atom: dict[str, Any]) -> Attributes:
+    if "nonResourceURLs" in atom:
+        return Attributes(_ALICE, atom["verbs"][0], False, path=atom["nonResourceURLs"][0])
+    resource, _, sub = atom["resources"][0].partition("/")
+    return Attributes(_ALICE, atom["verbs"][0], True, group=atom["apiGroups"][0], resource=resource, subresource=sub,
+                      namespace="ns", name=(atom.get("resourceNames") or [""])[0])
+
+
+@given(owned=_rules, requested=_rules)
+@settings(max_examples=300, deadline=None)
+def test_what_a_role_may_grant_is_what_its_holder_is_allowed(owned: list[dict[str, Any]],
+                                                             requested: list[dict[str, Any]]) -> None:
+    for rule in owned:  # a holder may always grant its own rules
+        assert all(any(escalation.covers(o, atom) for o in owned) for atom in escalation.atoms(rule))
+    for rule in requested:
+        for atom in escalation.atoms(rule):
+            if atom["verbs"][0] == "*" or "*" in atom.get("apiGroups", []) or any(
+                    r.startswith("*") for r in atom.get("resources", [])):
+                continue  # a wildcard asked for is no single request
+            covered = any(escalation.covers(o, atom) for o in owned)
+            assert covered == any(rule_allows(_request_of(atom), o) for o in owned), atom

@@ -27,7 +27,7 @@ _ROLE_KINDS = {"Role": "roles", "ClusterRole": "clusterroles"}
 _BINDING_KINDS = {"RoleBinding": "rolebindings", "ClusterRoleBinding": "clusterrolebindings"}
 
 
-def _atoms(rule: Obj) -> list[Obj]:
+def atoms(rule: Obj) -> list[Obj]:
     """BreakdownRule: one rule per group/resource/verb (and name), or per URL/verb."""
     out: list[Obj] = []
     verbs = rule.get("verbs") or []
@@ -59,7 +59,7 @@ def _url_covered(held: list[str], wanted: str) -> bool:
     return any(u == "*" or u == wanted or (u.endswith("*") and wanted.startswith(u[:-1])) for u in held)
 
 
-def _covers(owner: Obj, atom: Obj) -> bool:
+def covers(owner: Obj, atom: Obj) -> bool:
     if not _has(owner.get("verbs") or [], atom["verbs"][0]):
         return False
     if "nonResourceURLs" in atom:
@@ -69,7 +69,10 @@ def _covers(owner: Obj, atom: Obj) -> bool:
     if not _resource_covered(owner.get("resources") or [], atom["resources"][0]):
         return False
     names = owner.get("resourceNames") or []
-    return not names or all(n in names for n in atom.get("resourceNames") or [])
+    wanted = atom.get("resourceNames") or []
+    if not wanted:  # all objects: only a rule naming none covers it
+        return not names
+    return not names or all(n in names for n in wanted)
 
 
 def _compact(missing: list[Obj]) -> list[Obj]:
@@ -118,7 +121,7 @@ def _check_held(authorizer: Authorizer, user: User, namespace: str, rules: list[
                 name: str) -> None:
     held, non_resource, errs = authorizer.rules_for(user, namespace)
     owned = held + non_resource
-    missing = [atom for rule in rules for atom in _atoms(rule) if not any(_covers(o, atom) for o in owned)]
+    missing = [atom for rule in rules for atom in atoms(rule) if not any(covers(o, atom) for o in owned)]
     if not missing:
         return
     lines = "\n".join(compact_string(r) for r in sorted(_compact(missing), key=_rule_string))
