@@ -23,7 +23,7 @@ from controller_manager.api.resources import SERVICEACCOUNTS
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import tokens
 from controller_manager.sim.apiserver.auth.rbac import Attributes, Authorizer
-from controller_manager.sim.apiserver.auth.users import ADMIN, MASTERS, VIEWER, User
+from controller_manager.sim.apiserver.auth.users import ADMIN, VIEWER, User
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -113,8 +113,6 @@ def _spec_user(spec: Obj) -> User:
     for known in (ADMIN, VIEWER):
         if name == known.name and not groups:
             return known
-    if name == ADMIN.name and MASTERS not in groups:
-        groups = (*groups, MASTERS)
     return User(name, str(spec.get("uid") or ""), groups, extra)
 
 
