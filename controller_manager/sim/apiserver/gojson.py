@@ -184,17 +184,16 @@ def _duration(value: Any) -> str:
 
 
 def _quantity(value: Any) -> str:
+    # Quantity.UnmarshalJSON: null is zero; anything else is parsed as its JSON text (a string's contents,
+    # trimmed), so true, objects and arrays fail with the format error and bad text with ParseQuantity's.
     if value is None:
         return "0"
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise GoTypeError(_QUANTITY_FORMAT)
+        raise GoTypeError(quantity.ERR_FORMAT_WRONG)
     try:
-        return quantity.canonicalize(value.strip() if isinstance(value, str) else value)
-    except ValueError:
-        raise GoTypeError(_QUANTITY_FORMAT) from None
-
-
-_QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        return quantity.canonicalize(value)
+    except ValueError as e:
+        raise GoTypeError(str(e)) from None
 
 
 def _int_or_string(value: Any) -> int | str:

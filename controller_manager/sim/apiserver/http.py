@@ -184,6 +184,8 @@ class _Handlers:
             raise errors.path_not_found()
         ns = info.namespace if res.namespaced else ""
         accept.check()
+        if accept.table:
+            tables.check_include_object(request.query.get("includeObject", ""))
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
@@ -253,7 +255,7 @@ class _Handlers:
             view = self.api.view(res)
             doc = tables.table(res, [view(s)[0] for s in result.items], self.api.clock.now(),
                                str(result.resource_version), include_object=q.get("includeObject", "Metadata"),
-                               continue_token=result.continue_token)
+                               continue_token=result.continue_token, remaining=result.remaining)
             return _response(encode(doc))
         view = self.api.view(res, accept.partial)
         if accept.partial:
@@ -312,8 +314,9 @@ class _Handlers:
                     now = self.api.clock.now()
                     chunk = b""
                     for type_, obj, _raw in batch:
-                        row = (tables.table(res, [obj or {}], now, "", with_columns=first) if type_ != "BOOKMARK"
-                               else obj)
+                        row = (tables.table(res, [obj or {}], now, with_columns=first,
+                                            include_object=q.get("includeObject", "Metadata"))
+                               if type_ != "BOOKMARK" else obj)
                         first = False
                         chunk += b'{"type":"' + type_.encode() + b'","object":' + encode(row) + b"}\n"
                 elif proto:
@@ -365,7 +368,11 @@ class _Handlers:
             raise errors.method_not_allowed()
         if verb == "get":
             if sub == "scale":
-                return _response(encode(subresources.get_scale(api, res, namespace, name)))
+                scale = subresources.get_scale(api, res, namespace, name)
+                if accept.table:
+                    scale = tables.table(res, [scale], api.clock.now(), kind=("autoscaling", "Scale"),
+                                         include_object=q.get("includeObject", "Metadata"))
+                return _response(encode(scale))
             if sub not in (None, "status"):
                 raise errors.method_not_allowed()
             await self._wait_fresh(q.get("resourceVersion") or "")

@@ -186,5 +186,5 @@ async def test_table_list(client: Client) -> None:
                                 headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
     assert table["kind"] == "Table"
     assert [c["name"] for c in table["columnDefinitions"]][:5] == ["Name", "Ready", "Status", "Restarts", "Age"]
-    assert table["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", 0]
+    assert table["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", "0"]  # RESTARTS is text: "4 (90s ago)"
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
