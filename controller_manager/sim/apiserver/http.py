@@ -175,7 +175,8 @@ class _Handlers:
         info = parse(request.method, request.path, request.query)
         accept = _Accept(request.headers.get("Accept", ""))
         if not info.is_resource:
-            self.auth.check_path(user, info.verb, request.path)
+            # A path's verb is the lowercased method (RequestInfoFactory), HEAD read as GET.
+            self.auth.check_path(user, "get" if request.method == "HEAD" else request.method.lower(), request.path)
             return self._non_resource(request, info, accept)
         self.auth.check_resource(user, info.verb, info.group, info.resource, info.subresource, info.namespace,
                                  info.name)

@@ -396,6 +396,12 @@ async def test_non_resource_urls_by_group(client: Client) -> None:
     assert (await client.get("/metrics", headers=bearer(token)))[0] == 200
 
 
+async def test_a_path_is_authorized_for_its_method(client: Client) -> None:
+    code, body = await client.post("/api", {}, headers=VIEWER)
+    assert code == 403
+    assert body["message"] == 'forbidden: User "viewer" cannot post path "/api"'
+
+
 async def test_anonymous_may_read_only_public_info(client: Client) -> None:
     anonymous = {"Authorization": ""}
     assert (await client.get("/version", headers=anonymous))[0] == 200
