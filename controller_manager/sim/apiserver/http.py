@@ -210,6 +210,9 @@ class _Handlers:
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
             return _response(encode(discovery.version_info(self.api.options.git_version)))
+        oidc = self.auth.oidc(path, request.host)
+        if oidc is not None:
+            return _response(oidc[0], content_type=oidc[1])
         if path == "/metrics":
             return web.Response(text=self._metrics(), content_type="text/plain")
         if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/v3/"):

@@ -8,6 +8,9 @@ from typing import Any
 
 import orjson
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -345,6 +348,31 @@ async def test_expired_and_revoked_tokens_are_401(client: Client, clock: FakeClo
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
     _, body = await client.post(f"{AUTHN}/tokenreviews", review)
     assert body["status"]["error"].startswith("[invalid bearer token, service account UID (")
+
+
+async def test_service_account_issuer_discovery_verifies_tokens(client: Client) -> None:
+    token, _ = await robot_token(client)
+    token_auth = bearer(token)
+    code, config = await client.get("/.well-known/openid-configuration", headers=token_auth)
+    assert code == 200
+    assert config["issuer"] == "https://kubernetes.default.svc.cluster.local"
+    assert config["jwks_uri"].endswith("/openid/v1/jwks")
+    assert config["id_token_signing_alg_values_supported"] == ["ES256"]
+    code, jwks = await client.get("/openid/v1/jwks", headers=token_auth)
+    assert code == 200
+    key = jwks["keys"][0]
+    header = orjson.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    assert (key["kty"], key["crv"], key["alg"], key["kid"]) == ("EC", "P-256", "ES256", header["kid"])
+
+    def number(text: str) -> int:
+        return int.from_bytes(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), "big")
+
+    public = ec.EllipticCurvePublicNumbers(number(key["x"]), number(key["y"]), ec.SECP256R1()).public_key()
+    signed, _, signature = token.rpartition(".")
+    raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
+    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    public.verify(der, signed.encode(), ec.ECDSA(hashes.SHA256()))  # raises if the signature is not the key's
+    assert (await client.get("/openid/v1/jwks", headers={"Authorization": ""}))[0] == 403  # anonymous
 
 
 async def test_a_forged_token_is_401(client: Client) -> None:

@@ -11,12 +11,15 @@ Guarantees:
 - Every request by a user outside ``system:masters`` is decided by the RBAC authorizer (:mod:`rbac`) over the
   stored Roles, ClusterRoles and bindings, which start as the bootstrap policy (:mod:`bootstrap`); denials are
   403 Statuses in the real wording.
-- The review kinds and TokenRequest are answered by :mod:`reviews`.
+- The review kinds and TokenRequest are answered by :mod:`reviews`; the issuer's OIDC discovery document and
+  key set at ``/.well-known/openid-configuration`` and ``/openid/v1/jwks``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from controller_manager.api.resources import CLUSTERROLES
 from controller_manager.sim.apiserver import errors
@@ -45,6 +48,8 @@ Obj = dict[str, Any]
 REVIEW_KINDS = frozenset({"TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview",
                           "SelfSubjectRulesReview", "SelfSubjectReview"})
 _IMPERSONATE_EXTRA = "impersonate-extra-"
+OIDC_CONFIGURATION_PATH = "/.well-known/openid-configuration"
+JWKS_PATH = "/openid/v1/jwks"
 
 
 class Auth:
@@ -196,6 +201,19 @@ class Auth:
         if not isinstance(body, dict):
             raise errors.bad_request("the object provided is not a JSON object")
         return reviews.token_request(self.api, self.signer, namespace, name, body)
+
+    # --- service account issuer discovery -----------------------------------------------------------
+
+    def oidc(self, path: str, host: str) -> tuple[bytes, str] | None:
+        """The OIDC discovery documents (body, content type) at ``path``, or None for another path."""
+        if path == OIDC_CONFIGURATION_PATH:
+            doc = {"issuer": tokens.ISSUER, "jwks_uri": f"https://{host}{JWKS_PATH}",
+                   "response_types_supported": ["id_token"], "subject_types_supported": ["public"],
+                   "id_token_signing_alg_values_supported": ["ES256"]}
+            return orjson.dumps(doc), "application/json"
+        if path == JWKS_PATH:
+            return orjson.dumps(self.signer.jwks()), "application/jwk-set+json"
+        return None
 
     # --- ClusterRole aggregation --------------------------------------------------------------------
 

@@ -101,6 +101,13 @@ class Signer:
         signature = r.to_bytes(_COORDINATE, "big") + s.to_bytes(_COORDINATE, "big")
         return f"{signing_input}.{_b64(signature)}"
 
+    def jwks(self) -> Obj:
+        """The public key set (``/openid/v1/jwks``), as go-jose writes a JSONWebKey."""
+        numbers = self._private_key().public_key().public_numbers()
+        return {"keys": [{"use": "sig", "kty": "EC", "kid": self._kid, "crv": "P-256", "alg": "ES256",
+                          "x": _b64(numbers.x.to_bytes(_COORDINATE, "big")),
+                          "y": _b64(numbers.y.to_bytes(_COORDINATE, "big"))}]}
+
     def claims(self, token: str) -> Obj:
         """The verified claims of a token this signer issued; InvalidToken otherwise."""
         if self._key is None or not looks_like_jwt(token):
