@@ -44,7 +44,6 @@ from controller_manager.sim.apiserver.watch import View, Watcher, full_view
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATE_ATTEMPTS = 8
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-_REVIEW_KINDS = REVIEW_KINDS
 
 
 PatchBody = bytes | str | dict[str, Any] | list[Any]
@@ -229,7 +228,7 @@ class ApiServer:
 
     def admit_namespace(self, res: Resource, namespace: str | None, name: str, *, create: bool) -> None:
         """NamespaceLifecycle: no writes into missing namespaces, no creates into terminating ones."""
-        if not res.namespaced or res.kind in _REVIEW_KINDS or not namespace:
+        if not res.namespaced or res.kind in REVIEW_KINDS or not namespace:
             return
         ns = self.store(NAMESPACES).get(namespace)
         if ns is None:

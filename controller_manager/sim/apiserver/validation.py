@@ -54,6 +54,7 @@ __all__ = ["FieldError", "invalid_status", "validate"]
 
 Obj = Mapping[str, Any]
 
+
 def name_is_path_segment(name: str, prefix: bool) -> list[str]:
     """path.ValidatePathSegmentName: RBAC objects may be named anything usable in a URL path segment
     (``system:controller:job-controller``)."""
