@@ -84,7 +84,7 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
             rule(WRITE, "-", "pods pods/attach pods/proxy pods/exec pods/portforward"),
             rule("create", "-", "pods/eviction"),
             rule(WRITE, "-", "replicationcontrollers replicationcontrollers/scale serviceaccounts services "
-                             "services/proxy persistentvolumeclaims configmaps secrets events"),
+                             "services/proxy persistentvolumeclaims configmaps secrets"),
             rule("create", "-", "serviceaccounts/token"),
             rule(WRITE, "apps", "statefulsets statefulsets/scale daemonsets deployments deployments/scale "
                                 "deployments/rollback replicasets replicasets/scale"),
@@ -94,7 +94,6 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
                                       "replicasets replicasets/scale replicationcontrollers/scale networkpolicies"),
             rule(WRITE, "policy", "poddisruptionbudgets"),
             rule(WRITE, "networking.k8s.io", "networkpolicies ingresses"),
-            rule(READ_WRITE, "coordination.k8s.io", "leases"),
         ], edit_label, []),
         ("system:aggregate-to-view", [
             rule(READ, "-", "pods replicationcontrollers replicationcontrollers/scale serviceaccounts services "
