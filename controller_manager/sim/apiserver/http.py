@@ -55,7 +55,8 @@ _PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+
 _HEALTH = ("/healthz", "/livez", "/readyz")
 # What a subresource's body decodes into (for a protobuf body without apiVersion/kind, and its errors).
 _SUBRESOURCE_KINDS = {"scale": ("autoscaling/v1", "Scale"), "eviction": ("policy/v1", "Eviction"),
-                      "binding": ("v1", "Binding")}
+                      "binding": ("v1", "Binding"), "token": ("authentication.k8s.io/v1", "TokenRequest")}
+_USER = web.RequestKey("user", auth.User)  # the request's authenticated user
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
 _LIVENESS_CHECK = 5.0
@@ -144,7 +145,8 @@ _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": 
 class _Handlers:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
-        self.auth = auth.Authenticator(api.options.admin_token, api.options.viewer_token)
+        assert api.auth is not None
+        self.auth: auth.Auth = api.auth
         self.watchers: set[Watcher] = set()
 
     async def on_shutdown(self, _app: web.Application) -> None:
@@ -170,19 +172,20 @@ class _Handlers:
         return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        user = self.auth.authenticate(request.headers.get("Authorization"))
+        user = self.auth.authenticate(request.headers)
+        request[_USER] = user
         info = parse(request.method, request.path, request.query)
         accept = _Accept(request.headers.get("Accept", ""))
         if not info.is_resource:
-            if not auth.allowed_path(user, info.verb if info.verb != "get" else "get", request.path):
-                raise auth.path_forbidden(user, info.verb, request.path)
+            # A path's verb is the lowercased method (RequestInfoFactory), HEAD read as GET.
+            self.auth.check_path(user, "get" if request.method == "HEAD" else request.method.lower(), request.path)
             return self._non_resource(request, info, accept)
+        self.auth.check_resource(user, info.verb, info.group, info.resource, info.subresource, info.namespace,
+                                 info.name)
         res = self.api.lookup(info.group, info.version, info.resource)
         if res is None or info.extra_parts:
             raise errors.path_not_found()
         ns = info.namespace if res.namespaced else ""
-        if not auth.allowed_resource(user, info.verb):
-            raise auth.resource_forbidden(user, info.verb, info.group, info.resource, info.subresource, ns, info.name)
         accept.check()
         if accept.table:
             tables.check_include_object(request.query.get("includeObject", ""))
@@ -209,6 +212,9 @@ class _Handlers:
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
             return _response(encode(discovery.version_info(self.api.options.git_version)))
+        oidc = self.auth.oidc(path, request.host)
+        if oidc is not None:
+            return _response(oidc[0], content_type=oidc[1])
         if path == "/metrics":
             return web.Response(text=self._metrics(), content_type="text/plain")
         if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/v3/"):
@@ -389,12 +395,10 @@ class _Handlers:
             return _response(raw)
         if verb == "create":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
-            if res.kind in ("TokenReview", "SubjectAccessReview"):
-                if not isinstance(body, dict):
-                    raise errors.bad_request("the object provided is not a JSON object")
-                doc = (auth.token_review(self.auth, body) if res.kind == "TokenReview"
-                       else auth.subject_access_review(body))
-                return _response(encode(doc), 201)
+            if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
+                return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
+            if sub == "token" and res.kind == "ServiceAccount" and namespace:
+                return _response(encode(self.auth.token_request(namespace, name, body)), 201)
             if sub == "binding" and namespace:
                 return _response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)), 201)
             if sub == "eviction" and namespace:
@@ -404,6 +408,7 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
+            self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
             return _with_warnings(_response(encode(created), 201), decoded.warnings)
         if verb == "update":
@@ -418,6 +423,7 @@ class _Handlers:
                                          else "the object provided is not a JSON object")
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
+            self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
                                  namespace=namespace, name=name, field_manager=manager)
             return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
@@ -431,6 +437,7 @@ class _Handlers:
 
             def decode(patched: Obj, stored: Obj) -> Obj:
                 decoded = codec.typed(res, patched, validation, stored)
+                self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
                 warnings.extend(decoded.warnings)
                 return fieldmanager.keep_reset(patched, decoded.obj)
 

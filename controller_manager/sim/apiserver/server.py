@@ -34,6 +34,7 @@ from controller_manager.api.meta import format_time
 from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import codec, errors, events, fieldmanager, freshness, service_ips, strategy
+from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -43,8 +44,6 @@ from controller_manager.sim.apiserver.watch import View, Watcher, full_view
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATE_ATTEMPTS = 8
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-_REVIEW_KINDS = frozenset({"TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview",
-                           "LocalSubjectAccessReview", "SelfSubjectReview"})
 
 
 PatchBody = bytes | str | dict[str, Any] | list[Any]
@@ -60,6 +59,8 @@ class ApiServerOptions:
     admin_token: str | None = None        # None: no authentication, everyone is admin
     viewer_token: str | None = None       # get/list/watch only
     git_version: str = "v1.37.0"
+    bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
+    service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
     resources: tuple[Resource, ...] = field(default_factory=lambda: BUILTIN)
 
@@ -139,8 +140,13 @@ class ApiServer:
         self._stores: dict[tuple[str, str], ResourceStore] = {}
         for res in self.resources:
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
+        self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
+        if self.options.bootstrap_rbac:
+            bootstrap.install(self, viewer=bool(self.options.viewer_token))
+        self.auth = Auth(self)
+        self.auth.aggregator.reconcile()
 
     # --- lookup ------------------------------------------------------------------------------------
 
@@ -205,19 +211,24 @@ class ApiServer:
         stored = Stored(key, {**obj, "metadata": meta}, rv)
         if not dry_run:
             store.put(stored)
+            if self.auth is not None:
+                self.auth.after_write(store.resource.kind, store.resource.group)
         return stored
 
     def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
         existing = store.objects[key]
         if dry_run:
             return existing
-        return store.remove(key, self._next_rv()).new
+        removed = store.remove(key, self._next_rv()).new
+        if self.auth is not None:
+            self.auth.after_write(store.resource.kind, store.resource.group)
+        return removed
 
     # --- admission ----------------------------------------------------------------------------------
 
     def admit_namespace(self, res: Resource, namespace: str | None, name: str, *, create: bool) -> None:
         """NamespaceLifecycle: no writes into missing namespaces, no creates into terminating ones."""
-        if not res.namespaced or res.kind in _REVIEW_KINDS or not namespace:
+        if not res.namespaced or res.kind in REVIEW_KINDS or not namespace:
             return
         ns = self.store(NAMESPACES).get(namespace)
         if ns is None:
@@ -283,6 +294,9 @@ class ApiServer:
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
             obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
+        if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
+                and self.store(NAMESPACES).get(namespace) is not None:
+            obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
         stored_res = res
         if is_events_v1(res):
             self._validate(res, obj, None)

@@ -22,7 +22,8 @@ from tests.sim.apiserver import upstream_schema
 from tests.sim.apiserver.schema_strategies import objects
 from tests.sim.apiserver.test_official_client import OBJECTS, body_of
 
-REVIEWS = {"TokenReview", "SubjectAccessReview"}  # answers, not stored objects: read in test_official_client
+REVIEWS = {"TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview",
+           "SelfSubjectRulesReview", "SelfSubjectReview"}  # answers, not stored objects: read in test_official_client
 KINDS = [r for r in BUILTIN if "create" in r.verbs and r.kind not in REVIEWS]
 PROPERTY = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "15")), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
