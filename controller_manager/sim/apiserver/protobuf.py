@@ -743,14 +743,30 @@ def _bytes_text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else ""
 
 
+# The small well-known messages: each field's number -> (its wire type, its Go name).
+_SMALL_MESSAGES: dict[str, dict[int, tuple[int, str]]] = {
+    "Timestamp": {1: (0, "Seconds"), 2: (0, "Nanos")},
+    "Quantity": {1: (2, "String_")},
+    "IntOrString": {1: (0, "Type"), 2: (0, "IntVal"), 3: (2, "StrVal")},
+    "Duration": {1: (0, "Duration")},
+    "RawExtension": {1: (2, "Raw")},
+    "FieldsV1": {1: (2, "Raw")},
+}
+
+
 def _scalar_fields(buf: bytes, pos: int, end: int, message: str) -> dict[int, Any]:
-    """A small message of varints and byte strings, by field number (last one wins, as in Go)."""
+    """A small message of varints and byte strings, by field number (last one wins, as in Go). A known field
+    sent with another wire type is the error Go's generated unmarshaler gives."""
     fields: dict[int, Any] = {}
+    known = _SMALL_MESSAGES[message]
     while pos < end:
         tag, pos = _read_varint(buf, pos, end)
         number, wire = tag >> 3, tag & 7
         if number <= 0:
             raise ProtobufError(f"proto: {message}: illegal tag {number} (wire type {wire})")
+        expected = known.get(number)
+        if expected is not None and expected[0] != wire:
+            raise ProtobufError(f"proto: wrong wireType = {wire} for field {expected[1]}")
         if wire == 0:
             fields[number], pos = _read_varint(buf, pos, end)
         elif wire == 2:
