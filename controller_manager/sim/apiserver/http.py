@@ -425,7 +425,7 @@ class _Handlers:
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
-                                 namespace=namespace, name=name, field_manager=manager)
+                                 namespace=namespace, name=name, field_manager=manager, typed=True)
             return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)

@@ -402,12 +402,15 @@ class ApiServer:
 
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
-               managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None) -> Obj:
+               managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
+               typed: bool = False) -> Obj:
         """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
+        ``typed``: ``obj`` is the body as :func:`codec.typed` decoded it (see :meth:`create`).
         ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
         managedFields; ``manager_subresource`` names the subresource the write is recorded under when it is
         not ``subresource`` (a /scale write updates the main resource)."""
         store = self.store(res)
+        body = obj if typed else None
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
         # Set aside until the write is stored: defaulting, the strategy and validation have no use for them.
@@ -449,7 +452,8 @@ class ApiServer:
                 return fieldmanager.track_update(stored_res, live, new, manager=manager,
                                                  subresource=manager_subresource or subresource or "",
                                                  incoming=incoming, now=format_time(self.clock.now()))
-        return self._out(res, self.write_update(stored_res, existing, new, dry_run, managed_fields=track))
+        return self._out(res, self.write_update(stored_res, existing, new, dry_run, managed_fields=track,
+                                                like=body))
 
     def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool,
                           field_manager: str | None = None) -> Obj:
@@ -465,7 +469,7 @@ class ApiServer:
         return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run, field_manager=field_manager)
 
     def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool, *,
-                     managed_fields: Callable[[Obj, Obj], Any] | None = None) -> Stored:
+                     managed_fields: Callable[[Obj, Obj], Any] | None = None, like: Obj | None = None) -> Stored:
         """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
         object left without finalizers after its deletion was requested is deleted. ``managed_fields(live,
         new)`` gives the managedFields to store (default: the stored ones)."""
@@ -473,7 +477,7 @@ class ApiServer:
         # managedFields are replaced below: they are not worth normalizing.
         new_meta = {k: v for k, v in new["metadata"].items() if k != "managedFields"}
         new = codec.normalize(store.resource, {**new, "metadata": {**new_meta, "resourceVersion": str(existing.rv)}},
-                              existing.obj)
+                              existing.obj, like)
         entries = (managed_fields(existing.obj, new) if managed_fields is not None
                    else existing.obj["metadata"].get("managedFields"))
         new["metadata"] = _with_managed_fields(new["metadata"], entries)
