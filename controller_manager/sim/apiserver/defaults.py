@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import limitranger, priority
+from controller_manager.sim.apiserver import hpa, limitranger, priority
 
 __all__ = ["apply_defaults", "image_pull_policy", "job_selector_defaults"]
 
@@ -430,6 +430,7 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     "EndpointSlice": _endpointslice,
     "PersistentVolumeClaim": _pvc_defaults,
     "LimitRange": limitranger.apply_defaults,
+    "HorizontalPodAutoscaler": hpa.apply_defaults,
     "PriorityClass": priority.apply_defaults,
 }
 

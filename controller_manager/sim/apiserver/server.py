@@ -42,6 +42,7 @@ from controller_manager.sim.apiserver import (
     priority,
     service_ips,
     strategy,
+    versions,
 )
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
@@ -190,6 +191,8 @@ class ApiServer:
             return lambda s: s.view("partial", partial_metadata)
         if is_events_v1(res):
             return lambda s: s.view("events.k8s.io/v1", events.to_v1)
+        if versions.storage_of(res) is not None:
+            return lambda s: s.view(res.api_version, lambda obj: versions.from_storage(res, obj))
         return full_view
 
     def _out(self, res: Resource, stored: Stored) -> Obj:
@@ -267,6 +270,10 @@ class ApiServer:
                typed: bool = False) -> Obj:
         """POST. ``typed``: ``obj`` is a request body as :func:`codec.typed` decoded it, already in Go's JSON
         form, so the parts of it the create leaves as they are need no second pass when it is written."""
+        storage = versions.storage_of(res)
+        if storage is not None:
+            obj = versions.to_storage(res, self._type_meta(res, obj))
+            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -396,6 +403,11 @@ class ApiServer:
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                namespace: str | None = None, name: str | None = None) -> Obj:
         """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given)."""
+        storage = versions.storage_of(res)
+        if storage is not None:
+            obj = versions.to_storage(res, self._type_meta(res, obj))
+            return versions.from_storage(res, self.update(storage, obj, subresource=subresource, dry_run=dry_run,
+                                                          namespace=namespace, name=name))
         store = self.store(res)
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
-from controller_manager.sim.apiserver import limitranger, priority
+from controller_manager.sim.apiserver import hpa, limitranger, priority
 from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -49,6 +49,7 @@ from controller_manager.sim.apiserver.validation_workloads import (
     validate_job,
     validate_job_update,
     validate_replicaset,
+    validate_replication_controller,
     validate_statefulset,
 )
 
@@ -247,6 +248,10 @@ def _job(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def _replication_controller(obj: Obj, old: Obj | None) -> list[FieldError]:
+    return validate_replication_controller(obj)  # its selector may change, unlike the apps kinds'
+
+
 def _pod_template_kind(obj: Obj, old: Obj | None) -> list[FieldError]:
     return validate_pod_template(obj.get("template"), "template")
 
@@ -269,6 +274,8 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "ClusterRole": _policy_rules(namespaced=False),
     "EndpointSlice": _endpoint_slice,
     "LimitRange": limitranger.validate,
+    "ReplicationController": _replication_controller,
+    "HorizontalPodAutoscaler": hpa.validate,
     "PriorityClass": priority.validate,
     "ResourceQuota": _resource_quota,
 }
