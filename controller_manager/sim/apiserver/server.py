@@ -39,6 +39,7 @@ from controller_manager.sim.apiserver import (
     errors,
     events,
     freshness,
+    node_ports,
     priority,
     service_ips,
     strategy,
@@ -297,6 +298,7 @@ class ApiServer:
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
             obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
+            obj = node_ports.assign(obj, None, node_ports.in_use(s.obj for s in store.iter_from(None)))
         stored_res = res
         if is_events_v1(res):
             self._validate(res, obj, None)
@@ -428,6 +430,9 @@ class ApiServer:
         obj = defaults.apply_defaults(res, obj)
         stored_res = res
         old = existing.obj
+        if res.kind == "Service" and res.group == "" and subresource is None:
+            others = (s.obj for s in store.iter_from(None) if s.key != existing.key)
+            obj = node_ports.assign(obj, old, node_ports.in_use(others))
         if is_events_v1(res):
             self._validate(res, obj, events.to_v1(old))
             new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)

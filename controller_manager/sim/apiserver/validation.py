@@ -23,6 +23,7 @@ from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     duplicate,
+    forbidden,
     invalid,
     invalid_status,
     not_supported,
@@ -131,6 +132,8 @@ def _service(obj: Obj, old: Obj | None) -> list[FieldError]:
             errs.append(invalid(f"{path}.port", number, "must be between 1 and 65535, inclusive"))
         if p.get("protocol") not in _PROTOCOLS:
             errs.append(not_supported(f"{path}.protocol", p.get("protocol"), _PROTOCOLS))
+        if p.get("nodePort") and svc_type in ("ClusterIP", "ExternalName"):
+            errs.append(forbidden(f"{path}.nodePort", f"may not be used when `type` is '{svc_type}'"))
     errs.extend(validate_labels(spec.get("selector"), "spec.selector"))
     return errs
 
