@@ -1,6 +1,7 @@
 """The admission chain kube-sim runs on creates, in the real apiserver's plugin order.
 
-Mutating (after the request's defaults): LimitRanger's container defaults, then Priority. Validating (after the
+Mutating (after the request's defaults): LimitRanger's container defaults, then Priority; DefaultStorageClass
+on claims and DefaultIngressClass on Ingresses. Validating (after the
 registry's own validation): Priority on PriorityClasses, LimitRanger's min/max/ratio checks, then ResourceQuota.
 NamespaceLifecycle lives in the server (it also guards updates); the other upstream plugins whose effect kube-sim
 shows (ServiceAccount's name, DefaultTolerationSeconds) are applied with the defaults.
@@ -14,8 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from controller_manager.api.resources import LIMITRANGES, PRIORITYCLASSES, RESOURCEQUOTAS, Resource
-from controller_manager.sim.apiserver import limitranger, priority, quota
+from controller_manager.api.resources import (
+    INGRESSCLASSES,
+    LIMITRANGES,
+    PRIORITYCLASSES,
+    RESOURCEQUOTAS,
+    STORAGECLASSES,
+    Resource,
+)
+from controller_manager.sim.apiserver import limitranger, networking, priority, quota, storage_kinds
 from controller_manager.sim.apiserver.resource_lists import ResourceList, render
 
 if TYPE_CHECKING:
@@ -41,6 +49,10 @@ def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> No
     if _is_pod(res):
         limitranger.mutate_pod(obj, _objects(api, LIMITRANGES, namespace))
         priority.admit_pod(obj, _objects(api, PRIORITYCLASSES, None))
+    elif res.group == "" and res.plural == "persistentvolumeclaims":
+        storage_kinds.admit_claim(obj, _objects(api, STORAGECLASSES, None))
+    elif res.group == INGRESSCLASSES.group and res.kind == "Ingress":
+        networking.admit_ingress(obj, _objects(api, INGRESSCLASSES, None))
 
 
 def validate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None, *, create: bool) -> QuotaChanges:

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import hpa, limitranger, priority
+from controller_manager.sim.apiserver import hpa, limitranger, networking, priority, storage_kinds
 
 __all__ = ["apply_defaults", "image_pull_policy", "job_selector_defaults"]
 
@@ -432,6 +432,8 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     "LimitRange": limitranger.apply_defaults,
     "HorizontalPodAutoscaler": hpa.apply_defaults,
     "PriorityClass": priority.apply_defaults,
+    **networking.DEFAULTS,
+    **storage_kinds.DEFAULTS,
 }
 
 

@@ -39,6 +39,8 @@ from controller_manager.sim.apiserver import (
     errors,
     events,
     freshness,
+    kind_hooks,
+    metrics_api,
     node_ports,
     priority,
     service_ips,
@@ -72,7 +74,7 @@ class ApiServerOptions:
     viewer_token: str | None = None       # get/list/watch only
     git_version: str = "v1.37.0"
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
-    resources: tuple[Resource, ...] = field(default_factory=lambda: BUILTIN)
+    resources: tuple[Resource, ...] = field(default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES))
 
 
 @dataclass(frozen=True)
@@ -306,6 +308,7 @@ class ApiServer:
             stored_res = EVENTS
         else:
             obj = strategy.prepare_for_create(res, obj)
+            obj = kind_hooks.before_create(res, obj, format_time(self.clock.now()))
             self._validate(res, obj, None)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
@@ -438,8 +441,8 @@ class ApiServer:
             new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)
             stored_res = EVENTS
         else:
-            new = strategy.prepare_for_update(res, obj, old,
-                                              subresource)
+            new = strategy.prepare_for_update(res, obj, old, subresource)
+            new = kind_hooks.before_update(res, new, old, subresource, format_time(self.clock.now()))
             self._validate(res, new, old)
         self.admit_namespace(res, namespace, name, create=False)
         admission.validate(self, res, new, namespace, create=False)

@@ -18,7 +18,7 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
-from controller_manager.sim.apiserver import hpa, limitranger, priority
+from controller_manager.sim.apiserver import certificates, hpa, limitranger, networking, priority, storage_kinds
 from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -281,6 +281,9 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "HorizontalPodAutoscaler": hpa.validate,
     "PriorityClass": priority.validate,
     "ResourceQuota": _resource_quota,
+    "CertificateSigningRequest": certificates.validate,
+    **networking.RULES,
+    **storage_kinds.RULES,
 }
 
 

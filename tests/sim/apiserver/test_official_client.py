@@ -26,6 +26,14 @@ POD_TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}
 SELECTOR = {"matchLabels": {"app": "x"}}
 
 # A small valid object of each kind, as a user or a controller would first write it.
+# A PEM certificate request (CN=alice, P-256), as `openssl req -new` writes one.
+CSR_REQUEST = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIS01ISUNBUUF3RURFT01Bd0dBMVVFQXd3RllXeHBZMlV3V1RB"
+    "VEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQgpCd05DQUFSVDU5V2dkVFpmOERZa2lUY21mT0VnSXpmdUYwYXBqN1hJcHhBV2lpL3Vj"
+    "UUZpcGZGVkFyUWt0KzVZCjJBM2VyN2dvdEZONVhneE1DOUVRQU8xbDZFckhvQUF3Q2dZSUtvWkl6ajBFQXdJRFNBQXdSUUlnUHBy"
+    "NStkWmUKYkljRlowWHFFaC9tMzRkWEZKTzhQem9iWVVPZ1RPRFd3NmdDSVFEdE43elljZHBSVkFxV1Z0WjQ2WWN6NGxYRgpJcUhB"
+    "MmVLa0VBQVRFVWRrQ1E9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K"
+)
 OBJECTS: dict[str, dict[str, Any]] = {
     "Namespace": {},
     "Node": {},
@@ -76,7 +84,7 @@ OBJECTS: dict[str, dict[str, Any]] = {
                                   "source": {"persistentVolumeName": "pv1"}}},
     "CSIDriver": {"spec": {"attachRequired": True}},
     "CSINode": {"spec": {"drivers": [{"name": "example.com/disk", "nodeID": "n1"}]}},
-    "CertificateSigningRequest": {"spec": {"request": "LS0tLS1CRUdJTg==", "signerName": "example.com/signer",
+    "CertificateSigningRequest": {"spec": {"request": CSR_REQUEST, "signerName": "example.com/signer",
                                            "usages": ["digital signature"]}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",

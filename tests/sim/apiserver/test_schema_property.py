@@ -93,7 +93,8 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
 # /status writes are checked for metadata only): drawn statuses leave them out. Each is a known gap.
 # Fields without omitempty that the real server writes as null when a client leaves them out, which the OpenAPI
 # schema (an array) does not allow: upstream's answers fail the same check there.
-WRITES_NULL: dict[str, tuple[tuple[str, ...], ...]] = {"LimitRange": (("spec", "limits"),)}
+WRITES_NULL: dict[str, tuple[tuple[str, ...], ...]] = {"LimitRange": (("spec", "limits"),),
+                                                    "CSINode": (("spec", "drivers"),)}
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:
@@ -102,7 +103,9 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-STATUS_VALIDATION_GAPS = {"Pod": ("extendedResourceClaimStatus",)}
+# (a mapping without its required quantity is accepted and written back as null, as on main: found when the
+# draws changed with this test's body)
+STATUS_VALIDATION_GAPS = {"Pod": ("extendedResourceClaimStatus", "nodeAllocatableResourceClaimStatuses")}
 
 # Kinds whose validation accepts most well-typed objects: drawn creates must get through for these.
 LAX = {"ConfigMap", "Secret", "ServiceAccount", "Lease", "ControllerRevision", "ClusterRole", "Role"}
