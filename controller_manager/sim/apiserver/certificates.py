@@ -6,8 +6,9 @@ Guarantees:
   ``expirationSeconds`` of at least 600; conditions of a known type, Approved/Denied with status True and
   mutually exclusive, each type once; an update may not remove or change an Approved, Denied or Failed
   condition, nor change an issued certificate.
-- A create starts with an empty status. The main resource changes only metadata (spec and status kept); ``/status``
-  keeps the spec and the Approved/Denied conditions (those change only through ``/approval``); ``/approval``
+- A create starts with an empty status; over HTTP ``spec.username``, ``uid`` and ``groups`` are the requester's
+  (:func:`with_requester`; an in-process create keeps what it states). The main resource changes only metadata
+  (spec and status kept); ``/status`` keeps the spec and the Approved/Denied conditions (those change only through ``/approval``); ``/approval``
   keeps the spec and the certificate. Conditions get ``lastUpdateTime`` and ``lastTransitionTime`` when they lack
   them (the transition time of the same condition before, if its status did not change).
 """
@@ -116,6 +117,17 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fiel
         if old_status.get("certificate") and status.get("certificate") != old_status["certificate"]:
             errs.append(forbidden("status.certificate", "updates may not modify existing certificate content"))
     return errs
+
+
+def with_requester(obj: Obj, user: Mapping[str, Any]) -> Obj:
+    """The request as the registry records it over HTTP: whoever sent it, never what the body claims."""
+    spec = {k: v for k, v in _dict(obj.get("spec")).items() if k not in ("username", "uid", "groups", "extra")}
+    spec["username"] = user.get("username") or ""
+    if user.get("uid"):
+        spec["uid"] = user["uid"]
+    if user.get("groups"):
+        spec["groups"] = list(user["groups"])
+    return {**obj, "spec": spec}
 
 
 def _with_timestamps(conditions: list[Any], old_conditions: list[Any], now: str) -> list[Obj]:

@@ -31,6 +31,7 @@ from aiohttp import web
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     auth,
+    certificates,
     codec,
     compression,
     discovery,
@@ -403,6 +404,9 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
+            if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
+                requester = self.auth.authenticate(request.headers.get("Authorization"))
+                decoded.obj = certificates.with_requester(decoded.obj, requester.as_user_info())
             created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True)
             return _with_warnings(_response(encode(created), 201), decoded.warnings)
         if verb == "update":

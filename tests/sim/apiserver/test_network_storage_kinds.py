@@ -166,9 +166,11 @@ async def test_csi_kinds_and_volume_attachment(client: Client) -> None:
 # --- certificates ---------------------------------------------------------------------------------------------
 
 async def test_csr_approval_and_status(client: Client) -> None:
-    status, obj = await client.post(CSRS, csr("alice"))
+    status, obj = await client.post(CSRS, csr("alice", username="mallory", groups=["system:masters"]))
     assert status == 201, obj
     assert obj["status"] == {}
+    assert (obj["spec"]["username"], obj["spec"]["uid"]) == ("admin", "admin-uid")  # the requester, not the body
+    assert obj["spec"]["groups"] == ["system:masters", "system:authenticated"]
     obj["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "Mine"}]}
     status, same = await client.put(f"{CSRS}/alice/status", obj)
     assert status == 200
