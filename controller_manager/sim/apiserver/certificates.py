@@ -8,9 +8,10 @@ Guarantees:
   condition, nor change an issued certificate.
 - A create starts with an empty status; over HTTP ``spec.username``, ``uid`` and ``groups`` are the requester's
   (:func:`with_requester`; an in-process create keeps what it states). The main resource changes only metadata
-  (spec and status kept); ``/status`` keeps the spec and the Approved/Denied conditions (those change only through ``/approval``); ``/approval``
-  keeps the spec and the certificate. Conditions get ``lastUpdateTime`` and ``lastTransitionTime`` when they lack
-  them (the transition time of the same condition before, if its status did not change).
+  (spec and status kept); ``/status`` keeps the spec and the Approved/Denied conditions (those change only
+  through ``/approval``); ``/approval`` keeps the spec and the certificate. Conditions get ``lastUpdateTime`` and
+  ``lastTransitionTime`` when they lack them (the transition time of the same condition before, if its status
+  did not change).
 """
 
 from __future__ import annotations
