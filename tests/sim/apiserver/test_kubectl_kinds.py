@@ -59,3 +59,40 @@ spec:
     resources = json.loads(await kubectl("get", "pod", "web", "-o", "jsonpath={.spec.containers[0].resources}"))
     assert resources == {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "100m",
                                                                                      "memory": "128Mi"}}
+
+
+async def test_describe_new_kinds(kubectl: Kubectl) -> None:  # noqa: F811
+    await kubectl("apply", "-f", "-", stdin="""apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q}
+spec: {hard: {pods: "3"}}
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: lr}
+spec: {limits: [{type: Container, max: {cpu: "1"}}]}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: h}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, maxReplicas: 3}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: i}
+spec: {defaultBackend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv1}
+spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /data}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: sc}
+provisioner: example.com/disk
+""")
+    for kind, name, expect in (("quota", "q", "Resource    Used  Hard"), ("limits", "lr", "Container"), ("hpa", "h", "Deployment/web"),
+                               ("ingress", "i", "web:80"), ("pv", "pv1", "Pending"), ("sc", "sc", "example.com/disk")):
+        out = await kubectl("describe", kind, name)
+        assert expect in out, out
