@@ -94,6 +94,7 @@ provisioner: example.com/disk
 """)
     # (the quota shows no rows: nothing here fills its status.hard, as without a resourcequota controller)
     for kind, name, expect in (("quota", "q", "Resource    Used  Hard"), ("limits", "lr", "Container"),
-                               ("hpa", "h", "Deployment/web"), ("ingress", "i", "web:80"), ("pv", "pv1", "Pending"), ("sc", "sc", "example.com/disk")):
+                               ("hpa", "h", "Deployment/web"), ("ingress", "i", "web:80"), ("pv", "pv1", "Pending"),
+                               ("sc", "sc", "example.com/disk")):
         out = await kubectl("describe", kind, name)
         assert expect in out, out
