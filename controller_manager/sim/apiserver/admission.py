@@ -55,15 +55,20 @@ def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> No
         networking.admit_ingress(obj, _objects(api, INGRESSCLASSES, None))
 
 
-def validate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None, *, create: bool) -> QuotaChanges:
-    """The validating plugins; raises the first refusal, returns the quota usage a create adds."""
+def validate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None, *, old: Obj | None = None,
+             create: bool) -> QuotaChanges:
+    """The validating plugins on a create, or an update of the main resource over ``old``; raises the first
+    refusal, returns the quota usage the write adds."""
     if res.group == PRIORITYCLASSES.group and res.kind == PRIORITYCLASSES.kind:
         priority.admit_class(obj, _objects(api, PRIORITYCLASSES, None))
-    if not create or not res.namespaced or not namespace:
+    if not res.namespaced or not namespace or (not create and old is None):
         return []
     name = str(obj["metadata"].get("name") or "")
-    limitranger.admit(res, obj, name, _objects(api, LIMITRANGES, namespace))
-    return quota.check(res, obj, name, _objects(api, RESOURCEQUOTAS, namespace))
+    if create:
+        limitranger.admit(res, obj, name, _objects(api, LIMITRANGES, namespace))
+    elif not quota.handles_update(res):
+        return []
+    return quota.check(res, obj, name, _objects(api, RESOURCEQUOTAS, namespace), None if create else old)
 
 
 def record_quota_usage(api: ApiServer, changes: QuotaChanges) -> None:

@@ -15,6 +15,8 @@ Guarantees:
   limits.cpu for: c; requests.memory for: c``. A matching quota whose ``status.used`` lacks one of its hard
   names: 403 ``status unknown for quota: <q>``. A request over the limit: 403 ``exceeded quota: <q>, requested:
   ..., used: ..., limited: ...`` (names sorted, quantities as ``Quantity.String()``).
+- Updates are charged the difference they make, for services and claims only (the other evaluators handle
+  creates).
 - :func:`check` is pure: it returns the quotas whose ``status.used`` the admitted object raises; the caller
   writes them once the object is stored (upstream writes them before; the difference shows only when the
   create then fails).
@@ -34,6 +36,7 @@ from controller_manager.sim.apiserver.resource_lists import (
     less_than_or_equal,
     mask,
     parse_list,
+    subtract,
 )
 from controller_manager.sim.apiserver.strategy import pod_qos
 
@@ -267,9 +270,17 @@ def _pretty(items: ResourceList) -> str:
     return ",".join(f"{name}={items[name].text()}" for name in sorted(items))
 
 
-def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj]) -> list[tuple[Obj, ResourceList]]:
-    """Admit the creation of ``obj`` (named ``name``) against its namespace's quotas: the quotas whose usage it
-    raises, each with its new ``status.used``. Raises the 403 the real plugin answers."""
+def handles_update(res: Resource) -> bool:
+    """The evaluators that charge updates too: services (type and port changes) and claims (expansion)."""
+    return res.group == "" and res.plural in ("services", "persistentvolumeclaims")
+
+
+def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | None = None
+          ) -> list[tuple[Obj, ResourceList]]:
+    """Admit the creation of ``obj`` (named ``name``), or its update over ``old``, against its namespace's quotas:
+    the quotas whose usage it raises, each with its new ``status.used``. Raises the 403 the real plugin answers."""
+    if old is not None and not handles_update(res):
+        return []
     interesting: list[Obj] = []
     for quota in quotas:
         if not _matches(res, quota, obj):
@@ -288,6 +299,8 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj]) -> list[tup
     if not interesting:
         return []
     delta = usage(res, obj)
+    if old is not None:
+        delta = subtract(delta, usage(res, old))
     negative = sorted(n for n, a in delta.items() if a.value < 0)
     if negative:
         raise errors.forbidden(res.group, res.plural, name,

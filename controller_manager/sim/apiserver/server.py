@@ -445,8 +445,12 @@ class ApiServer:
             new = kind_hooks.before_update(res, new, old, subresource, format_time(self.clock.now()))
             self._validate(res, new, old)
         self.admit_namespace(res, namespace, name, create=False)
-        admission.validate(self, res, new, namespace, create=False)
-        return self._out(res, self.write_update(stored_res, existing, new, dry_run))
+        quota_usage = admission.validate(self, res, new, namespace, create=False,
+                                         old=old if subresource is None else None)
+        written = self.write_update(stored_res, existing, new, dry_run)
+        if not dry_run:
+            admission.record_quota_usage(self, quota_usage)
+        return self._out(res, written)
 
     def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool) -> Obj:
         """A PUT to a missing name of a kind that allows it: a create, the object's system metadata wiped

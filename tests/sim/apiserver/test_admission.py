@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller_manager.api.quantity import parse_quantity
+from controller_manager.api.resources import PODS as PODS_RES
+from controller_manager.api.resources import RESOURCEQUOTAS
+from controller_manager.sim.apiserver import ApiServer
+from controller_manager.sim.apiserver.errors import StatusError
 from tests.sim.apiserver.conftest import Client, configmap, pod
 
 QUOTAS = "/api/v1/namespaces/default/resourcequotas"
@@ -230,3 +239,42 @@ async def test_priority_class_validation(client: Client) -> None:
     status, body = await client.put(f"{CLASSES}/mine", pc)
     assert status == 422
     assert "value: Forbidden: may not be changed in an update." in body["message"]
+
+
+async def test_service_update_charged_its_difference(client: Client) -> None:
+    await make_quota(client, "svc", {"services.nodeports": "1", "services": "5"})
+    svcs = "/api/v1/namespaces/default/services"
+    status, svc = await client.post(svcs, {"metadata": {"name": "s"}, "spec": {"ports": [
+        {"name": "a", "port": 80}, {"name": "b", "port": 81}]}})
+    assert status == 201, svc
+    status, body = await client.patch(f"{svcs}/s", {"spec": {"type": "NodePort"}})
+    assert status == 403
+    assert body["message"] == ('services "s" is forbidden: exceeded quota: svc, requested: services.nodeports=2, '
+                               'used: services.nodeports=0, limited: services.nodeports=1')
+    status, svc = await client.patch(f"{svcs}/s", {"metadata": {"labels": {"a": "b"}}})
+    assert status == 200
+    assert (await client.get(f"{QUOTAS}/svc"))[1]["status"]["used"] == {"services": "1", "services.nodeports": "0"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 1500), min_size=1, max_size=12), st.integers(0, 4000))
+def test_admitted_usage_never_exceeds_the_quota(requests: list[int], hard_millis: int) -> None:
+    """Whatever the order and sizes of creates, what the quota admits stays within it and status.used is its sum."""
+    api = ApiServer()
+    api.create(RESOURCEQUOTAS, {"metadata": {"name": "q"}, "spec": {"hard": {"requests.cpu": f"{hard_millis}m"}}},
+               "default")
+    stored = api.get(RESOURCEQUOTAS, "default", "q")
+    stored["status"] = {"hard": {"requests.cpu": f"{hard_millis}m"}, "used": {"requests.cpu": "0"}}
+    api.update(RESOURCEQUOTAS, stored, subresource="status")
+    admitted = 0
+    for i, millis in enumerate(requests):
+        if admitted + millis > hard_millis:
+            with pytest.raises(StatusError) as refused:
+                api.create(PODS_RES, sized_pod(f"p{i}", cpu=f"{millis}m"), "default")
+            assert refused.value.code == 403
+            continue
+        api.create(PODS_RES, sized_pod(f"p{i}", cpu=f"{millis}m"), "default")
+        admitted += millis
+    assert admitted <= hard_millis
+    used = api.get(RESOURCEQUOTAS, "default", "q")["status"]["used"]["requests.cpu"]
+    assert parse_quantity(used) * 1000 == admitted
