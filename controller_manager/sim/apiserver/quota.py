@@ -118,7 +118,8 @@ def _max(a: ResourceList, b: ResourceList) -> ResourceList:
 
 def _pod_totals(spec: Mapping[str, Any], field: str) -> ResourceList:
     """resourcehelper.PodRequests/PodLimits: containers summed, each init container as a floor, plus overhead
-    (restartable init containers, sidecars, run beside the app containers and are summed with them)."""
+    (restartable init containers, sidecars, run beside the app containers and are summed with them; overhead adds
+    to every request but only to the limits already set)."""
     total: ResourceList = {}
     sidecars: ResourceList = {}
     floor: ResourceList = {}
@@ -132,7 +133,10 @@ def _pod_totals(spec: Mapping[str, Any], field: str) -> ResourceList:
         else:
             floor = _max(floor, add(amounts, sidecars))
     total = _max(total, floor)
-    return add(total, parse_list(spec.get("overhead")))
+    overhead = parse_list(spec.get("overhead"))
+    if field == "limits":  # overhead raises only the limits a pod has
+        overhead = mask(overhead, total)
+    return add(total, overhead)
 
 
 def _pod_usage(pod: Obj) -> ResourceList:
