@@ -9,8 +9,8 @@ Guarantees:
 - At pod creation every container (and init container) missing a request or limit the namespace's ranges
   default gets it, and the pod is annotated ``kubernetes.io/limit-ranger: LimitRanger plugin set: cpu request
   for container c; ...``. Then each Container item's min, max and maxLimitRequestRatio is checked on every
-  container, each Pod item's on the containers' sums, each PersistentVolumeClaim item's min/max on a claim's
-  storage request: 403 ``pods "x" is forbidden: maximum cpu usage per Container is 1, but limit is 2``
+  container, each Pod item's on the pod's totals (containers summed, init containers as a floor, pod-level
+  resources), each PersistentVolumeClaim item's min/max on a claim's storage request: 403 ``pods "x" is forbidden: maximum cpu usage per Container is 1, but limit is 2``
   (several: ``[a, b]``).
 """
 
@@ -21,7 +21,8 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.resource_lists import Amount, ResourceList, add, parse_list
+from controller_manager.sim.apiserver.quota import pod_totals
+from controller_manager.sim.apiserver.resource_lists import Amount, ResourceList, parse_list
 from controller_manager.sim.apiserver.validation_errors import FieldError, duplicate, forbidden, invalid
 
 Obj = dict[str, Any]
@@ -213,18 +214,9 @@ def _pod_messages(pod: Mapping[str, Any], lr: Mapping[str, Any]) -> list[str]:
                 out += _check("Container", item, parse_list(resources.get("requests")),
                               parse_list(resources.get("limits")))
         elif item.get("type") == "Pod":
-            app = [_dict(c.get("resources")) for c in (_dict(c) for c in spec.get("containers") or ())]
-            out += _check("Pod", item, _sum(r.get("requests") for r in app), _sum(r.get("limits") for r in app))
+            out += _check("Pod", item, pod_totals(spec, "requests", overhead=False),
+                          pod_totals(spec, "limits", overhead=False))
     return out
-
-
-def _sum(lists: Iterable[Any]) -> ResourceList:
-    """The containers' totals, keeping only the names every container states (the plugin's sum)."""
-    parsed = [parse_list(raw) for raw in lists]
-    total: ResourceList = {}
-    for items in parsed:
-        total = add(total, items)
-    return {name: amount for name, amount in total.items() if all(name in items for items in parsed)}
 
 
 def _claim_messages(pvc: Mapping[str, Any], lr: Mapping[str, Any]) -> list[str]:

@@ -116,7 +116,7 @@ def _max(a: ResourceList, b: ResourceList) -> ResourceList:
     return out
 
 
-def _pod_totals(spec: Mapping[str, Any], field: str) -> ResourceList:
+def pod_totals(spec: Mapping[str, Any], field: str, *, overhead: bool = True) -> ResourceList:
     """resourcehelper.PodRequests/PodLimits: containers summed, each init container as a floor, plus overhead
     (restartable init containers, sidecars, run beside the app containers and are summed with them; overhead adds
     to every request but only to the limits already set)."""
@@ -133,10 +133,16 @@ def _pod_totals(spec: Mapping[str, Any], field: str) -> ResourceList:
         else:
             floor = _max(floor, add(amounts, sidecars))
     total = _max(total, floor)
-    overhead = parse_list(spec.get("overhead"))
+    # Pod-level resources (PodLevelResources, on by default) replace the containers' cpu and memory totals.
+    for name, amount in parse_list(_dict(spec.get("resources")).get(field)).items():
+        if name in ("cpu", "memory"):
+            total[name] = amount
+    if not overhead:
+        return total
+    extra = parse_list(spec.get("overhead"))
     if field == "limits":  # overhead raises only the limits a pod has
-        overhead = mask(overhead, total)
-    return add(total, overhead)
+        extra = mask(extra, total)
+    return add(total, extra)
 
 
 def _pod_usage(pod: Obj) -> ResourceList:
@@ -145,7 +151,7 @@ def _pod_usage(pod: Obj) -> ResourceList:
     if phase in ("Succeeded", "Failed"):
         return usage
     spec = _dict(pod.get("spec"))
-    return add(usage, _container_usage(_pod_totals(spec, "requests"), _pod_totals(spec, "limits")))
+    return add(usage, _container_usage(pod_totals(spec, "requests"), pod_totals(spec, "limits")))
 
 
 def _service_usage(svc: Obj) -> ResourceList:
