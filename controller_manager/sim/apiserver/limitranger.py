@@ -10,8 +10,8 @@ Guarantees:
   default gets it, and the pod is annotated ``kubernetes.io/limit-ranger: LimitRanger plugin set: cpu request
   for container c; ...``. Then each Container item's min, max and maxLimitRequestRatio is checked on every
   container, each Pod item's on the pod's totals (containers summed, init containers as a floor, pod-level
-  resources), each PersistentVolumeClaim item's min/max on a claim's storage request: 403 ``pods "x" is forbidden: maximum cpu usage per Container is 1, but limit is 2``
-  (several: ``[a, b]``).
+  resources), each PersistentVolumeClaim item's min/max on a claim's storage request: 403 ``pods "x" is
+  forbidden: maximum cpu usage per Container is 1, but limit is 2`` (several: ``[a, b]``).
 """
 
 from __future__ import annotations
