@@ -278,3 +278,28 @@ def test_admitted_usage_never_exceeds_the_quota(requests: list[int], hard_millis
     assert admitted <= hard_millis
     used = api.get(RESOURCEQUOTAS, "default", "q")["status"]["used"]["requests.cpu"]
     assert parse_quantity(used) * 1000 == admitted
+
+
+async def test_limit_range_defaults_count_toward_quota(client: Client) -> None:
+    await client.post(LIMITS, {"metadata": {"name": "lr"}, "spec": {"limits": [
+        {"type": "Container", "defaultRequest": {"cpu": "300m"}, "default": {"cpu": "500m"}}]}})
+    await make_quota(client, "q", {"requests.cpu": "500m", "limits.cpu": "1"})
+    assert (await client.post(PODS, pod("a")))[0] == 201  # LimitRanger ran first: the quota's cpu is stated
+    status, body = await client.post(PODS, pod("b"))
+    assert status == 403
+    assert body["message"] == ('pods "b" is forbidden: exceeded quota: q, requested: requests.cpu=300m, '
+                               'used: requests.cpu=300m, limited: requests.cpu=500m')
+
+
+async def test_limit_range_on_claims(client: Client) -> None:
+    await client.post(LIMITS, {"metadata": {"name": "lr"}, "spec": {"limits": [
+        {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "10Gi"}}]}})
+    claims = "/api/v1/namespaces/default/persistentvolumeclaims"
+    status, body = await client.post(claims, {"metadata": {"name": "big"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}}})
+    assert status == 403
+    assert body["message"] == ('persistentvolumeclaims "big" is forbidden: maximum storage usage per '
+                               'PersistentVolumeClaim is 10Gi, but request is 20Gi')
+    status, _ = await client.post(claims, {"metadata": {"name": "ok"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}})
+    assert status == 201
