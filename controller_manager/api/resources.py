@@ -67,7 +67,7 @@ SERVICES = Resource("", "v1", "services", "Service", True, ("svc",), ("status",)
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True, ("ep",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",))
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
-SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",))
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",), ("token",))
 PERSISTENTVOLUMECLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",),
                                   ("status",))
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("status", "scale"),
@@ -88,6 +88,14 @@ EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True, ("ev",))
 TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=_CREATE_ONLY)
 SUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview",
                                 False, verbs=_CREATE_ONLY)
+SELFSUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews",
+                                    "SelfSubjectAccessReview", False, verbs=_CREATE_ONLY)
+LOCALSUBJECTACCESSREVIEWS = Resource("authorization.k8s.io", "v1", "localsubjectaccessreviews",
+                                     "LocalSubjectAccessReview", True, verbs=_CREATE_ONLY)
+SELFSUBJECTRULESREVIEWS = Resource("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
+                                   False, verbs=_CREATE_ONLY)
+SELFSUBJECTREVIEWS = Resource("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False,
+                              verbs=_CREATE_ONLY)
 CLUSTERROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
 CLUSTERROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False)
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
@@ -117,6 +125,7 @@ BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
     PERSISTENTVOLUMECLAIMS, DEPLOYMENTS, REPLICASETS, DAEMONSETS, STATEFULSETS, CONTROLLERREVISIONS, JOBS,
     CRONJOBS, LEASES, ENDPOINTSLICES, PODDISRUPTIONBUDGETS, EVENTS_V1, TOKENREVIEWS, SUBJECTACCESSREVIEWS,
+    SELFSUBJECTACCESSREVIEWS, LOCALSUBJECTACCESSREVIEWS, SELFSUBJECTRULESREVIEWS, SELFSUBJECTREVIEWS,
     CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES, RESOURCEQUOTAS, LIMITRANGES,
     REPLICATIONCONTROLLERS, HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, PERSISTENTVOLUMES, INGRESSES,
     INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,

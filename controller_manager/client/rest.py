@@ -109,6 +109,10 @@ class ApiClient:
     def rate_limiter(self) -> TokenBucket:
         return self._limiter
 
+    @property
+    def user_agent(self) -> str:
+        return self._user_agent
+
     async def __aenter__(self) -> ApiClient:
         return self
 

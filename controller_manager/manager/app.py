@@ -32,6 +32,7 @@ from typing import Any
 
 from controller_manager import __version__
 from controller_manager.client import ApiClient, ApiConnectionError, ApiError, ConfigError, load_config
+from controller_manager.client.wire import kube_controller_manager_user_agent
 from controller_manager.clock import Clock, RealClock
 from controller_manager.manager import gctuning
 from controller_manager.manager.auth import DelegatingAuth
@@ -204,9 +205,13 @@ class Manager:
         if opts.master:
             config.host = opts.master.rstrip("/")
         self.client_config = config
-        self.client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock)
-        self.election_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock)
-        self.auth_client = ApiClient(config, qps=AUTH_CLIENT_QPS, burst=AUTH_CLIENT_BURST, clock=self.clock)
+        agent = kube_controller_manager_user_agent
+        self.client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock,
+                                user_agent=agent())
+        self.election_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock,
+                                         user_agent=agent("leader-election"))
+        self.auth_client = ApiClient(config, qps=AUTH_CLIENT_QPS, burst=AUTH_CLIENT_BURST, clock=self.clock,
+                                     user_agent=agent())
         version = await self._wait_for_api_server(config)
         self.log.info("connected to the API server", host=config.host, version=version.get("gitVersion"))
 
@@ -300,7 +305,8 @@ class Manager:
             # controller: 20x QPS, 100x burst), so emptying a namespace never waits behind everyone's traffic.
             opts = self.options
             client = ApiClient(self.client_config, qps=opts.kube_api_qps * scale[0],
-                               burst=int(opts.kube_api_burst * scale[1]), clock=self.clock)
+                               burst=int(opts.kube_api_burst * scale[1]), clock=self.clock,
+                               user_agent=kube_controller_manager_user_agent(info.name))
             self.controller_clients.append(client)
         ctx = ControllerContext(client=client, informers=self.factory, clock=self.clock, events=events,
                                 options=options, logger=get_logger("controller", controller=info.name))

@@ -61,6 +61,7 @@ log = structlog.get_logger("kube-sim.kubelet")
 ANNOTATION_PREFIX = "sim.controller-manager.io/"
 KUBELET_ANNOTATION = ANNOTATION_PREFIX + "kubelet"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+FIELD_MANAGER = "kubelet"  # what a kubelet's writes are recorded under in managedFields (its User-Agent)
 _REPORTED_STAGES = frozenset({"creating", "running", "backoff", "exited"})  # stages a status describes
 
 
@@ -144,7 +145,7 @@ class KubeletManager:
     async def _register(self, node: _Node) -> None:
         obj = node_object(node.name, node.index, node.zone, self.config, self._clock.now())
         try:
-            created = self._api.create(NODES, obj)
+            created = self._api.create(NODES, obj, field_manager=FIELD_MANAGER)
             node.uid = str(meta(created).get("uid", ""))
             node.obj = created
             node.last_report = self._clock.monotonic()
@@ -170,7 +171,8 @@ class KubeletManager:
             return
         patch = {"status": {"conditions": node_conditions(self._clock.now(), current)}}
         try:
-            node.obj = self._api.patch(NODES, None, node.name, patch, "strategic", subresource="status")
+            node.obj = self._api.patch(NODES, None, node.name, patch, "strategic", subresource="status",
+                                       field_manager=FIELD_MANAGER)
         except Exception as exc:
             if status_code(exc) != 404:
                 raise
@@ -193,7 +195,7 @@ class KubeletManager:
             return
         spec = {**(lease.get("spec") or {}), "holderIdentity": node.name, "renewTime": now,
                 "leaseDurationSeconds": self.config.lease_duration_seconds}
-        self._api.update(LEASES, {**lease, "spec": spec})
+        self._api.update(LEASES, {**lease, "spec": spec}, field_manager=FIELD_MANAGER)
 
     async def _create_lease(self, node: _Node, now: str) -> None:
         lease: dict[str, Any] = {
@@ -208,7 +210,7 @@ class KubeletManager:
                 {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": node.uid}]
         for attempt in range(2):
             try:
-                self._api.create(LEASES, lease, namespace=NODE_LEASE_NAMESPACE)
+                self._api.create(LEASES, lease, namespace=NODE_LEASE_NAMESPACE, field_manager=FIELD_MANAGER)
                 return
             except Exception as exc:
                 if status_code(exc) != 404 or attempt:
@@ -216,7 +218,8 @@ class KubeletManager:
                 # The namespace is the API server's to make; make sure it exists before giving up.
                 with contextlib.suppress(Exception):
                     self._api.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                                             "metadata": {"name": NODE_LEASE_NAMESPACE}})
+                                                             "metadata": {"name": NODE_LEASE_NAMESPACE}},
+                                     field_manager=FIELD_MANAGER)
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
         node = self._nodes.get(str(meta(obj).get("name", "")))
@@ -451,7 +454,8 @@ class KubeletManager:
         if status == current:
             return
         try:
-            run.pod = self._api.update(PODS, {**stored, "status": status}, subresource="status")
+            run.pod = self._api.update(PODS, {**stored, "status": status}, subresource="status",
+                                       field_manager=FIELD_MANAGER)
         except Exception as exc:
             if status_code(exc) != 404:
                 raise

@@ -64,9 +64,16 @@ def event_object(
     }
 
 
+# The manager name each component's writes are recorded under in managedFields: its binary's User-Agent
+# prefix (the scheduler reports events as "default-scheduler" but its client is kube-scheduler).
+FIELD_MANAGERS = {"default-scheduler": "kube-scheduler"}
+
+
 def record(api: ApiServer, event: dict[str, Any]) -> None:
     """Create ``event``; a refusal (namespace gone, server closing) is logged at debug level and dropped."""
+    component = str((event.get("source") or {}).get("component") or event.get("reportingComponent") or "")
     try:
-        api.create(EVENTS, event, namespace=event["metadata"]["namespace"])
+        api.create(EVENTS, event, namespace=event["metadata"]["namespace"],
+                   field_manager=FIELD_MANAGERS.get(component, component))
     except Exception as exc:
         log.debug("event dropped", reason=event.get("reason"), error=str(exc))

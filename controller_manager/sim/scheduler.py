@@ -51,6 +51,8 @@ from controller_manager.sim.recorder import event_object, record
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
+FIELD_MANAGER = "kube-scheduler"  # what its writes are recorded under in managedFields (its User-Agent)
+
 # The pure names stay importable from here, where callers first found them.
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -288,7 +290,7 @@ class Scheduler:
         patch = {"status": {"conditions": [condition]}}
         with contextlib.suppress(Exception):  # the pod may be gone; the watch will tell
             self._api.patch(PODS, str(m.get("namespace")), str(m.get("name")), patch, "strategic",
-                                       subresource="status")
+                            subresource="status", field_manager=FIELD_MANAGER)
         if event:
             await self._event(pod, "Warning", "FailedScheduling", message)
 

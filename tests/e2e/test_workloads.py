@@ -90,6 +90,18 @@ async def test_kubectl_rollouts_self_healing_and_events(
     # Events, worded as kube-controller-manager words them.
     rs_names = await replica_sets(kube, "app=web")
     new_rs = next(name for name, replicas in rs_names.items() if replicas == 6)
+
+    # The daemon's writes are recorded as kube-controller-manager's (its User-Agent), as a real cluster shows them.
+    def managers(doc: str) -> set[tuple[str, str, str]]:
+        return {(e["manager"], e["operation"], e.get("subresource", ""))
+                for e in json.loads(doc)["metadata"]["managedFields"]}
+
+    rs_json = await kubectl.ok("get", "rs", new_rs, "-o", "json", "--show-managed-fields")
+    assert managers(rs_json) == {("kube-controller-manager", "Update", ""),
+                                 ("kube-controller-manager", "Update", "status")}
+    deploy_json = await kubectl.ok("get", "deploy", "web", "-o", "json", "--show-managed-fields")
+    assert {("kubectl-client-side-apply", "Update", ""),
+            ("kube-controller-manager", "Update", "status")} <= managers(deploy_json)
     lines = (await kubectl.ok("get", "events", "-n", "default")).splitlines()
 
     def shown(reason: str, obj: str, message: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import ClassVar
@@ -16,6 +17,7 @@ from controller_manager.manager.app import Manager
 from controller_manager.manager.options import Options
 from controller_manager.manager.registry import Registry
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.sim.apiserver.fieldmanager import manager_name
 from tests.manager.fake_apiserver import FakeApiServer
 from tests.manager.test_main import write_kubeconfig
 
@@ -201,6 +203,12 @@ async def test_controller_with_a_rate_scale_gets_its_own_client(kubeconfig: Path
     assert manager.controller_clients == [greedy_client]
     limiter = greedy_client.rate_limiter
     assert (limiter.qps, limiter.burst) == (100.0, 700)
+    # Shaped as kube-controller-manager's clients (rest.AddUserAgent), so the API server records the
+    # daemon's writes under the field manager "kube-controller-manager".
+    assert re.fullmatch(r"kube-controller-manager/v[0-9.]+ \([a-z0-9]+/[a-z0-9_]+\) kubernetes/unknown",
+                        manager.client.user_agent)
+    assert greedy_client.user_agent == manager.client.user_agent + "/greedy-controller"
+    assert manager_name(None, greedy_client.user_agent) == "kube-controller-manager"
     for ctrl in GatedController.instances:
         ctrl.gate.set()
     manager.stop()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from controller_manager.api.resources import (
     INGRESSCLASSES,
     LIMITRANGES,
@@ -44,8 +46,12 @@ def _objects(api: ApiServer, res: Resource, namespace: str | None) -> list[Obj]:
     return items
 
 
-def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> None:
-    """The mutating plugins on a create (``obj`` owned: edited in place)."""
+def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> Obj:
+    """The mutating plugins on a create: ``obj`` itself when none applies, else a changed copy."""
+    if not (_is_pod(res) or (res.group == "" and res.plural == "persistentvolumeclaims")
+            or (res.group == INGRESSCLASSES.group and res.kind == "Ingress")):
+        return obj
+    obj = orjson.loads(orjson.dumps(obj))
     if _is_pod(res):
         limitranger.mutate_pod(obj, _objects(api, LIMITRANGES, namespace))
         priority.admit_pod(obj, _objects(api, PRIORITYCLASSES, None))
@@ -53,6 +59,7 @@ def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> No
         storage_kinds.admit_claim(obj, _objects(api, STORAGECLASSES, None))
     elif res.group == INGRESSCLASSES.group and res.kind == "Ingress":
         networking.admit_ingress(obj, _objects(api, INGRESSCLASSES, None))
+    return obj
 
 
 def validate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None, *, old: Obj | None = None,

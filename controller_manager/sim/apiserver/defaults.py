@@ -22,6 +22,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
 from collections.abc import Callable, Iterable
@@ -390,6 +391,13 @@ def _node(obj: Obj) -> None:
 
 
 def _secret(obj: Obj) -> None:
+    # v1 -> internal conversion: stringData is write-only, merged over data (its values win) and never stored.
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = dict(obj.get("data") or {})
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
     _default(obj, "type", "Opaque")
 
 

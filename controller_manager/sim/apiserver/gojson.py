@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -184,17 +185,16 @@ def _duration(value: Any) -> str:
 
 
 def _quantity(value: Any) -> str:
+    # Quantity.UnmarshalJSON: null is zero; anything else is parsed as its JSON text (a string's contents,
+    # trimmed), so true, objects and arrays fail with the format error and bad text with ParseQuantity's.
     if value is None:
         return "0"
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise GoTypeError(_QUANTITY_FORMAT)
+        raise GoTypeError(quantity.ERR_FORMAT_WRONG)
     try:
-        return quantity.canonicalize(value.strip() if isinstance(value, str) else value)
-    except ValueError:
-        raise GoTypeError(_QUANTITY_FORMAT) from None
-
-
-_QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+        return quantity.canonicalize(value)
+    except ValueError as e:
+        raise GoTypeError(str(e)) from None
 
 
 def _int_or_string(value: Any) -> int | str:
@@ -253,7 +253,7 @@ _NULLABLE_ELEMS = frozenset({"list", "map", "any", "raw"})
 class _FieldPlan:
     """What the walk needs of one field, computed once."""
 
-    __slots__ = ("empty", "fast", "field", "go_type", "hi", "key", "kind", "lo", "null_aware", "type", "zero")
+    __slots__ = ("empty", "fast", "field", "go_type", "hi", "key", "kind", "lo", "null_aware", "sub", "type", "zero")
 
     def __init__(self, f: Field) -> None:
         self.field = f
@@ -279,6 +279,8 @@ class _FieldPlan:
         self.lo, self.hi = _INT_RANGES.get(self.kind, (0, 0))
         if self.kind in _INT_RANGES:
             self.fast = int
+        # A struct field's own plan, found on first use (plans are built lazily, so recursive types end).
+        self.sub: _StructPlan | None = None
 
 
 class _StructPlan:
@@ -361,11 +363,13 @@ class _Walk:
         return GoTypeError(f"json: cannot unmarshal {kind} into {where} of type {go_type}")
 
     def struct(self, value: Any, st: Struct, go_type: str, old: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``old``: the same struct as already written (normalize only); a field equal to its old value is
-        taken from it without a walk, which keeps updates that change a small part of an object cheap."""
+        """``old``: the same struct as already written; a field equal to its old value is taken from it
+        without a walk, which keeps updates that change a small part of an object cheap."""
         if not isinstance(value, dict):
             raise self.type_error(value, go_type)
-        plan = _plan(st)
+        return self._struct(value, _plan(st), old)
+
+    def _struct(self, value: dict[str, Any], plan: _StructPlan, old: dict[str, Any] | None) -> dict[str, Any]:
         fields = plan.fields
         if isinstance(value, _DuplicateKeys):
             for key in value.duplicates:
@@ -387,7 +391,15 @@ class _Walk:
             if item is None and not fp.null_aware:
                 continue  # null leaves the field at its zero value
             fast = fp.fast
-            if fast is None or type(item) is not fast or (fast is int and not fp.lo <= item <= fp.hi):  # type: ignore[operator]
+            if fp.kind == "struct" and type(item) is dict:
+                sub = fp.sub
+                if sub is None:
+                    sub = fp.sub = _plan(fp.type.struct)
+                path.append(key)
+                self.struct_name = plan.go
+                item = self._struct(item, sub, before if isinstance(before, dict) else None)
+                path.pop()
+            elif fast is None or type(item) is not fast or (fast is int and not fp.lo <= item <= fp.hi):  # type: ignore[operator]
                 path.append(key)
                 self.struct_name = plan.go
                 item = self.value(item, fp.type, fp.go_type, before if isinstance(before, dict | list) else None)
@@ -507,9 +519,14 @@ _MISSING = object()
 
 # Custom types whose UnmarshalJSON sees a JSON null (a non-pointer one decodes it to its zero value).
 _NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1"})
+@functools.lru_cache(maxsize=4096)
+def _time_text(value: str, micro: bool) -> str | None:
+    return _time(value, micro)  # the same few timestamps recur in every object written within a second
+
+
 _CUSTOM: dict[str, Callable[[Any], Any]] = {
-    "time": lambda v: _time(v, micro=False),
-    "microtime": lambda v: _time(v, micro=True),
+    "time": lambda v: _time_text(v, False) if type(v) is str else _time(v, micro=False),
+    "microtime": lambda v: _time_text(v, True) if type(v) is str else _time(v, micro=True),
     "duration": _duration,
     "quantity": _quantity,
     "intorstring": _int_or_string,

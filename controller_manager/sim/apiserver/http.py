@@ -36,6 +36,7 @@ from controller_manager.sim.apiserver import (
     compression,
     discovery,
     errors,
+    fieldmanager,
     metrics_api,
     openapi,
     protowire,
@@ -44,6 +45,7 @@ from controller_manager.sim.apiserver import (
     tables,
     yamlbody,
 )
+from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
@@ -51,11 +53,12 @@ from controller_manager.sim.apiserver.watch import Watcher
 
 JSON = "application/json"
 _PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
-                "application/strategic-merge-patch+json": "strategic"}
+                "application/strategic-merge-patch+json": "strategic", "application/apply-patch+yaml": "apply"}
 _HEALTH = ("/healthz", "/livez", "/readyz")
 # What a subresource's body decodes into (for a protobuf body without apiVersion/kind, and its errors).
 _SUBRESOURCE_KINDS = {"scale": ("autoscaling/v1", "Scale"), "eviction": ("policy/v1", "Eviction"),
-                      "binding": ("v1", "Binding")}
+                      "binding": ("v1", "Binding"), "token": ("authentication.k8s.io/v1", "TokenRequest")}
+_USER = web.RequestKey("user", auth.User)  # the request's authenticated user
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
 _LIVENESS_CHECK = 5.0
@@ -144,7 +147,8 @@ _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": 
 class _Handlers:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
-        self.auth = auth.Authenticator(api.options.admin_token, api.options.viewer_token)
+        assert api.auth is not None
+        self.auth: auth.Auth = api.auth
         self.watchers: set[Watcher] = set()
 
     async def on_shutdown(self, _app: web.Application) -> None:
@@ -170,20 +174,23 @@ class _Handlers:
         return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        user = self.auth.authenticate(request.headers.get("Authorization"))
+        user = self.auth.authenticate(request.headers)
+        request[_USER] = user
         info = parse(request.method, request.path, request.query)
         accept = _Accept(request.headers.get("Accept", ""))
         if not info.is_resource:
-            if not auth.allowed_path(user, info.verb if info.verb != "get" else "get", request.path):
-                raise auth.path_forbidden(user, info.verb, request.path)
+            # A path's verb is the lowercased method (RequestInfoFactory), HEAD read as GET.
+            self.auth.check_path(user, "get" if request.method == "HEAD" else request.method.lower(), request.path)
             return self._non_resource(request, info, accept)
+        self.auth.check_resource(user, info.verb, info.group, info.resource, info.subresource, info.namespace,
+                                 info.name)
         res = self.api.lookup(info.group, info.version, info.resource)
         if res is None or info.extra_parts:
             raise errors.path_not_found()
         ns = info.namespace if res.namespaced else ""
-        if not auth.allowed_resource(user, info.verb):
-            raise auth.resource_forbidden(user, info.verb, info.group, info.resource, info.subresource, ns, info.name)
         accept.check()
+        if accept.table:
+            tables.check_include_object(request.query.get("includeObject", ""))
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
@@ -219,6 +226,9 @@ class _Handlers:
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
             return _response(encode(discovery.version_info(self.api.options.git_version)))
+        oidc = self.auth.oidc(path, request.host)
+        if oidc is not None:
+            return _response(oidc[0], content_type=oidc[1])
         if path == "/metrics":
             return web.Response(text=self._metrics(), content_type="text/plain")
         if path in ("/openapi/v2", "/openapi/v3") or path.startswith("/openapi/v3/"):
@@ -265,7 +275,7 @@ class _Handlers:
             view = self.api.view(res)
             doc = tables.table(res, [view(s)[0] for s in result.items], self.api.clock.now(),
                                str(result.resource_version), include_object=q.get("includeObject", "Metadata"),
-                               continue_token=result.continue_token)
+                               continue_token=result.continue_token, remaining=result.remaining)
             return _response(encode(doc))
         view = self.api.view(res, accept.partial)
         if accept.partial:
@@ -324,8 +334,9 @@ class _Handlers:
                     now = self.api.clock.now()
                     chunk = b""
                     for type_, obj, _raw in batch:
-                        row = (tables.table(res, [obj or {}], now, "", with_columns=first) if type_ != "BOOKMARK"
-                               else obj)
+                        row = (tables.table(res, [obj or {}], now, with_columns=first,
+                                            include_object=q.get("includeObject", "Metadata"))
+                               if type_ != "BOOKMARK" else obj)
                         first = False
                         chunk += b'{"type":"' + type_.encode() + b'","object":' + encode(row) + b"}\n"
                 elif proto:
@@ -375,9 +386,18 @@ class _Handlers:
             raise errors.path_not_found()
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed()
+        manager = ""
+        if verb in ("create", "update", "patch"):
+            is_apply = codec.media_type(request.headers.get("Content-Type", "")) == "application/apply-patch+yaml"
+            fieldmanager.validate_field_manager(q, _OPTIONS_KIND[verb], apply=verb == "patch" and is_apply)
+            manager = fieldmanager.manager_name(q.get("fieldManager"), request.headers.get("User-Agent", ""))
         if verb == "get":
             if sub == "scale":
-                return _response(encode(subresources.get_scale(api, res, namespace, name)))
+                scale = subresources.get_scale(api, res, namespace, name)
+                if accept.table:
+                    scale = tables.table(res, [scale], api.clock.now(), kind=("autoscaling", "Scale"),
+                                         include_object=q.get("includeObject", "Metadata"))
+                return _response(encode(scale))
             if sub not in (None, "status", "approval"):
                 raise errors.method_not_allowed()
             await self._wait_fresh(q.get("resourceVersion") or "")
@@ -389,12 +409,10 @@ class _Handlers:
             return _response(raw)
         if verb == "create":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
-            if res.kind in ("TokenReview", "SubjectAccessReview"):
-                if not isinstance(body, dict):
-                    raise errors.bad_request("the object provided is not a JSON object")
-                doc = (auth.token_review(self.auth, body) if res.kind == "TokenReview"
-                       else auth.subject_access_review(body))
-                return _response(encode(doc), 201)
+            if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
+                return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
+            if sub == "token" and res.kind == "ServiceAccount" and namespace:
+                return _response(encode(self.auth.token_request(namespace, name, body)), 201)
             if sub == "binding" and namespace:
                 return _response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)), 201)
             if sub == "eviction" and namespace:
@@ -405,14 +423,15 @@ class _Handlers:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
             if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
-                requester = self.auth.authenticate(request.headers.get("Authorization"))
-                decoded.obj = certificates.with_requester(decoded.obj, requester.as_user_info())
-            created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True)
+                decoded.obj = certificates.with_requester(decoded.obj, request[_USER].as_user_info())
+            self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
+            created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
             return _with_warnings(_response(encode(created), 201), decoded.warnings)
         if verb == "update":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
             if sub == "scale":
-                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run)))
+                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run,
+                                                                  field_manager=manager)))
             if sub not in (None, "status", "finalize", "approval"):
                 raise errors.method_not_allowed()
             if not isinstance(body, dict):
@@ -420,7 +439,9 @@ class _Handlers:
                                          else "the object provided is not a JSON object")
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
-            updated = api.update(res, decoded.obj, subresource=sub, dry_run=dry_run, namespace=namespace, name=name)
+            self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
+            updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
+                                 namespace=namespace, name=name, field_manager=manager)
             return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
@@ -432,11 +453,17 @@ class _Handlers:
 
             def decode(patched: Obj, stored: Obj) -> Obj:
                 decoded = codec.typed(res, patched, validation, stored)
+                self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
                 warnings.extend(decoded.warnings)
-                return decoded.obj  # type: ignore[no-any-return]
+                return fieldmanager.keep_reset(patched, decoded.obj)
 
+            if _PATCH_TYPES[ctype] == "apply" and sub != "scale":
+                applied, was_created = apply.apply(api, res, namespace, name, body, manager=manager,
+                                               force=q.get("force", "").lower() in ("1", "t", "true"),
+                                               subresource=sub, dry_run=dry_run, decode=decode)
+                return _with_warnings(_response(encode(applied), 201 if was_created else 200), warnings)
             patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
-                                decode=decode if sub != "scale" else None)
+                                decode=decode if sub != "scale" else None, field_manager=manager)
             return _with_warnings(_response(encode(patched)), warnings)
         if verb == "delete":
             if sub is not None:

@@ -19,6 +19,8 @@ import copy
 import json
 from typing import Any
 
+import orjson
+
 from controller_manager.sim.apiserver.patch_schema import ROOTS
 from controller_manager.sim.apiserver.patch_strategic import StrategicPatchError, strategic_merge
 
@@ -113,15 +115,29 @@ def _decode(patch: bytes | str | dict[str, Any] | list[Any]) -> Any:
 
 def json_merge_patch(original: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, null deletes, anything else replaces."""
+    return _merge_in_place(_copy(original), patch)
+
+
+def _merge_in_place(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(original) if isinstance(original, dict) else {}
+        return _copy(patch)
+    result = target if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = json_merge_patch(result.get(key), value)
+            result[key] = _merge_in_place(result.get(key), value)
     return result
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a JSON value: an orjson round trip (several times faster than copy.deepcopy)."""
+    if not isinstance(value, dict | list):
+        return value
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:  # what JSON cannot hold (non-string keys, huge ints)
+        return copy.deepcopy(value)
 
 
 # --- RFC 6902 -----------------------------------------------------------------------------------------
@@ -234,7 +250,7 @@ def json_patch(original: Any, ops: Any) -> Any:
     """RFC 6902 as evanphx/json-patch applies it: operations in order, all or nothing."""
     if not isinstance(ops, list):
         raise PatchError(f"json: cannot unmarshal {_json_type(ops)} into Go value of type jsonpatch.Patch")
-    doc = copy.deepcopy(original)
+    doc = _copy(original)
     for op in ops:
         if not isinstance(op, dict):
             raise PatchError(f"json: cannot unmarshal {_json_type(op)} into Go value of type jsonpatch.Operation")

@@ -36,7 +36,7 @@ class Amount:
 
     def text(self) -> str:
         """``Quantity.String()``: the canonical form in this amount's format."""
-        value = self.value
+        value = self.value.normalize()  # an amount, not a text: no trailing zeros to keep
         if value.is_zero():
             return "0"
         if self.format == "binary" and value == value.to_integral_value() and abs(value) >= 1024:

@@ -38,6 +38,7 @@ from controller_manager.sim.apiserver import (
     codec,
     errors,
     events,
+    fieldmanager,
     freshness,
     kind_hooks,
     metrics_api,
@@ -47,6 +48,7 @@ from controller_manager.sim.apiserver import (
     strategy,
     versions,
 )
+from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -56,8 +58,6 @@ from controller_manager.sim.apiserver.watch import View, Watcher, full_view
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATE_ATTEMPTS = 8
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-_REVIEW_KINDS = frozenset({"TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview",
-                           "LocalSubjectAccessReview", "SelfSubjectReview"})
 
 
 PatchBody = bytes | str | dict[str, Any] | list[Any]
@@ -73,6 +73,8 @@ class ApiServerOptions:
     admin_token: str | None = None        # None: no authentication, everyone is admin
     viewer_token: str | None = None       # get/list/watch only
     git_version: str = "v1.37.0"
+    bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
+    service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
     resources: tuple[Resource, ...] = field(default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES))
 
@@ -152,11 +154,16 @@ class ApiServer:
         self._stores: dict[tuple[str, str], ResourceStore] = {}
         for res in self.resources:
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
+        self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
             for pc in priority.SYSTEM_CLASSES:
                 self.create(PRIORITYCLASSES, pc)
+        if self.options.bootstrap_rbac:
+            bootstrap.install(self, viewer=bool(self.options.viewer_token))
+        self.auth = Auth(self)
+        self.auth.aggregator.reconcile()
 
     # --- lookup ------------------------------------------------------------------------------------
 
@@ -223,19 +230,24 @@ class ApiServer:
         stored = Stored(key, {**obj, "metadata": meta}, rv)
         if not dry_run:
             store.put(stored)
+            if self.auth is not None:
+                self.auth.after_write(store.resource.kind, store.resource.group)
         return stored
 
     def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
         existing = store.objects[key]
         if dry_run:
             return existing
-        return store.remove(key, self._next_rv()).new
+        removed = store.remove(key, self._next_rv()).new
+        if self.auth is not None:
+            self.auth.after_write(store.resource.kind, store.resource.group)
+        return removed
 
     # --- admission ----------------------------------------------------------------------------------
 
     def admit_namespace(self, res: Resource, namespace: str | None, name: str, *, create: bool) -> None:
         """NamespaceLifecycle: no writes into missing namespaces, no creates into terminating ones."""
-        if not res.namespaced or res.kind in _REVIEW_KINDS or not namespace:
+        if not res.namespaced or res.kind in REVIEW_KINDS or not namespace:
             return
         ns = self.store(NAMESPACES).get(namespace)
         if ns is None:
@@ -270,13 +282,17 @@ class ApiServer:
     # --- verbs -----------------------------------------------------------------------------------------
 
     def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
-               typed: bool = False) -> Obj:
+               typed: bool = False, field_manager: str | None = None,
+               managed_fields: Any = fieldmanager.MISSING) -> Obj:
         """POST. ``typed``: ``obj`` is a request body as :func:`codec.typed` decoded it, already in Go's JSON
-        form, so the parts of it the create leaves as they are need no second pass when it is written."""
+        form, so the parts of it the create leaves as they are need no second pass when it is written.
+        ``field_manager`` records the writer in managedFields (None: an internal write, untracked);
+        ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
         storage = versions.storage_of(res)
         if storage is not None:
             obj = versions.to_storage(res, self._type_meta(res, obj))
-            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run))
+            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run,
+                                                          field_manager=field_manager, managed_fields=managed_fields))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -289,18 +305,25 @@ class ApiServer:
         generate = bool(meta.get("generateName")) and not meta.get("name")
         if generate:
             meta["name"] = meta["generateName"] + random_suffix()
-        for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+        for f in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(f, None)
+        incoming = meta.pop("managedFields", fieldmanager.MISSING)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = format_time(self.clock.now())
         obj = defaults.apply_defaults(res, obj)
-        admission.mutate(self, res, obj, namespace)
+        # The creator owns what it sent, defaults included, but not what the registry fills in below (nor what
+        # mutating admission adds: upstream records managedFields before admission runs).
+        defaulted = obj
+        obj = admission.mutate(self, res, obj, namespace)
         if res.kind == "Job" and res.group == "batch":
             obj = defaults.job_selector_defaults(obj, meta["uid"])
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
             obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
             obj = node_ports.assign(obj, None, node_ports.in_use(s.obj for s in store.iter_from(None)))
+        if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
+                and self.store(NAMESPACES).get(namespace) is not None:
+            obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
         stored_res = res
         if is_events_v1(res):
             self._validate(res, obj, None)
@@ -312,12 +335,16 @@ class ApiServer:
             self._validate(res, obj, None)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
-        meta = obj["metadata"]
+        obj = codec.normalize(store.resource, obj, body)
+        if managed_fields is fieldmanager.MISSING and field_manager is not None:
+            managed_fields = fieldmanager.track_update(res, None, defaulted, manager=field_manager, subresource="",
+                                                       incoming=incoming, now=format_time(self.clock.now()))
+        meta = _with_managed_fields(obj["metadata"], managed_fields)
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                created = self._commit(store, key, {**obj, "metadata": meta}, dry_run, like=body)
+                created = self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True)
                 if not dry_run:
                     admission.record_quota_usage(self, quota_usage)
                 return self._out(res, created)
@@ -406,16 +433,23 @@ class ApiServer:
             raise errors.bad_request(f"invalid resource version: {value}") from None
 
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
-               namespace: str | None = None, name: str | None = None) -> Obj:
-        """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given)."""
+               namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
+               managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None) -> Obj:
+        """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
+        ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
+        managedFields; ``manager_subresource`` names the subresource the write is recorded under when it is
+        not ``subresource`` (a /scale write updates the main resource)."""
         storage = versions.storage_of(res)
         if storage is not None:
             obj = versions.to_storage(res, self._type_meta(res, obj))
-            return versions.from_storage(res, self.update(storage, obj, subresource=subresource, dry_run=dry_run,
-                                                          namespace=namespace, name=name))
+            return versions.from_storage(res, self.update(
+                storage, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
+                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource))
         store = self.store(res)
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
+        # Set aside until the write is stored: defaulting, the strategy and validation have no use for them.
+        incoming = meta.pop("managedFields", fieldmanager.MISSING)
         name = name or meta.get("name") or ""
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
@@ -425,7 +459,7 @@ class ApiServer:
         existing = store.get(self.key(res, namespace, name))
         if existing is None:
             if subresource is None and strategy.allows_create_on_update(res):
-                return self._create_on_update(res, obj, namespace, dry_run)
+                return self._create_on_update(res, obj, namespace, dry_run, field_manager)
             raise errors.not_found(res.group, res.plural, name)
         new_rv = meta.get("resourceVersion")
         if new_rv and str(new_rv) != str(existing.rv):
@@ -447,12 +481,24 @@ class ApiServer:
         self.admit_namespace(res, namespace, name, create=False)
         quota_usage = admission.validate(self, res, new, namespace, create=False,
                                          old=old if subresource is None else None)
-        written = self.write_update(stored_res, existing, new, dry_run)
+        track: Callable[[Obj, Obj], Any] | None = None
+        if managed_fields is not fieldmanager.MISSING:
+            def track(_live: Obj, _new: Obj) -> Any:
+                return managed_fields
+        elif field_manager is not None:
+            manager = field_manager
+
+            def track(live: Obj, new: Obj) -> Any:
+                return fieldmanager.track_update(stored_res, live, new, manager=manager,
+                                                 subresource=manager_subresource or subresource or "",
+                                                 incoming=incoming, now=format_time(self.clock.now()))
+        written = self.write_update(stored_res, existing, new, dry_run, managed_fields=track)
         if not dry_run:
             admission.record_quota_usage(self, quota_usage)
         return self._out(res, written)
 
-    def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool) -> Obj:
+    def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool,
+                          field_manager: str | None = None) -> Obj:
         """A PUT to a missing name of a kind that allows it: a create, the object's system metadata wiped
         (its uid is first checked as the update's precondition against the absent object)."""
         meta = obj["metadata"]
@@ -462,15 +508,21 @@ class ApiServer:
         wiped = {k: v for k, v in meta.items() if k not in ("resourceVersion", "uid", "creationTimestamp",
                                                              "deletionTimestamp", "deletionGracePeriodSeconds",
                                                              "selfLink")}
-        return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run)
+        return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run, field_manager=field_manager)
 
-    def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool) -> Stored:
+    def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool, *,
+                     managed_fields: Callable[[Obj, Obj], Any] | None = None) -> Stored:
         """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
-        object left without finalizers after its deletion was requested is deleted."""
+        object left without finalizers after its deletion was requested is deleted. ``managed_fields(live,
+        new)`` gives the managedFields to store (default: the stored ones)."""
         store = self.store(res)
-        new = codec.normalize(store.resource, {**new, "metadata": {**new["metadata"],
-                                                                   "resourceVersion": str(existing.rv)}},
+        # managedFields are replaced below: they are not worth normalizing.
+        new_meta = {k: v for k, v in new["metadata"].items() if k != "managedFields"}
+        new = codec.normalize(store.resource, {**new, "metadata": {**new_meta, "resourceVersion": str(existing.rv)}},
                               existing.obj)
+        entries = (managed_fields(existing.obj, new) if managed_fields is not None
+                   else existing.obj["metadata"].get("managedFields"))
+        new["metadata"] = _with_managed_fields(new["metadata"], entries)
         if new == existing.obj:
             return existing
         old_meta = existing.obj["metadata"]
@@ -483,16 +535,28 @@ class ApiServer:
 
     def patch(self, res: Resource, namespace: str | None, name: str, patch: PatchBody,
               patch_type: str, *, subresource: str | None = None, dry_run: bool = False,
-              decode: Callable[[Obj, Obj], Obj] | None = None) -> Obj:
+              decode: Callable[[Obj, Obj], Obj] | None = None, field_manager: str | None = None,
+              force: bool = False) -> Obj:
         """PATCH: ``decode(patched, stored)`` reads the patched object as the request's typed decoding would
-        (strict field validation, type errors) before it is stored."""
+        (strict field validation, type errors) before it is stored. ``patch_type`` "apply" is server-side
+        apply (``field_manager`` required, ``force`` takes conflicting fields)."""
         from controller_manager.sim.apiserver import patch as patching
         from controller_manager.sim.apiserver import subresources
+        from controller_manager.sim.apiserver.fieldmanager import apply
 
+        if patch_type == "apply":
+            if not isinstance(patch, bytes | str):
+                patch = json.dumps(patch)
+            return apply.apply(self, res, namespace, name, patch, manager=field_manager or "", force=force,
+                               subresource=subresource, dry_run=dry_run, decode=decode)[0]
         if subresource == "scale":
-            return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run)
+            return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
+                                            field_manager=field_manager)
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
         original = self.view(res)(existing)[0]
+        if not _mentions_managed_fields(patch):
+            # Left out of the copy the patch works on; the update then starts from the stored ones.
+            original = fieldmanager.updater.without_managed_fields(original)
         try:
             patched = patching.apply_patch(original, patch, patch_type, res.kind)
         except patching.PatchError as e:
@@ -505,7 +569,8 @@ class ApiServer:
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
                                      f"URL ({name})")
-        return self.update(res, patched, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name)
+        return self.update(res, patched, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
+                           field_manager=field_manager)
 
     def delete(self, res: Resource, namespace: str | None, name: str, *, grace_period_seconds: int | None = None,
                propagation_policy: str | None = None, preconditions: dict[str, Any] | None = None,
@@ -566,6 +631,23 @@ class ApiServer:
         a watch from any earlier resourceVersion now gets 410 Gone."""
         for store in self._stores.values():
             store.forget_history(self.rv)
+
+
+def _mentions_managed_fields(patch: PatchBody) -> bool:
+    if isinstance(patch, str):
+        return "managedFields" in patch
+    if isinstance(patch, bytes):
+        return b"managedFields" in patch
+    return "managedFields" in json.dumps(patch)
+
+
+def _with_managed_fields(meta: Obj, entries: Any) -> Obj:
+    """``meta`` carrying ``entries`` as managedFields (none: the key is left out, as omitempty writes it)."""
+    if entries is fieldmanager.MISSING or not entries:
+        if "managedFields" not in meta:
+            return meta
+        return {k: v for k, v in meta.items() if k != "managedFields"}
+    return {**meta, "managedFields": entries}
 
 
 _CONTINUE_EXPIRED = (

@@ -33,7 +33,7 @@ CREATE_ON_UPDATE: frozenset[tuple[str, str]] = frozenset({
     ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "RoleBinding"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding")})
 # metadata fields a /status update may not change, per kind (the status strategies' reset fields).
-_STATUS_RESET_META: dict[str, tuple[str, ...]] = {
+STATUS_RESET_META: dict[str, tuple[str, ...]] = {
     "Deployment": ("labels",),
     "ReplicaSet": ("labels",),
     "StatefulSet": ("labels",),
@@ -93,7 +93,7 @@ def prepare_for_update(res: Resource, new: Obj, old: Obj, subresource: str | Non
             del out[k]
         meta = dict(out.get("metadata") or {})
         old_meta = old.get("metadata") or {}
-        for field in _STATUS_RESET_META.get(res.kind, ()):
+        for field in STATUS_RESET_META.get(res.kind, ()):
             _copy_field(meta, old_meta, field)
         out["metadata"] = meta
     elif subresource == "finalize":

@@ -62,7 +62,7 @@ def get_scale(api: ApiServer, res: Resource, namespace: str | None, name: str) -
 
 
 def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, scale: Any, *,
-                 dry_run: bool = False) -> Obj:
+                 dry_run: bool = False, field_manager: str | None = None) -> Obj:
     _check_scale_kind(res)
     if not isinstance(scale, dict):
         raise errors.bad_request("the object provided is not a JSON object")
@@ -81,12 +81,13 @@ def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str
         raise errors.conflict(res.group, res.plural, name)
     obj = existing.obj
     updated = {**obj, "spec": {**(obj.get("spec") or {}), "replicas": replicas}}
-    result = api.update(res, updated, namespace=namespace, name=name, dry_run=dry_run)
+    result = api.update(res, updated, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
+                        manager_subresource="scale")
     return _scale_of(res, result)
 
 
 def patch_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, patch: Any, patch_type: str, *,
-                dry_run: bool = False) -> Obj:
+                dry_run: bool = False, field_manager: str | None = None) -> Obj:
     from controller_manager.sim.apiserver import patch as patching
 
     current = get_scale(api, res, namespace, name)
@@ -94,7 +95,7 @@ def patch_scale(api: ApiServer, res: Resource, namespace: str | None, name: str,
         patched = patching.apply_patch(current, patch, patch_type, "Scale")
     except patching.PatchError as e:
         raise errors.StatusError(e.status()) from None
-    return update_scale(api, res, namespace, name, patched, dry_run=dry_run)
+    return update_scale(api, res, namespace, name, patched, dry_run=dry_run, field_manager=field_manager)
 
 
 def bind(api: ApiServer, namespace: str, name: str, binding: Any, *, dry_run: bool = False) -> Obj:

@@ -58,9 +58,22 @@ __all__ = ["FieldError", "invalid_status", "validate"]
 
 Obj = Mapping[str, Any]
 
+
+def name_is_path_segment(name: str, prefix: bool) -> list[str]:
+    """path.ValidatePathSegmentName: RBAC objects may be named anything usable in a URL path segment
+    (``system:controller:job-controller``)."""
+    errs = [] if prefix or name not in (".", "..") else [f"may not be '{name}'"]
+    errs.extend(f"may not contain '{c}'" for c in ("/", "%") if c in name)
+    return errs
+
+
 _NAME_FNS: dict[str, NameFn] = {
     "Namespace": name_is_dns_label,
     "Service": name_is_dns1035_label,
+    "Role": name_is_path_segment,
+    "ClusterRole": name_is_path_segment,
+    "RoleBinding": name_is_path_segment,
+    "ClusterRoleBinding": name_is_path_segment,
 }
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")

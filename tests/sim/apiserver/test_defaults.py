@@ -9,6 +9,7 @@ import pytest
 
 from controller_manager.api.resources import DEPLOYMENTS, PODS
 from controller_manager.sim.apiserver.defaults import apply_defaults, image_pull_policy, job_selector_defaults
+from tests.sim.apiserver.conftest import Client
 
 TEMPLATE_SPEC_DEFAULTS = {
     "dnsPolicy": "ClusterFirst",
@@ -288,3 +289,12 @@ def test_defaulting_is_idempotent(kind: str) -> None:
                                     **_rich_pod()["spec"], "ports": [{"port": 80}]}}
     once = apply_defaults(kind, obj)
     assert apply_defaults(kind, once) == once
+
+
+async def test_secret_string_data_is_merged_into_data_and_not_stored(client: Client) -> None:
+    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"a": "b2xk", "b": "Yg=="}, "stringData": {"a": "new", "c": "ü"}}
+    status, created = await client.post("/api/v1/namespaces/default/secrets", body)
+    assert status == 201, created
+    assert "stringData" not in created
+    assert created["data"] == {"a": "bmV3", "b": "Yg==", "c": "w7w="}

@@ -38,7 +38,7 @@ async def test_malformed_json_is_400(client: Client) -> None:
     pytest.param("POST", "application/cbor", "application/json, application/yaml, application/vnd.kubernetes.protobuf",
                  id="cbor-create"),
     pytest.param("PATCH", "application/json", "application/json-patch+json, application/merge-patch+json, "
-                 "application/strategic-merge-patch+json", id="plain-json-patch"),
+                 "application/strategic-merge-patch+json, application/apply-patch+yaml", id="plain-json-patch"),
 ])
 async def test_unsupported_body_is_415(client: Client, method: str, content_type: str, accepted: str) -> None:
     await client.post(CM_URL, configmap("cm"))
@@ -186,5 +186,5 @@ async def test_table_list(client: Client) -> None:
                                 headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
     assert table["kind"] == "Table"
     assert [c["name"] for c in table["columnDefinitions"]][:5] == ["Name", "Ready", "Status", "Restarts", "Age"]
-    assert table["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", 0]
+    assert table["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", "0"]  # RESTARTS is text: "4 (90s ago)"
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"

@@ -68,6 +68,11 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "PriorityClass": {"value": 1000},
     "TokenReview": {"spec": {"token": "not-a-token"}},
     "SubjectAccessReview": {"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}},
+    "SelfSubjectAccessReview": {"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}},
+    "LocalSubjectAccessReview": {"spec": {"user": "u", "resourceAttributes": {"namespace": "default", "verb": "get",
+                                                                              "resource": "pods"}}},
+    "SelfSubjectRulesReview": {"spec": {"namespace": "default"}},
+    "SelfSubjectReview": {},
     "ResourceQuota": {"spec": {"hard": {"pods": "10", "requests.cpu": "4"}}},
     "LimitRange": {"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}},
     "ReplicationController": {"spec": {"selector": {"app": "x"}, "template": {
@@ -123,9 +128,14 @@ def model_name(res: Resource) -> str:
     return f"{res.version.capitalize()}{res.kind}"
 
 
+# Access reviews must come with empty metadata (a real server answers 422 "must be empty").
+_NAMELESS = {"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}
+
+
 def body_of(res: Resource, name: str) -> dict[str, Any]:
     extra = EVENTS_V1_OBJECT if res.kind == "Event" and res.group else OBJECTS[res.kind]
-    return {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": name}, **extra}
+    meta = {} if res.kind in _NAMELESS else {"name": name}
+    return {"apiVersion": res.api_version, "kind": res.kind, "metadata": meta, **extra}
 
 
 def typed(kind_model: str, data: Any) -> Any:

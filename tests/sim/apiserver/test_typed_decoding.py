@@ -166,7 +166,7 @@ async def test_yaml_bodies_in_and_yaml_answers_out(client: Client) -> None:
     assert resp.status == 201
     assert resp.content_type == "application/yaml"
     text = (await resp.read()).decode()
-    assert "data:\n  count: '3'\n  enabled: 'yes'\n" in text
+    assert 'data:\n  count: "3"\n  enabled: "yes"\n' in text  # go-yaml v2 double-quotes what YAML reads otherwise
     resp = await client.tc.get(f"{CONFIGMAPS}/missing", headers={"Authorization": "Bearer admin-token",
                                                                  "Accept": "application/yaml, application/json"})
     assert resp.status == 404
@@ -178,5 +178,6 @@ async def test_a_yaml_bomb_is_400_and_the_server_keeps_serving(client: Client) -
 
     code, status = await client.call("POST", CONFIGMAPS, raw=BOMB, content_type="application/yaml")
     assert code == 400
-    assert status["message"] == "yaml: document contains excessive aliasing"
+    assert status["message"] == ("the object provided is unrecognized (must be of type ConfigMap): yaml: document "
+                                 f"contains excessive aliasing ({BOMB[:30].hex()} ...)")
     assert (await client.post(CONFIGMAPS, configmap("after")))[0] == 201

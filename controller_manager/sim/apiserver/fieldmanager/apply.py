@@ -1,0 +1,186 @@
+"""PATCH with ``application/apply-patch+yaml``: server-side apply of one object (the applyPatcher).
+
+The configuration is merged into the live object (an absent object is created from it), ownership moves as
+:func:`updater.apply` decides, and the result goes through the ordinary create or update (defaults,
+strategy, validation, admission, dry run), carrying the managedFields computed here.
+
+Failures as upstream answers them: undecodable YAML 400 ``error decoding YAML: ...``; another kind 400
+``invalid object type: <gvk>``; managedFields in the configuration 400; conflicts 409 with
+FieldManagerConflict causes; a configuration the schema refuses (an undeclared field, duplicate list keys)
+500 with SMD's message and no reason, as a non-Status error comes out of the handler.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from controller_manager.api.meta import format_time
+from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import errors, yamlbody
+from controller_manager.sim.apiserver.fieldmanager import (
+    conflict_error,
+    empty_object,
+    ignored_fields,
+    kind_atom,
+    managed,
+    typed,
+    updater,
+)
+from controller_manager.sim.apiserver.fieldmanager.fieldpath import Set
+
+if TYPE_CHECKING:
+    from controller_manager.sim.apiserver.server import ApiServer
+
+Obj = dict[str, Any]
+
+
+def _gvk(config: Obj) -> str:
+    api_version = config.get("apiVersion")
+    kind = config.get("kind")
+    api_version = api_version if isinstance(api_version, str) else ""
+    group, _, version = api_version.rpartition("/")
+    return f"{group}/{version}, Kind={kind if isinstance(kind, str) else ''}"
+
+
+def _ident(config: Obj, name: str) -> str:
+    """objectGVKNN: ``namespace/name; group/version, Kind=kind`` of the applied configuration."""
+    meta = config.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or name}; {_gvk(config)}"
+
+
+def parse(body: bytes | str) -> Obj:
+    try:
+        config = yamlbody.yaml_to_json_value(body)
+    except yamlbody.YAMLError as e:
+        raise errors.bad_request(f"error decoding YAML: {e}") from None
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise errors.bad_request("error decoding YAML: json: cannot unmarshal "
+                                 f"{'array' if isinstance(config, list) else 'string'} into Go value of type "
+                                 "map[string]interface {}")
+    return config
+
+
+def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body: bytes | str, *, manager: str,
+          force: bool, subresource: str | None = None, dry_run: bool = False,
+          decode: Callable[[Obj, Obj], Obj] | None = None) -> tuple[Obj, bool]:
+    """Apply ``body`` to the named object; returns (the object as stored, whether it was created)."""
+    config = parse(body)
+    if config.get("apiVersion") != res.api_version or config.get("kind") != res.kind:
+        raise errors.bad_request(f"invalid object type: {_gvk(config)}")
+    meta = config.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    meta = meta or {}
+    if meta.get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil")
+    if meta.get("name") not in (None, name):
+        raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "
+                                 f"URL ({name})")
+    ns = namespace if res.namespaced else None
+    stored = api.store(res).get(api.key(res, ns, name))
+    live: Obj | None = api.view(res)(stored)[0] if stored is not None else None
+    if live is None and subresource:
+        raise errors.not_found(res.group, res.plural, name)
+    try:
+        current = managed.decode((live or {}).get("metadata", {}).get("managedFields"))
+    except managed.DecodeError as e:
+        raise errors.internal_error(f"failed to decode managed fields: {e}") from None
+    base = live if live is not None else empty_object(res.api_version, res.kind)
+    sub = subresource or ""
+    atom = kind_atom(res)
+    invalid = typed.validate(config, atom)
+    if invalid:
+        # Not a Status error upstream: the handler answers 500 with the error's text and no reason.
+        text = invalid[0] if len(invalid) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in invalid)
+        raise errors.StatusError(errors.status(500, "", f"failed to create typed patch object "
+                                                       f"({_ident(config, name)}): {text}"))
+
+    def run(force: bool) -> tuple[Any, managed.Managed]:
+        return updater.apply(current, base, config, atom, manager=manager, api_version=res.api_version,
+                             subresource=sub, force=force, ignored=ignored_fields(res, sub),
+                             now=format_time(api.clock.now()), empty=empty_object(res.api_version, res.kind))
+
+    try:
+        try:
+            merged, result = run(force)
+        except updater.Conflicts as e:
+            if manager != "kubectl" or live is None:
+                raise
+            # lastAppliedManager: kubectl moving from client-side apply may take the fields its
+            # last-applied configuration still describes.
+            allowed = _allowed_by_last_applied(res, live, atom)
+            if allowed is None:
+                raise
+            rest = [(m, p) for m, p in e.conflicts if not allowed.has(p)]
+            if rest:
+                raise updater.Conflicts(rest) from None
+            merged, result = run(True)
+    except updater.Conflicts as e:
+        raise conflict_error(e.conflicts) from None
+    except typed.TypedError as e:
+        raise errors.StatusError(errors.status(500, "", f"failed to merge config ({_ident(config, name)}): "
+                                                       f"{e}")) from None
+    obj = updater.without_managed_fields(merged if merged is not None else base)
+    if manager == "kubectl":
+        obj = _update_last_applied(obj, config)
+    obj = {**obj, "apiVersion": res.api_version, "kind": res.kind,
+           "metadata": {**(obj.get("metadata") or {}), "name": name}}
+    if decode is not None:
+        obj = decode(obj, stored.obj if stored is not None else {})
+    entries = managed.encode(result)
+    if live is None:
+        return api.create(res, obj, namespace, dry_run=dry_run, managed_fields=entries), True
+    return api.update(res, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
+                      managed_fields=entries), False
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _allowed_by_last_applied(res: Resource, live: Obj, atom: typed.Atom) -> Set | None:
+    """The fields of the live object's last-applied configuration whose values it still has."""
+    text = ((live.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    if not text:
+        return None
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(last, dict) or last.get("apiVersion") != res.api_version:
+        return None
+    try:
+        fields = typed.to_field_set(last, atom)
+        cmp = typed.compare(last, updater.without_managed_fields(live), atom)
+    except typed.TypedError:
+        return None
+    return fields.difference(cmp.modified).difference(cmp.added).difference(cmp.removed)
+
+
+def _update_last_applied(obj: Obj, config: Obj) -> Obj:
+    """lastAppliedUpdater: an object that carries kubectl's last-applied annotation gets the configuration
+    just applied in it, so a later client-side apply sees what server-side apply did."""
+    meta = obj.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if not annotations.get(LAST_APPLIED):
+        return obj
+    cmeta = dict(config.get("metadata") or {})
+    cannotations = {k: v for k, v in (cmeta.get("annotations") or {}).items() if k != LAST_APPLIED}
+    if cannotations:
+        cmeta["annotations"] = cannotations
+    else:
+        cmeta.pop("annotations", None)
+    text = _go_json({**config, "metadata": cmeta}) + "\n"
+    return {**obj, "metadata": {**meta, "annotations": {**annotations, LAST_APPLIED: text}}}
+
+
+def _go_json(value: Any) -> str:
+    """encoding/json's Marshal of a map: sorted keys, compact, HTML characters escaped."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
