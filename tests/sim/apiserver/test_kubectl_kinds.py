@@ -98,3 +98,29 @@ provisioner: example.com/disk
                                ("sc", "sc", "example.com/disk")):
         out = await kubectl("describe", kind, name)
         assert expect in out, out
+
+
+async def test_server_side_apply_of_new_kinds(kubectl: Kubectl) -> None:  # noqa: F811
+    manifest = """apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: h}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, maxReplicas: 3,
+       targetCPUUtilizationPercentage: 60}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q}
+spec: {hard: {pods: "3"}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec: {type: NodePort, selector: {app: web}, ports: [{port: 80}]}
+"""
+    await kubectl("apply", "--server-side", "-f", "-", stdin=manifest)
+    await kubectl("apply", "--server-side", "-f", "-", stdin=manifest.replace("maxReplicas: 3", "maxReplicas: 5"))
+    v2 = json.loads(await kubectl("get", "hpa", "h", "-o", "json"))
+    assert v2["spec"]["maxReplicas"] == 5
+    assert v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 60
+    port = json.loads(await kubectl("get", "svc", "np", "-o", "json"))["spec"]["ports"][0]["nodePort"]
+    assert 30000 <= port <= 32767
