@@ -40,10 +40,10 @@ def _is_pod(res: Resource) -> bool:
 
 
 def _objects(api: ApiServer, res: Resource, namespace: str | None) -> list[Obj]:
+    """The stored objects themselves, not copies: every plugin only reads them (this runs on every pod create)."""
     if api.lookup(res.group, res.version, res.plural) is None:
         return []
-    items, _ = api.list(res, namespace)
-    return items
+    return [stored.obj for stored in api.store(res).iter_from(namespace)]
 
 
 def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> Obj:
