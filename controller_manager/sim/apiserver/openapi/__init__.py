@@ -200,7 +200,9 @@ _DOCUMENTS: dict[tuple[tuple[Resource, ...], str], Documents] = {}
 
 
 def documents(resources: tuple[Resource, ...], git_version: str) -> Documents:
-    """The process's documents for a resource table and version (built lazily, kept)."""
+    """The process's documents for a resource table and version (built lazily, kept). Only kinds of the
+    schema are published: CustomResourceDefinitions and custom resources are not (yet)."""
+    resources = tuple(r for r in resources if schema.kind(r.api_version, r.kind) is not None)
     key = (resources, git_version)
     found = _DOCUMENTS.get(key)
     if found is None:

@@ -1,0 +1,251 @@
+"""CustomResourceDefinitions through the HTTP API: the CRD's validation and status, serving its instances
+(discovery, CRUD, schema validation, pruning, defaulting, subresources) and its deletion."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.sim.apiserver.conftest import Client
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRONTABS = "/apis/stable.example.com/v1/namespaces/default/crontabs"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "required": ["cronSpec"], "properties": {
+            "cronSpec": {"type": "string", "pattern": "^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$"},
+            "image": {"type": "string"},
+            "replicas": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+            "mode": {"type": "string", "enum": ["fast", "slow"]},
+            "port": {"x-kubernetes-int-or-string": True},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        }},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"},
+                                                   "selector": {"type": "string"}}},
+    },
+}
+
+
+def crd(*, scope: str = "Namespaced", subresources: dict[str, Any] | None = None, **names: Any) -> dict[str, Any]:
+    version: dict[str, Any] = {"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": copy.deepcopy(SCHEMA)},
+                               "additionalPrinterColumns": [
+                                   {"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"},
+                                   {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}]}
+    if subresources is not None:
+        version["subresources"] = subresources
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {"group": "stable.example.com", "scope": scope, "versions": [version],
+                     "names": {"plural": "crontabs", "kind": "CronTab", "shortNames": ["ct"], **names}}}
+
+
+def crontab(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": name},
+            "spec": {"cronSpec": "* * * * */5", **spec}}
+
+
+def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+async def test_create_sets_names_and_conditions(client: Client) -> None:
+    code, body = await client.post(CRDS, crd())
+    assert code == 201, body
+    assert body["metadata"]["generation"] == 1
+    assert body["spec"]["names"]["singular"] == "crontab"
+    assert body["spec"]["names"]["listKind"] == "CronTabList"
+    assert body["spec"]["conversion"] == {"strategy": "None"}
+    status = body["status"]
+    assert status["acceptedNames"] == {"plural": "crontabs", "singular": "crontab", "shortNames": ["ct"],
+                                       "kind": "CronTab", "listKind": "CronTabList"}
+    assert status["storedVersions"] == ["v1"]
+    assert _condition(body, "NamesAccepted")["reason"] == "NoConflicts"
+    established = _condition(body, "Established")
+    assert (established["status"], established["reason"]) == ("True", "InitialNamesAccepted")
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda c: c["metadata"].update(name="other.stable.example.com"),
+     'metadata.name: Invalid value: "other.stable.example.com": must be spec.names.plural+"."+spec.group'),
+    (lambda c: c["spec"].update(scope="Global"),
+     'spec.scope: Unsupported value: "Global": supported values: "Cluster", "Namespaced"'),
+    (lambda c: c["spec"]["versions"][0].update(storage=False),
+     "must have exactly one version marked as storage version"),
+    (lambda c: c["spec"]["versions"][0].pop("schema"),
+     "spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"),
+    (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].update(
+        x={"description": "no type"}),
+     "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value: "
+     "must not be empty for specified object fields"),
+    (lambda c: c["spec"]["names"].update(kind="Cron_Tab"),
+     'spec.names.kind: Invalid value: "Cron_Tab": may have mixed case, but should otherwise match: '),
+])
+async def test_invalid_definitions(client: Client, mutate: Any, message: str) -> None:
+    body = crd()
+    mutate(body)
+    code, status = await client.post(CRDS, body)
+    assert code == 422, status
+    assert message in status["message"]
+    assert status["details"]["kind"] == "CustomResourceDefinition"
+
+
+async def test_name_conflict_is_not_established(client: Client) -> None:
+    assert (await client.post(CRDS, crd()))[0] == 201
+    other = crd(plural="crontabs2", singular="crontab2", shortNames=["ct2"], kind="CronTab")
+    other["metadata"]["name"] = "crontabs2.stable.example.com"
+    code, body = await client.post(CRDS, other)
+    assert code == 201
+    assert _condition(body, "NamesAccepted") | {"lastTransitionTime": ""} == {
+        "type": "NamesAccepted", "status": "False", "reason": "KindConflict", "message": '"CronTab" is already in use',
+        "lastTransitionTime": ""}
+    assert _condition(body, "Established")["status"] == "False"
+    code, _ = await client.get("/apis/stable.example.com/v1/namespaces/default/crontabs2")
+    assert code == 404
+
+
+async def test_discovery_lists_the_served_version(client: Client) -> None:
+    assert (await client.get("/apis/stable.example.com/v1"))[0] == 404
+    await client.post(CRDS, crd(subresources={"status": {}}))
+    _, groups = await client.get("/apis")
+    assert any(g["name"] == "stable.example.com" for g in groups["groups"])
+    _, group = await client.get("/apis/stable.example.com")
+    assert group["preferredVersion"]["groupVersion"] == "stable.example.com/v1"
+    _, resources = await client.get("/apis/stable.example.com/v1")
+    names = {r["name"]: r for r in resources["resources"]}
+    assert names["crontabs"]["kind"] == "CronTab"
+    assert names["crontabs"]["shortNames"] == ["ct"]
+    assert names["crontabs"]["namespaced"] is True
+    assert "crontabs/status" in names
+
+
+async def test_crud_with_defaults_and_pruning(client: Client) -> None:
+    await client.post(CRDS, crd())
+    code, body = await client.post(CRONTABS, crontab("a", unknown=1, extra={"free": {"x": 1}}))
+    assert code == 201, body
+    assert body["spec"] == {"cronSpec": "* * * * */5", "replicas": 1, "extra": {"free": {"x": 1}}}
+    assert body["metadata"]["generation"] == 1
+    code, body = await client.post(CRONTABS, crontab("b", unknown=1), params={"fieldValidation": "Strict"})
+    assert code == 400
+    assert body["message"] == ('CronTab in version "v1" cannot be handled as a CronTab: strict decoding error: '
+                               'unknown field "spec.unknown"')
+    code, body = await client.patch(f"{CRONTABS}/a", {"spec": {"image": "x"}})
+    assert code == 200
+    assert body["metadata"]["generation"] == 2
+    code, listed = await client.get(CRONTABS)
+    assert code == 200
+    assert listed["kind"] == "CronTabList"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a"]
+    code, _ = await client.delete(f"{CRONTABS}/a")
+    assert code == 200
+    assert (await client.get(f"{CRONTABS}/a"))[0] == 404
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"replicas": "three"},
+     'spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"'),
+    ({"replicas": 0}, "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"),
+    ({"replicas": 11}, "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"),
+    ({"mode": "medium"}, 'spec.mode: Unsupported value: "medium": supported values: "fast", "slow"'),
+    ({"cronSpec": "bad"}, 'spec.cronSpec: Invalid value: "bad": spec.cronSpec in body should match '),
+    ({"port": True}, 'spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: '
+                     '"boolean"'),
+])
+async def test_schema_validation(client: Client, spec: dict[str, Any], message: str) -> None:
+    await client.post(CRDS, crd())
+    code, body = await client.post(CRONTABS, crontab("a", **spec))
+    assert code == 422, body
+    assert body["message"].startswith('CronTab.stable.example.com "a" is invalid: ')
+    assert message in body["message"]
+
+
+async def test_required_field(client: Client) -> None:
+    await client.post(CRDS, crd())
+    code, body = await client.post(CRONTABS, {"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+                                              "metadata": {"name": "a"}, "spec": {"image": "x"}})
+    assert code == 422
+    assert body["message"] == 'CronTab.stable.example.com "a" is invalid: spec.cronSpec: Required value'
+
+
+async def test_int_or_string_takes_both(client: Client) -> None:
+    await client.post(CRDS, crd())
+    assert (await client.post(CRONTABS, crontab("a", port=80)))[0] == 201
+    assert (await client.post(CRONTABS, crontab("b", port="http")))[0] == 201
+
+
+@pytest.mark.xfail(strict=True, reason="not yet served")
+async def test_status_subresource_splits_spec_and_status(client: Client) -> None:
+    await client.post(CRDS, crd(subresources={"status": {}}))
+    code, body = await client.post(CRONTABS, {**crontab("a"), "status": {"replicas": 3}})
+    assert code == 201
+    assert "status" not in body
+    code, body = await client.patch(f"{CRONTABS}/a/status", {"status": {"replicas": 2}, "spec": {"image": "y"}})
+    assert code == 200, body
+    assert body["status"] == {"replicas": 2}
+    assert "image" not in body["spec"]
+    assert body["metadata"]["generation"] == 1
+    code, body = await client.patch(f"{CRONTABS}/a", {"status": {"replicas": 5}, "spec": {"image": "z"}})
+    assert body["status"] == {"replicas": 2}
+    assert body["spec"]["image"] == "z"
+    assert body["metadata"]["generation"] == 2
+
+
+@pytest.mark.xfail(strict=True, reason="not yet served")
+async def test_scale_subresource(client: Client) -> None:
+    await client.post(CRDS, crd(subresources={"scale": {"specReplicasPath": ".spec.replicas",
+                                                        "statusReplicasPath": ".status.replicas",
+                                                        "labelSelectorPath": ".status.selector"}}))
+    await client.post(CRONTABS, crontab("a", replicas=2))
+    code, scale = await client.get(f"{CRONTABS}/a/scale")
+    assert code == 200, scale
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 2}
+    assert scale["status"] == {"replicas": 0}
+    code, scale = await client.patch(f"{CRONTABS}/a/scale", {"spec": {"replicas": 4}})
+    assert code == 200, scale
+    assert scale["spec"]["replicas"] == 4
+    assert (await client.get(f"{CRONTABS}/a"))[1]["spec"]["replicas"] == 4
+
+
+async def test_cluster_scoped(client: Client) -> None:
+    await client.post(CRDS, crd(scope="Cluster"))
+    code, body = await client.post("/apis/stable.example.com/v1/crontabs", crontab("a"))
+    assert code == 201
+    assert "namespace" not in body["metadata"]
+    assert (await client.get("/apis/stable.example.com/v1/crontabs/a"))[0] == 200
+
+
+@pytest.mark.xfail(strict=True, reason="not yet served")
+async def test_table_uses_printer_columns(client: Client) -> None:
+    await client.post(CRDS, crd())
+    await client.post(CRONTABS, crontab("a", replicas=3))
+    code, table = await client.get(CRONTABS, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    assert code == 200
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Spec", "Replicas", "Age"]
+    assert table["rows"][0]["cells"][:3] == ["a", "* * * * */5", 3]
+
+
+async def test_deleting_the_definition_deletes_instances(client: Client) -> None:
+    await client.post(CRDS, crd())
+    await client.post(CRONTABS, crontab("a"))
+    await client.post(CRONTABS, {**crontab("b"), "metadata": {"name": "b", "finalizers": ["example.com/hold"]}})
+    code, body = await client.delete(f"{CRDS}/crontabs.stable.example.com")
+    assert code == 200
+    code, crd_now = await client.get(f"{CRDS}/crontabs.stable.example.com")
+    assert code == 200
+    assert crd_now["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    assert _condition(crd_now, "Terminating")["reason"] == "InstanceDeletionInProgress"
+    code, body = await client.post(CRONTABS, crontab("c"))
+    assert code == 405, body
+    assert (await client.get(f"{CRONTABS}/a"))[0] == 404
+    await client.patch(f"{CRONTABS}/b", {"metadata": {"finalizers": None}})
+    assert (await client.get(f"{CRDS}/crontabs.stable.example.com"))[0] == 404
+    assert (await client.get(CRONTABS))[0] == 404
+    code, _ = await client.post(CRDS, crd())
+    assert code == 201
+    _, listed = await client.get(CRONTABS)
+    assert listed["items"] == []
