@@ -62,7 +62,7 @@ class CustomResources:
         if isinstance(res, CustomResource):
             # Any change but to metadata (and, with a status subresource, to status) bumps the generation.
             generation = int((old.get("metadata") or {}).get("generation") or 1)
-            if _content(new) != _content(old):
+            if subresource is None and _content(new) != _content(old):
                 generation += 1
             return _with_generation(new, generation)
         return new
