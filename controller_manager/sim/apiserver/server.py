@@ -37,6 +37,8 @@ from controller_manager.sim.apiserver import codec, errors, events, fieldmanager
 from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
 from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS, structural
 from controller_manager.sim.apiserver.crd.registry import CustomResources
+from controller_manager.sim.apiserver.crd.registry import view as crd_view
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -208,6 +210,8 @@ class ApiServer:
             return lambda s: s.view("partial", partial_metadata)
         if is_events_v1(res):
             return lambda s: s.view("events.k8s.io/v1", events.to_v1)
+        if isinstance(res, CustomResource):
+            return crd_view(res)
         return full_view
 
     def _out(self, res: Resource, stored: Stored) -> Obj:

@@ -246,3 +246,55 @@ async def test_deleting_the_definition_deletes_instances(client: Client) -> None
     assert code == 201
     _, listed = await client.get(CRONTABS)
     assert listed["items"] == []
+
+
+async def test_versions_share_objects_and_show_their_own_api_version(client: Client) -> None:
+    body = crd()
+    v1beta1 = copy.deepcopy(body["spec"]["versions"][0])
+    v1beta1.update(name="v1beta1", storage=False)
+    body["spec"]["versions"].append(v1beta1)
+    await client.post(CRDS, body)
+    code, created = await client.post("/apis/stable.example.com/v1beta1/namespaces/default/crontabs", {
+        **crontab("a"), "apiVersion": "stable.example.com/v1beta1"})
+    assert code == 201, created
+    assert created["apiVersion"] == "stable.example.com/v1beta1"
+    _, got = await client.get(f"{CRONTABS}/a")
+    assert got["apiVersion"] == "stable.example.com/v1"
+    assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    _, groups = await client.get("/apis/stable.example.com")
+    assert [v["version"] for v in groups["versions"]] == ["v1", "v1beta1"]
+
+
+async def test_updating_the_definition_changes_what_is_served(client: Client) -> None:
+    _, created = await client.post(CRDS, crd())
+    assert (await client.get(f"{CRONTABS}/a/status"))[0] == 404
+    updated = copy.deepcopy(created)
+    updated["spec"]["versions"][0]["subresources"] = {"status": {}}
+    code, body = await client.put(f"{CRDS}/crontabs.stable.example.com", updated)
+    assert code == 200, body
+    assert body["metadata"]["generation"] == 2
+    await client.post(CRONTABS, crontab("a"))
+    code, body = await client.patch(f"{CRONTABS}/a/status", {"status": {"replicas": 1}})
+    assert code == 200, body
+    assert body["status"] == {"replicas": 1}
+
+
+async def test_watch_sees_custom_resources(client: Client) -> None:
+    await client.post(CRDS, crd())
+    await client.post(CRONTABS, crontab("a"))
+    resp = await client.tc.get(CRONTABS, params={"watch": "1"}, headers={"Authorization": "Bearer admin-token"})
+    assert resp.status == 200
+    first = await resp.content.readline()
+    resp.close()
+    assert b'"type":"ADDED"' in first
+    assert b'"name":"a"' in first
+
+
+async def test_yaml_bodies(client: Client) -> None:
+    await client.post(CRDS, crd())
+    raw = (b"apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: yam\nspec:\n"
+           b"  cronSpec: '* * * * *'\n")
+    code, body = await client.call("POST", CRONTABS, raw=raw, content_type="application/yaml")
+    assert code == 201, body["message"]
+    code, _ = await client.call("POST", CRONTABS, raw=b"\x00", content_type="application/vnd.kubernetes.protobuf")
+    assert code == 415

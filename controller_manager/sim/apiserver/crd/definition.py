@@ -299,6 +299,7 @@ def served_resources(obj: Obj) -> list[CustomResource]:
             spec.get("scope") == "Namespaced", tuple(_list(names.get("shortNames"))), sub_names,
             categories=tuple(_list(names.get("categories"))), singular=str(names.get("singular") or ""),
             crd_name=str(_dict(obj.get("metadata")).get("name")), list_kind=str(names.get("listKind") or ""),
+            storage_version=f"{spec.get('group')}/{storage_version(obj)}",
             schema=_dict(v.get("schema")).get("openAPIV3Schema"), scale=_dict(subs.get("scale")) or None,
             columns=tuple(c for c in columns if isinstance(c, dict))))
     return out

@@ -21,6 +21,7 @@ from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.crd import definition
 from controller_manager.sim.apiserver.crd.resource import CUSTOMRESOURCEDEFINITIONS, CustomResource, is_definition
+from controller_manager.sim.apiserver.watch import View, full_view
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -47,7 +48,7 @@ class CustomResources:
                 return obj
             if "status" in res.subresources:  # a create cannot set the status
                 obj = {k: v for k, v in obj.items() if k != "status"}
-            return _with_generation(obj, 1)
+            return _with_generation(_stored_form(res, obj), 1)
         obj = definition.prepare_for_create(definition.apply_defaults(obj))
         return self._names(obj)
 
@@ -62,6 +63,7 @@ class CustomResources:
         if isinstance(res, CustomResource):
             # Any change but to metadata (and, with a status subresource, to status) bumps the generation.
             generation = int((old.get("metadata") or {}).get("generation") or 1)
+            new = _stored_form(res, new)
             if subresource is None and _content(new) != _content(old):
                 generation += 1
             return _with_generation(new, generation)
@@ -199,6 +201,23 @@ class CustomResources:
             except errors.StatusError as e:
                 if e.code != 404:
                     raise
+
+
+def view(res: CustomResource) -> View:
+    """How objects stored in the storage version are shown in ``res``'s version: only apiVersion differs,
+    as with upstream's ``None`` conversion strategy."""
+    api_version = res.api_version
+
+    def convert(obj: Obj) -> Obj:
+        return {k: (api_version if k == "apiVersion" else v) for k, v in obj.items()}
+
+    return lambda s: full_view(s) if s.obj.get("apiVersion") == api_version else s.view(api_version, convert)
+
+
+def _stored_form(res: CustomResource, obj: Obj) -> Obj:
+    if not res.storage_version or obj.get("apiVersion") == res.storage_version:
+        return obj
+    return {k: (res.storage_version if k == "apiVersion" else v) for k, v in obj.items()}
 
 
 def _content(obj: Obj) -> Obj:

@@ -21,6 +21,7 @@ class CustomResource(Resource):
 
     crd_name: str = field(default="", compare=False)
     list_kind: str = field(default="", compare=False)
+    storage_version: str = field(default="", compare=False)  # the apiVersion objects are stored in
     schema: Obj | None = field(default=None, compare=False, hash=False)  # the version's openAPIV3Schema
     scale: Obj | None = field(default=None, compare=False, hash=False)  # subresources.scale
     columns: tuple[Obj, ...] = field(default=(), compare=False, hash=False)  # additionalPrinterColumns
