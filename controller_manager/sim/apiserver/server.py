@@ -539,6 +539,9 @@ class ApiServer:
         if subresource == "scale":
             return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
                                             field_manager=field_manager)
+        if patch_type == "strategic" and isinstance(res, CustomResource):  # no Go struct to read patch tags from
+            raise errors.unsupported_media_type(("application/json-patch+json", "application/merge-patch+json",
+                                                 "application/apply-patch+yaml"))
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
         original = self.view(res)(existing)[0]
         if not _mentions_managed_fields(patch):

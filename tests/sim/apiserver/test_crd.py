@@ -298,3 +298,13 @@ async def test_yaml_bodies(client: Client) -> None:
     assert code == 201, body["message"]
     code, _ = await client.call("POST", CRONTABS, raw=b"\x00", content_type="application/vnd.kubernetes.protobuf")
     assert code == 415
+
+
+async def test_strategic_merge_patch_is_refused(client: Client) -> None:
+    await client.post(CRDS, crd())
+    await client.post(CRONTABS, crontab("a"))
+    code, body = await client.patch(f"{CRONTABS}/a", {"spec": {"image": "x"}}, "strategic")
+    assert code == 415, body
+    assert body["message"] == ("the body of the request was in an unknown format - accepted media types include: "
+                               "application/json-patch+json, application/merge-patch+json, "
+                               "application/apply-patch+yaml")
