@@ -308,3 +308,28 @@ async def test_strategic_merge_patch_is_refused(client: Client) -> None:
     assert body["message"] == ("the body of the request was in an unknown format - accepted media types include: "
                                "application/json-patch+json, application/merge-patch+json, "
                                "application/apply-patch+yaml")
+
+
+async def test_openapi_v3_publishes_the_version_schema(client: Client) -> None:
+    assert (await client.get("/openapi/v3/apis/stable.example.com/v1"))[0] == 404
+    _, created = await client.post(CRDS, crd())
+    _, listed = await client.get("/openapi/v3")
+    assert "apis/stable.example.com/v1" in listed["paths"]
+    code, doc = await client.get("/openapi/v3/apis/stable.example.com/v1")
+    assert code == 200
+    kind = doc["components"]["schemas"]["com.example.stable.v1.CronTab"]
+    assert kind["x-kubernetes-group-version-kind"] == [{"group": "stable.example.com", "kind": "CronTab",
+                                                        "version": "v1"}]
+    assert kind["properties"]["spec"]["properties"]["replicas"] == {"type": "integer", "minimum": 1,
+                                                                    "maximum": 10, "default": 1}
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in doc["components"]["schemas"]
+    assert "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}" in doc["paths"]
+    created["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["note"] = {
+        "type": "string"}
+    assert (await client.put(f"{CRDS}/crontabs.stable.example.com", created))[0] == 200
+    _, doc = await client.get("/openapi/v3/apis/stable.example.com/v1")
+    assert "note" in doc["components"]["schemas"]["com.example.stable.v1.CronTab"]["properties"]["spec"][
+        "properties"]
+    code, v2 = await client.get("/openapi/v2")
+    assert code == 200
+    assert "com.example.stable.v1.CronTabList" in v2["definitions"]

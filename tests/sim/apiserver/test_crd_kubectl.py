@@ -78,3 +78,17 @@ async def test_apply_twice_get_scale_and_delete(kubectl: Kubectl, tmp_path: Path
     assert lines[0].split() == ["NAME", "SPEC", "REPLICAS"]
     assert lines[1].split() == ["a", "1", "*", "*", "*", "*", "5"]
     assert "deleted" in await kubectl("delete", "crd", "crontabs.stable.example.com")
+
+
+async def test_explain(kubectl: Kubectl, tmp_path: Path) -> None:
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(CRD.replace("cronSpec: {type: string}",
+                                    "cronSpec: {type: string, description: When the job runs.}"))
+    await kubectl("apply", "-f", str(crd_file))
+    out = await kubectl("explain", "crontabs.spec")
+    assert "GROUP:      stable.example.com" in out
+    assert "KIND:       CronTab" in out
+    assert "cronSpec\t<string>" in out
+    assert "When the job runs." in out
+    out = await kubectl("explain", "crontab.spec.cronSpec")
+    assert "FIELD: cronSpec <string>" in out
