@@ -252,7 +252,7 @@ async def test_versions_share_objects_and_show_their_own_api_version(client: Cli
     body = crd()
     v1beta1 = copy.deepcopy(body["spec"]["versions"][0])
     v1beta1.update(name="v1beta1", storage=False)
-    body["spec"]["versions"].append(v1beta1)
+    body["spec"]["versions"].insert(0, v1beta1)  # discovery still prefers v1
     await client.post(CRDS, body)
     code, created = await client.post("/apis/stable.example.com/v1beta1/namespaces/default/crontabs", {
         **crontab("a"), "apiVersion": "stable.example.com/v1beta1"})
@@ -263,6 +263,7 @@ async def test_versions_share_objects_and_show_their_own_api_version(client: Cli
     assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     _, groups = await client.get("/apis/stable.example.com")
     assert [v["version"] for v in groups["versions"]] == ["v1", "v1beta1"]
+    assert groups["preferredVersion"]["version"] == "v1"
 
 
 async def test_updating_the_definition_changes_what_is_served(client: Client) -> None:
@@ -333,3 +334,21 @@ async def test_openapi_v3_publishes_the_version_schema(client: Client) -> None:
     code, v2 = await client.get("/openapi/v2")
     assert code == 200
     assert "com.example.stable.v1.CronTabList" in v2["definitions"]
+
+
+def test_kube_aware_version_order() -> None:
+    from controller_manager.sim.apiserver.crd.definition import version_priority
+
+    names = ["foo", "v1alpha1", "v1", "v2beta1", "v1beta2", "v2", "v1beta1", "v10", "bar"]
+    assert sorted(names, key=version_priority) == ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1",
+                                                   "bar", "foo"]
+
+
+async def test_list_kind_and_field_selectors(client: Client) -> None:
+    await client.post(CRDS, crd(listKind="CronTabCollection"))
+    await client.post(CRONTABS, crontab("a"))
+    await client.post(CRONTABS, crontab("b"))
+    code, listed = await client.get(CRONTABS, params={"fieldSelector": "metadata.name=b"})
+    assert code == 200, listed
+    assert listed["kind"] == "CronTabCollection"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["b"]

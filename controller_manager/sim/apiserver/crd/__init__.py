@@ -7,6 +7,11 @@
 - :mod:`.registry`: what the API server serves for the CRDs it stores, and the cleanup finalizer.
 """
 
-from controller_manager.sim.apiserver.crd.resource import CUSTOMRESOURCEDEFINITIONS, CustomResource, is_definition
+from controller_manager.sim.apiserver.crd.resource import (
+    CUSTOMRESOURCEDEFINITIONS,
+    CustomResource,
+    is_definition,
+    list_kind,
+)
 
-__all__ = ["CUSTOMRESOURCEDEFINITIONS", "CustomResource", "is_definition"]
+__all__ = ["CUSTOMRESOURCEDEFINITIONS", "CustomResource", "is_definition", "list_kind"]

@@ -14,6 +14,7 @@ Guarantees:
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from controller_manager.api.resources import Resource
@@ -287,8 +288,7 @@ def served_resources(obj: Obj) -> list[CustomResource]:
     names = _dict(_dict(obj.get("status")).get("acceptedNames"))
     subresources_top = _dict(spec.get("subresources"))
     out: list[CustomResource] = []
-    for v in _list(spec.get("versions")):
-        v = _dict(v)
+    for v in sorted((_dict(v) for v in _list(spec.get("versions"))), key=lambda v: version_priority(v.get("name"))):
         if v.get("served") is not True:
             continue
         subs = _dict(v.get("subresources")) or subresources_top
@@ -303,6 +303,20 @@ def served_resources(obj: Obj) -> list[CustomResource]:
             schema=_dict(v.get("schema")).get("openAPIV3Schema"), scale=_dict(subs.get("scale")) or None,
             columns=tuple(c for c in columns if isinstance(c, dict))))
     return out
+
+
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(name: Any) -> tuple[int, int, int, str]:
+    """Sort key of kube-aware version order (discovery's preference): GA before beta before alpha, higher
+    numbers first (v2, v1, v1beta2, v1beta1, v1alpha1), then any other name alphabetically."""
+    text = str(name or "")
+    m = _KUBE_VERSION.match(text)
+    if m is None:
+        return (3, 0, 0, text)
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (stage, -int(m.group(1)), -int(m.group(3) or 0), "")
 
 
 def conflicts(obj: Obj, others: list[Obj], builtin: tuple[Resource, ...]) -> tuple[str, str] | None:

@@ -27,5 +27,10 @@ class CustomResource(Resource):
     columns: tuple[Obj, ...] = field(default=(), compare=False, hash=False)  # additionalPrinterColumns
 
 
+def list_kind(res: Resource) -> str:
+    """The kind of a list of ``res``'s objects: a CRD may name its own (``spec.names.listKind``)."""
+    return res.list_kind if isinstance(res, CustomResource) and res.list_kind else f"{res.kind}List"
+
+
 def is_definition(res: Resource) -> bool:
     return res.group == GROUP and res.kind == "CustomResourceDefinition"
