@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.sim.apiserver import upstream_schema
 from tests.sim.apiserver.conftest import Client
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -352,3 +353,23 @@ async def test_list_kind_and_field_selectors(client: Client) -> None:
     assert code == 200, listed
     assert listed["kind"] == "CronTabCollection"
     assert [i["metadata"]["name"] for i in listed["items"]] == ["b"]
+
+
+async def test_official_client_reads_definitions(client: Client) -> None:
+    import kubernetes
+    import orjson
+
+    _, created = await client.post(CRDS, crd(subresources={"status": {}}))
+    _, listed = await client.get(CRDS)
+    upstream_schema.check(created)
+    api_client = kubernetes.client.ApiClient()
+    model = api_client.deserialize(orjson.dumps(created).decode(), "V1CustomResourceDefinition", "application/json")
+    assert model.status.accepted_names.kind == "CronTab"
+    assert [c.type for c in model.status.conditions] == ["NamesAccepted", "Established"]
+    models = api_client.deserialize(orjson.dumps(listed).decode(), "V1CustomResourceDefinitionList",
+                                    "application/json")
+    assert [m.metadata.name for m in models.items] == ["crontabs.stable.example.com"]
+    await client.post(CRONTABS, {**crontab("a"), "metadata": {"name": "a", "finalizers": ["example.com/hold"]}})
+    await client.delete(f"{CRDS}/crontabs.stable.example.com")
+    _, terminating = await client.get(f"{CRDS}/crontabs.stable.example.com")
+    upstream_schema.check(terminating)
