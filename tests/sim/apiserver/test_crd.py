@@ -373,3 +373,17 @@ async def test_official_client_reads_definitions(client: Client) -> None:
     await client.delete(f"{CRDS}/crontabs.stable.example.com")
     _, terminating = await client.get(f"{CRDS}/crontabs.stable.example.com")
     upstream_schema.check(terminating)
+
+
+async def test_definition_status_writes_keep_spec_and_metadata(client: Client) -> None:
+    _, created = await client.post(CRDS, crd())
+    changed = copy.deepcopy(created)
+    changed["metadata"]["labels"] = {"x": "y"}
+    changed["spec"]["names"]["shortNames"] = ["zz"]
+    changed["status"]["acceptedNames"]["shortNames"] = ["zz"]
+    code, body = await client.put(f"{CRDS}/crontabs.stable.example.com/status", changed)
+    assert code == 200, body
+    assert "labels" not in body["metadata"]
+    assert body["spec"]["names"]["shortNames"] == ["ct"]
+    assert body["status"]["acceptedNames"]["shortNames"] == ["zz"]
+    assert body["metadata"]["generation"] == 1

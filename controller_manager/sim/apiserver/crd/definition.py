@@ -88,6 +88,15 @@ def prepare_for_update(new: Obj, old: Obj, subresource: str | None) -> Obj:
         versions = out["status"].setdefault("storedVersions", [])
         if stored and stored not in versions:
             versions.append(stored)
+    else:
+        # The status strategy keeps the spec and these metadata as stored.
+        out["spec"] = old.get("spec")
+        old_meta = _dict(old.get("metadata"))
+        for key in ("labels", "annotations", "finalizers", "ownerReferences"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
     meta["generation"] = generation
     out["metadata"] = meta
     return out

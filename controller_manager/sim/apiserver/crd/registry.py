@@ -60,6 +60,10 @@ class CustomResources:
             if subresource is None and not definition.is_terminating(new):
                 new = self._names(new)
             return new
+        if isinstance(res, CustomResource) and subresource == "status":
+            # A status write changes the status only: everything else, metadata included, stays as stored.
+            kept = {k: v for k, v in old.items() if k != "status"}
+            return {**kept, "status": new["status"]} if "status" in new else kept
         if isinstance(res, CustomResource):
             # Any change but to metadata (and, with a status subresource, to status) bumps the generation.
             generation = int((old.get("metadata") or {}).get("generation") or 1)
