@@ -60,6 +60,7 @@ async def test_create_sets_names_and_conditions(client: Client) -> None:
     assert body["spec"]["names"]["singular"] == "crontab"
     assert body["spec"]["names"]["listKind"] == "CronTabList"
     assert body["spec"]["conversion"] == {"strategy": "None"}
+    assert (body["spec"]["versions"][0]["served"], body["spec"]["versions"][0]["storage"]) == (True, True)
     status = body["status"]
     assert status["acceptedNames"] == {"plural": "crontabs", "singular": "crontab", "shortNames": ["ct"],
                                        "kind": "CronTab", "listKind": "CronTabList"}
@@ -92,6 +93,19 @@ async def test_invalid_definitions(client: Client, mutate: Any, message: str) ->
     assert code == 422, status
     assert message in status["message"]
     assert status["details"]["kind"] == "CustomResourceDefinition"
+
+
+async def test_unserved_versions_are_written_false(client: Client) -> None:
+    body = crd()
+    v1beta1 = copy.deepcopy(body["spec"]["versions"][0])
+    del v1beta1["storage"]
+    del v1beta1["served"]
+    v1beta1["name"] = "v1beta1"
+    body["spec"]["versions"].append(v1beta1)
+    code, created = await client.post(CRDS, body)
+    assert code == 201, created
+    assert (created["spec"]["versions"][1]["served"], created["spec"]["versions"][1]["storage"]) == (False, False)
+    assert (await client.get("/apis/stable.example.com/v1beta1"))[0] == 404
 
 
 async def test_name_conflict_is_not_established(client: Client) -> None:

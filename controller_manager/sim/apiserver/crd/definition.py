@@ -4,7 +4,9 @@
 
 Guarantees:
 - Defaults: ``spec.names.singular`` is the lower-cased kind, ``listKind`` is ``<Kind>List``,
-  ``spec.conversion`` is ``{strategy: None}``.
+  ``spec.conversion`` is ``{strategy: None}``; a version's ``served`` and ``storage`` are written even when
+  false. (The kind has no entry in kube-sim's schema: a CRD body is otherwise stored as sent, unknown
+  fields included.)
 - Create starts ``metadata.generation`` at 1 and the status empty but for ``storedVersions`` (the storage
   version); an update keeps the stored status and bumps the generation when the spec changes.
 - Validation answers 422 with upstream's messages for the name (``plural.group``), group, scope, versions
@@ -55,6 +57,11 @@ def apply_defaults(obj: Obj) -> Obj:
             names["listKind"] = names["kind"] + "List"
     if not spec.get("conversion"):
         spec["conversion"] = {"strategy": "None"}
+    for version in _list(spec.get("versions")):
+        if isinstance(version, dict):
+            # Go writes these bools even when false (no omitempty), so they are always there.
+            version.setdefault("served", False)
+            version.setdefault("storage", False)
     return out
 
 
