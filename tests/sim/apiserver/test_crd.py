@@ -401,3 +401,18 @@ async def test_definition_status_writes_keep_spec_and_metadata(client: Client) -
     assert body["spec"]["names"]["shortNames"] == ["ct"]
     assert body["status"]["acceptedNames"]["shortNames"] == ["zz"]
     assert body["metadata"]["generation"] == 1
+
+
+async def test_deletecollection_and_metadata_validation(client: Client) -> None:
+    await client.post(CRDS, crd())
+    for name, team in (("a", "x"), ("b", "x"), ("c", "y")):
+        await client.post(CRONTABS, {**crontab(name), "metadata": {"name": name, "labels": {"team": team}}})
+    code, body = await client.delete(CRONTABS, params={"labelSelector": "team=x"})
+    assert code == 200, body
+    assert body["kind"] == "CronTabList"
+    _, listed = await client.get(CRONTABS)
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["c"]
+    code, body = await client.post(CRONTABS, {**crontab("Bad_Name")})
+    assert code == 422
+    assert body["message"].startswith('CronTab.stable.example.com "Bad_Name" is invalid: metadata.name: Invalid value: '
+                                      '"Bad_Name": a lowercase RFC 1123 subdomain')
