@@ -416,3 +416,22 @@ async def test_deletecollection_and_metadata_validation(client: Client) -> None:
     assert code == 422
     assert body["message"].startswith('CronTab.stable.example.com "Bad_Name" is invalid: metadata.name: Invalid value: '
                                       '"Bad_Name": a lowercase RFC 1123 subdomain')
+
+
+async def test_definition_bodies_are_decoded_strictly(client: Client) -> None:
+    body = crd()
+    body["spec"]["versions"][0]["servd"] = True
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["typo"] = 1
+    code, status = await client.post(CRDS, body, params={"fieldValidation": "Strict"})
+    assert code == 400
+    assert status["message"] == (
+        'CustomResourceDefinition in version "v1" cannot be handled as a CustomResourceDefinition: strict decoding '
+        'error: unknown field "spec.versions[0].schema.openAPIV3Schema.properties.spec.typo", unknown field '
+        '"spec.versions[0].servd"')
+    resp = await client.tc.post(CRDS, json=body, headers={"Authorization": "Bearer admin-token"})
+    assert resp.status == 201
+    assert resp.headers.getall("Warning") == [
+        '299 - "unknown field \\"spec.versions[0].schema.openAPIV3Schema.properties.spec.typo\\""',
+        '299 - "unknown field \\"spec.versions[0].servd\\""']
+    created = await resp.json()
+    assert "servd" not in created["spec"]["versions"][0]
