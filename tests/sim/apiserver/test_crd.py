@@ -83,6 +83,15 @@ async def test_create_sets_names_and_conditions(client: Client) -> None:
         x={"description": "no type"}),
      "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value: "
      "must not be empty for specified object fields"),
+    (lambda c: c["spec"]["versions"][0].update(subresources={"scale": {"specReplicasPath": ".replicas",
+                                                                       "statusReplicasPath": ".status.replicas"}}),
+     'spec.versions[0].subresources.scale.specReplicasPath: Invalid value: ".replicas": should be a json path '
+     "under .spec"),
+    (lambda c: c["spec"].update(conversion={"strategy": "Magic"}),
+     'spec.conversion.strategy: Unsupported value: "Magic": supported values: "None", "Webhook"'),
+    (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].update(uniqueItems=True),
+     "spec.versions[0].schema.openAPIV3Schema.properties[spec].uniqueItems: Forbidden: uniqueItems cannot be set "
+     "to true since the runtime complexity becomes quadratic"),
     (lambda c: c["spec"]["names"].update(kind="Cron_Tab"),
      'spec.names.kind: Invalid value: "Cron_Tab": may have mixed case, but should otherwise match: '),
 ])

@@ -55,8 +55,10 @@ def apply_defaults(obj: Obj) -> Obj:
             names["singular"] = names["kind"].lower()
         if not names.get("listKind"):
             names["listKind"] = names["kind"] + "List"
-    if not spec.get("conversion"):
-        spec["conversion"] = {"strategy": "None"}
+    if not isinstance(spec.get("conversion"), dict):
+        spec["conversion"] = {}
+    if not spec["conversion"].get("strategy"):
+        spec["conversion"]["strategy"] = "None"
     for version in _list(spec.get("versions")):
         if isinstance(version, dict):
             # Go writes these bools even when false (no omitempty), so they are always there.
@@ -180,6 +182,7 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
         if found := is_dns1035_label(vname):
             errs.append(fe.invalid(f"{vpath}.name", vname, ",".join(found)))
         errs += _validate_version_schema(v, vpath)
+        errs += _validate_subresources(_dict(v.get("subresources")), f"{vpath}.subresources")
     bad_versions = fe.GoRepr("[]apiextensions.CustomResourceDefinitionVersion{...}")
     if not versions:
         errs.append(fe.invalid(f"{path}.versions", bad_versions, "must have exactly one version marked as storage "
@@ -190,6 +193,9 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
         if storage != 1:
             errs.append(fe.invalid(f"{path}.versions", bad_versions,
                                    "must have exactly one version marked as storage version"))
+    strategy = _dict(spec.get("conversion")).get("strategy")
+    if strategy not in ("None", "Webhook"):
+        errs.append(fe.not_supported(f"{path}.conversion.strategy", strategy, ("None", "Webhook")))
     names = _dict(spec.get("names"))
     for key in ("plural", "singular", "kind", "listKind"):
         if not names.get(key):
@@ -218,6 +224,30 @@ def validate_names(names: Obj, path: str) -> list[FieldError]:
     return errs
 
 
+def _validate_subresources(subresources: Obj, path: str) -> list[FieldError]:
+    """The scale subresource's JSON paths: replicas under .spec and .status, the selector under either."""
+    scale = subresources.get("scale")
+    if not isinstance(scale, dict):
+        return []
+    errs: list[FieldError] = []
+    spath = f"{path}.scale"
+    spec_path = str(scale.get("specReplicasPath") or "")
+    if not spec_path:
+        errs.append(fe.required(f"{spath}.specReplicasPath"))
+    elif not spec_path.startswith(".spec."):
+        errs.append(fe.invalid(f"{spath}.specReplicasPath", spec_path, "should be a json path under .spec"))
+    status_path = str(scale.get("statusReplicasPath") or "")
+    if not status_path:
+        errs.append(fe.required(f"{spath}.statusReplicasPath"))
+    elif not status_path.startswith(".status."):
+        errs.append(fe.invalid(f"{spath}.statusReplicasPath", status_path, "should be a json path under .status"))
+    selector = scale.get("labelSelectorPath")
+    if selector and not (str(selector).startswith(".spec.") or str(selector).startswith(".status.")):
+        errs.append(fe.invalid(f"{spath}.labelSelectorPath", selector,
+                               "should be a json path under either .spec or .status"))
+    return errs
+
+
 def _validate_version_schema(version: Obj, path: str) -> list[FieldError]:
     """v1 requires a structural schema for every version (``schemas are required``)."""
     schema = _dict(version.get("schema")).get("openAPIV3Schema")
@@ -237,6 +267,11 @@ def _structural(schema: Obj, path: str, *, root: bool = False) -> list[FieldErro
     """The structural-schema rule that every specified field has a type (unless it preserves anything or is
     int-or-string)."""
     errs: list[FieldError] = []
+    if schema.get("uniqueItems") is True:
+        errs.append(fe.forbidden(f"{path}.uniqueItems", "uniqueItems cannot be set to true since the runtime "
+                                                        "complexity becomes quadratic"))
+    if schema.get("x-kubernetes-int-or-string") and schema.get("type"):
+        errs.append(fe.invalid(f"{path}.type", schema["type"], "must be empty if x-kubernetes-int-or-string is true"))
     for key, sub in sorted(_dict(schema.get("properties")).items()):
         sub = _dict(sub)
         spath = f"{path}.properties[{key}]"
