@@ -150,7 +150,11 @@ def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None 
                 from None
         strict += json_strict
     elif is_definition(res):
-        obj, unknown = crd_fields.decode(body)  # a kind the generated schema lacks: its fields listed by hand
+        try:
+            obj, unknown = crd_fields.decode(body)  # a kind the generated schema lacks: its fields listed by hand
+        except crd_fields.FieldTypeError as e:
+            raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {res.kind}: {e}') \
+                from None
         strict += unknown
     else:
         obj, unknown = structural.decode(res, body)  # a custom resource: pruned and defaulted

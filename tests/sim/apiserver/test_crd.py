@@ -7,7 +7,10 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from controller_manager.sim.apiserver import ApiServerOptions
 from tests.sim.apiserver import upstream_schema
 from tests.sim.apiserver.conftest import Client
 
@@ -444,3 +447,45 @@ async def test_definition_bodies_are_decoded_strictly(client: Client) -> None:
         '299 - "unknown field \\"spec.versions[0].servd\\""']
     created = await resp.json()
     assert "servd" not in created["spec"]["versions"][0]
+
+
+async def test_ill_typed_schema_constraints_are_refused(client: Client) -> None:
+    body = crd()
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["replicas"][
+        "minimum"] = "1"
+    code, status = await client.post(CRDS, body)
+    assert code == 400
+    assert status["message"].startswith(
+        'CustomResourceDefinition in version "v1" cannot be handled as a CustomResourceDefinition: json: cannot '
+        "unmarshal string into Go struct field CustomResourceDefinition.spec.versions.schema.openAPIV3Schema.")
+    assert status["message"].endswith(".minimum of type float64")
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=2),
+                    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(
+                        st.sampled_from(["type", "properties", "items", "minimum", "required", "enum", "x",
+                                         "additionalProperties", "pattern", "maxLength", "default"]),
+                        inner, max_size=3), max_leaves=10),
+       st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=2),
+                    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
+                                                                                max_size=2), max_leaves=6))
+@settings(max_examples=150, deadline=None)
+def test_any_schema_and_body_answer_a_status(schema: Any, value: Any) -> None:
+    """Nothing in a CRD's schema or a custom resource's body makes the server fail other than with a Status."""
+    from controller_manager.sim.apiserver import ApiServer, codec, errors
+    from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS
+
+    api = ApiServer(options=ApiServerOptions(bootstrap_rbac=False))
+    body = crd()
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = schema
+    try:
+        api.create(CUSTOMRESOURCEDEFINITIONS, codec.typed(CUSTOMRESOURCEDEFINITIONS, body, "Strict").obj)
+    except errors.StatusError:
+        return
+    res = api.lookup("stable.example.com", "v1", "crontabs")
+    assert res is not None
+    try:
+        decoded = codec.typed(res, {**crontab("a"), "spec": value}, "Warn").obj
+        api.create(res, decoded)
+    except errors.StatusError:
+        pass
