@@ -45,6 +45,7 @@ from controller_manager.sim.apiserver import (
     tables,
     yamlbody,
 )
+from controller_manager.sim.apiserver.crd import list_kind
 from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
@@ -281,7 +282,7 @@ class _Handlers:
         if accept.partial:
             head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1"}
         else:
-            head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
+            head = {"kind": list_kind(res), "apiVersion": res.api_version}
         if accept.protobuf:
             body = protowire.list_body(head, _list_meta(result), [view(s) for s in result.items])
             if body is not None:
@@ -501,7 +502,7 @@ class _Handlers:
                     raise
                 continue
             deleted.append(encode(out))
-        head = {"kind": f"{res.kind}List", "apiVersion": res.api_version}
+        head = {"kind": list_kind(res), "apiVersion": res.api_version}
         return _response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted))
 
 

@@ -22,7 +22,7 @@ import binascii
 import json
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,10 @@ from controller_manager.sim.apiserver import (
     versions,
 )
 from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
+from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS, structural
+from controller_manager.sim.apiserver.crd.registry import CustomResources
+from controller_manager.sim.apiserver.crd.registry import view as crd_view
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
 from controller_manager.sim.apiserver.storage import ResourceStore
@@ -76,7 +80,8 @@ class ApiServerOptions:
     bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
     service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
-    resources: tuple[Resource, ...] = field(default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES))
+    resources: tuple[Resource, ...] = field(
+        default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES, CUSTOMRESOURCEDEFINITIONS))
 
 
 @dataclass(frozen=True)
@@ -150,10 +155,12 @@ class ApiServer:
         self.rv = 0
         self.freshness = freshness.Freshness(self.current_rv)
         self.resources: tuple[Resource, ...] = self.options.resources
+        self.builtin_resources = self.resources
         self._by_gvr = {(r.group, r.version, r.plural): r for r in self.resources}
         self._stores: dict[tuple[str, str], ResourceStore] = {}
         for res in self.resources:
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
+        self.crds = CustomResources(self)
         self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
@@ -176,6 +183,26 @@ class ApiServer:
 
     def lookup(self, group: str, version: str, plural: str) -> Resource | None:
         return self._by_gvr.get((group, version, plural))
+
+    def serve(self, added: Sequence[Resource]) -> None:
+        """Serve more resources (a CRD's versions); versions of one group/plural share a store."""
+        self.resources = (*self.resources, *added)
+        for res in added:
+            self._by_gvr[(res.group, res.version, res.plural)] = res
+            self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size,
+                                                                        self.rv))
+
+    def unserve(self, removed: Sequence[Resource], *, keep_store: bool) -> None:
+        """Stop serving resources; without ``keep_store`` their objects go too and their watches end."""
+        gone = {(r.group, r.version, r.plural) for r in removed}
+        self.resources = tuple(r for r in self.resources if (r.group, r.version, r.plural) not in gone)
+        for key in gone:
+            self._by_gvr.pop(key, None)
+        if not keep_store:
+            for res in removed:
+                store = self._stores.pop(self._store_key(res), None)
+                for watcher in list(store.watchers) if store is not None else []:
+                    watcher.close("resource no longer served")
 
     def store(self, res: Resource) -> ResourceStore:
         store = self._stores.get(self._store_key(res))
@@ -203,6 +230,8 @@ class ApiServer:
             return lambda s: s.view("events.k8s.io/v1", events.to_v1)
         if versions.storage_of(res) is not None:
             return lambda s: s.view(res.api_version, lambda obj: versions.from_storage(res, obj))
+        if isinstance(res, CustomResource):
+            return crd_view(res)
         return full_view
 
     def _out(self, res: Resource, stored: Stored) -> Obj:
@@ -230,6 +259,7 @@ class ApiServer:
         stored = Stored(key, {**obj, "metadata": meta}, rv)
         if not dry_run:
             store.put(stored)
+            self.crds.written(store.resource, stored.obj)
             if self.auth is not None:
                 self.auth.after_write(store.resource.kind, store.resource.group)
         return stored
@@ -239,6 +269,7 @@ class ApiServer:
         if dry_run:
             return existing
         removed = store.remove(key, self._next_rv()).new
+        self.crds.removed(store.resource, removed.obj)
         if self.auth is not None:
             self.auth.after_write(store.resource.kind, store.resource.group)
         return removed
@@ -274,8 +305,10 @@ class ApiServer:
         return {"kind": kind, "apiVersion": api_version, "metadata": dict(meta or {}),
                 **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")}}
 
-    def _validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
-        errs = validation.validate(res, obj, old)
+    def _validate(self, res: Resource, obj: Obj, old: Obj | None, subresource: str | None = None) -> None:
+        errs = self.crds.validate(res, obj, old, subresource)
+        if errs is None:
+            errs = validation.validate(res, obj, old) + structural.validate_object(res, obj)
         if errs:
             raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
 
@@ -330,9 +363,10 @@ class ApiServer:
             obj = strategy.prepare_for_create(EVENTS, events.to_core(obj))
             stored_res = EVENTS
         else:
-            obj = strategy.prepare_for_create(res, obj)
+            obj = self.crds.prepare_create(res, strategy.prepare_for_create(res, obj))
             obj = kind_hooks.before_create(res, obj, format_time(self.clock.now()))
             self._validate(res, obj, None)
+        self.crds.admit(res, "create")
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
         obj = codec.normalize(store.resource, obj, body)
@@ -478,9 +512,10 @@ class ApiServer:
             new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)
             stored_res = EVENTS
         else:
-            new = strategy.prepare_for_update(res, obj, old, subresource)
+            new = self.crds.prepare_update(res, strategy.prepare_for_update(res, obj, old, subresource), old,
+                                           subresource)
             new = kind_hooks.before_update(res, new, old, subresource, format_time(self.clock.now()))
-            self._validate(res, new, old)
+            self._validate(res, new, old, subresource)
         self.admit_namespace(res, namespace, name, create=False)
         quota_usage = admission.validate(self, res, new, namespace, create=False,
                                          old=old if subresource is None else None)
@@ -555,6 +590,9 @@ class ApiServer:
         if subresource == "scale":
             return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
                                             field_manager=field_manager)
+        if patch_type == "strategic" and isinstance(res, CustomResource):  # no Go struct to read patch tags from
+            raise errors.unsupported_media_type(("application/json-patch+json", "application/merge-patch+json",
+                                                 "application/apply-patch+yaml"))
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
         original = self.view(res)(existing)[0]
         if not _mentions_managed_fields(patch):
@@ -584,7 +622,9 @@ class ApiServer:
 
         options = deletion.DeleteOptions(grace_period_seconds, propagation_policy, orphan_dependents,
                                          dict(preconditions or {}), dry_run)
+        self.crds.before_delete(res, name, dry_run)
         result = deletion.delete(self, res, namespace if res.namespaced else None, name, options)
+        self.crds.after_delete(res, name, dry_run)
         return result if isinstance(result, dict) else self._out(res, result)
 
     def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,

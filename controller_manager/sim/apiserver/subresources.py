@@ -22,6 +22,8 @@ from controller_manager.api import selectors
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import PODDISRUPTIONBUDGETS, PODS, Resource
 from controller_manager.sim.apiserver import errors
+from controller_manager.sim.apiserver.crd import scale as crd_scale
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.deletion import DeleteOptions, delete
 from controller_manager.sim.apiserver.objects import Obj
 
@@ -33,6 +35,8 @@ EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption bu
 
 
 def _scale_of(res: Resource, obj: Obj) -> Obj:
+    if isinstance(res, CustomResource):
+        return crd_scale.scale_of(res, obj)
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -52,7 +56,7 @@ def _scale_of(res: Resource, obj: Obj) -> Obj:
 
 
 def _check_scale_kind(res: Resource) -> None:
-    if res.kind not in SCALE_KINDS or "scale" not in res.subresources:
+    if (res.kind not in SCALE_KINDS and not isinstance(res, CustomResource)) or "scale" not in res.subresources:
         raise errors.path_not_found()
 
 
@@ -80,7 +84,10 @@ def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str
     if rv and str(rv) != str(existing.rv):
         raise errors.conflict(res.group, res.plural, name)
     obj = existing.obj
-    updated = {**obj, "spec": {**(obj.get("spec") or {}), "replicas": replicas}}
+    if isinstance(res, CustomResource):
+        updated = crd_scale.with_replicas(res, obj, replicas)
+    else:
+        updated = {**obj, "spec": {**(obj.get("spec") or {}), "replicas": replicas}}
     result = api.update(res, updated, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
                         manager_subresource="scale")
     return _scale_of(res, result)

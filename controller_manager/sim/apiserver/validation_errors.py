@@ -26,6 +26,8 @@ NOT_SUPPORTED = "FieldValueNotSupported"
 DUPLICATE = "FieldValueDuplicate"
 FORBIDDEN = "FieldValueForbidden"
 TOO_LONG = "FieldValueTooLong"
+TYPE_INVALID = "FieldValueTypeInvalid"
+TOO_MANY = "FieldValueTooMany"
 
 _WORDS = {
     REQUIRED: "Required value",
@@ -34,6 +36,8 @@ _WORDS = {
     DUPLICATE: "Duplicate value",
     FORBIDDEN: "Forbidden",
     TOO_LONG: "Too long",
+    TYPE_INVALID: "Invalid value",
+    TOO_MANY: "Too many",
 }
 
 

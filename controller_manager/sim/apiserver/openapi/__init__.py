@@ -30,6 +30,8 @@ from aiohttp import web
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors, schema
+from controller_manager.sim.apiserver.crd import openapi as crd_openapi
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.openapi import paths, schemas, v2proto
 
 __all__ = ["Documents", "documents", "respond"]
@@ -132,8 +134,8 @@ class Documents:
         gv = dict(self.group_versions).get(name)
         if gv is not None:
             items = paths.group_version_paths(self.resources, *gv)
-            doc = _v3_document(schemas.definitions(schemas.references(items), 3, _gvks(self.resources, gv)), items,
-                               self.git_version)
+            doc = _v3_document(schemas.definitions(schemas.references(items), 3, _gvks(self.resources, gv),
+                                                   crd_openapi.definitions(self.resources, 3)), items, self.git_version)
         else:
             found = _discovery_document(self.resources, name, self.git_version)
             if found is None:
@@ -179,7 +181,8 @@ class Documents:
                 items.update(found["paths"])
             items = {path: paths.to_v2(item) for path, item in sorted(items.items())}
             doc = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": self.git_version}, "paths": items,
-                   "definitions": schemas.definitions(schemas.references(items), 2, _gvks(self.resources, None)),
+                   "definitions": schemas.definitions(schemas.references(items), 2, _gvks(self.resources, None),
+                                                      crd_openapi.definitions(self.resources, 2)),
                    "securityDefinitions": _SECURITY, "security": [{"BearerToken": []}]}
             self._v2 = _built(doc, started)
             _log.info("built OpenAPI v2 document in %.1f ms (%d bytes)", self._v2.seconds * 1000, len(self._v2.body))
@@ -196,14 +199,17 @@ class Documents:
         return self._v2_proto
 
 
-_DOCUMENTS: dict[tuple[tuple[Resource, ...], str], Documents] = {}
+_DOCUMENTS: dict[tuple[tuple[Resource, ...], str, bytes], Documents] = {}
 
 
 def documents(resources: tuple[Resource, ...], git_version: str) -> Documents:
-    """The process's documents for a resource table and version (built lazily, kept). Kinds the schema does not
-    describe (the metrics API, whose server publishes its own documents) are left out."""
-    resources = tuple(r for r in resources if schema.kind(r.api_version, r.kind) is not None)
-    key = (resources, git_version)
+    """The process's documents for a resource table and version (built lazily, kept). Only kinds of the
+    schema and custom resources are published: not the CustomResourceDefinition kind (the schema lacks
+    apiextensions' types) nor the metrics API (its server publishes its own documents). A custom resource's
+    schema is part of the key, as its equality leaves it out."""
+    resources = tuple(r for r in resources
+                      if isinstance(r, CustomResource) or schema.kind(r.api_version, r.kind) is not None)
+    key = (resources, git_version, orjson.dumps([r.schema for r in resources if isinstance(r, CustomResource)]))
     found = _DOCUMENTS.get(key)
     if found is None:
         found = _DOCUMENTS[key] = Documents(resources, git_version)

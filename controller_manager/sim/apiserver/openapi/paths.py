@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver.crd import openapi as crd_openapi
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 
 Obj = dict[str, Any]
 
@@ -21,6 +23,8 @@ _STREAM = ("application/json", "application/json;stream=watch", "application/vnd
            "application/vnd.kubernetes.protobuf;stream=watch", "application/yaml")
 _PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json",
                 "application/strategic-merge-patch+json")
+# A custom resource takes no strategic merge patch (kubectl reads this list to choose its patch type).
+_CUSTOM_PATCH_TYPES: tuple[str, ...] = _PATCH_TYPES[:3]
 _STATUS_TEXT = {"200": "OK", "201": "Created", "202": "Accepted", "401": "Unauthorized"}
 # subresource -> (kind's group, version, kind or None for the resource's own, operations)
 _SUBRESOURCES: dict[str, tuple[str, str, str | None, tuple[str, ...]]] = {
@@ -112,8 +116,13 @@ def _resource_paths(r: Resource) -> dict[str, Obj]:
     gv = f"/{gv_path(r.group, r.version)}"
     prefix = camel_group(r.group) + r.version[:1].upper() + r.version[1:]
     scope = "Namespaced" if r.namespaced else ""
-    kind_ref = type_name(r.group, r.version, r.kind)
-    list_ref = type_name(r.group, r.version, r.kind + "List") if "list" in r.verbs else ""
+    if isinstance(r, CustomResource):
+        kind_ref, list_ref = crd_openapi.type_name(r, r.kind), crd_openapi.type_name(r, r.list_kind)
+        patch_types = _CUSTOM_PATCH_TYPES
+    else:
+        kind_ref = type_name(r.group, r.version, r.kind)
+        list_ref = type_name(r.group, r.version, r.kind + "List") if "list" in r.verbs else ""
+        patch_types = _PATCH_TYPES
     gvk = {"group": r.group, "version": r.version, "kind": r.kind}
     ns_params = [_param("namespace", "path")] if r.namespaced else []
     collection = f"{gv}/namespaces/{{namespace}}/{r.plural}" if r.namespaced else f"{gv}/{r.plural}"
@@ -144,7 +153,7 @@ def _resource_paths(r: Resource) -> dict[str, Obj]:
     if "patch" in r.verbs:
         item["patch"] = _operation(f"patch{prefix}{scope}{r.kind}", "patch", gvk, g, v,
                                    _responses(kind_ref, ("200", "201")), (*_WRITE_PARAMS, "force"),
-                                   _body(_META + "Patch", _PATCH_TYPES))
+                                   _body(_META + "Patch", patch_types))
     if "delete" in r.verbs:
         item["delete"] = _operation(f"delete{prefix}{scope}{r.kind}", "delete", gvk, g, v,
                                     _responses(_META + "Status", ("200", "202")), _DELETE_PARAMS,
@@ -171,7 +180,7 @@ def _resource_paths(r: Resource) -> dict[str, Obj]:
             elif op == "patch":
                 item["patch"] = _operation(f"patch{prefix}{scope}{r.kind}{suffix}", "patch", sub_gvk, g, v,
                                            _responses(ref, ("200", "201")), (*_WRITE_PARAMS, "force"),
-                                           _body(_META + "Patch", _PATCH_TYPES))
+                                           _body(_META + "Patch", patch_types))
             elif op == "post":
                 item["post"] = _operation(f"create{prefix}{scope}{r.kind}{suffix}", "post", sub_gvk, g, v,
                                           _responses(ref, ("200", "201", "202")), _WRITE_PARAMS, _body(ref))

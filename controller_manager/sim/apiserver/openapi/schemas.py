@@ -191,13 +191,19 @@ def references(s: Any) -> set[str]:
     return found
 
 
-def definitions(roots: set[str], version: int, gvks: dict[str, list[Obj]]) -> Obj:
-    """Every type reachable from ``roots``, sorted by name, each with its group-version-kinds."""
+def definitions(roots: set[str], version: int, gvks: dict[str, list[Obj]],
+                extra: dict[str, Obj] | None = None) -> Obj:
+    """Every type reachable from ``roots``, sorted by name, each with its group-version-kinds. ``extra``:
+    definitions that are not kube-sim's schema's (custom resources), taken as they are."""
     out: Obj = {}
     pending = sorted(roots)
     while pending:
         name = pending.pop()
         if name in out:
+            continue
+        if extra is not None and name in extra:
+            out[name] = extra[name]
+            pending.extend(sorted(references(extra[name]) - out.keys()))
             continue
         s = struct_schema(name, version)
         if name in gvks:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors
+from controller_manager.sim.apiserver.crd import printers as crd_printers
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.tables import (
     admissionregistration,
     apiserverinternal,
@@ -99,7 +101,10 @@ def table(res: Resource, objects: list[Obj], now: float, resource_version: str |
     ``resource_version`` is the list's; None (one object) takes the object's own, as upstream does.
     ``with_columns=False`` leaves ``columnDefinitions`` null (later pages' and watch events' tables).
     ``kind`` (group, kind) prints objects of another kind than ``res``'s (a scale subresource)."""
-    printer = printer_for(*(kind or (res.group, res.kind)))
+    if isinstance(res, CustomResource) and kind is None:
+        printer = crd_printers.printer(res)  # built from the CRD's additionalPrinterColumns
+    else:
+        printer = printer_for(*(kind or (res.group, res.kind)))
     items = printer.order(objects) if printer.order is not None else objects
     list_meta: Obj = {}
     rv = resource_version

@@ -1,0 +1,94 @@
+"""The real kubectl against custom resources in an in-process kube-sim: apply (client- and server-side,
+twice), get with printer columns, scale, patch, and delete of the CRD."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.sim.apiserver.test_kubectl import Kubectl, kubectl
+
+__all__ = ["kubectl"]
+
+CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Spec, type: string, jsonPath: .spec.cronSpec}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+              replicas: {type: integer, default: 1}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+"""
+
+
+def crontab(name: str, replicas: int) -> str:
+    return f"""apiVersion: stable.example.com/v1
+kind: CronTab
+metadata: {{name: {name}}}
+spec: {{cronSpec: "*/5 * * * *", replicas: {replicas}}}
+"""
+
+
+async def test_apply_twice_get_scale_and_delete(kubectl: Kubectl, tmp_path: Path) -> None:
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(CRD)
+    assert "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com created" in \
+        await kubectl("apply", "-f", str(crd_file))
+    crd_file.write_text(CRD.replace("shortNames: [ct]", "shortNames: [ct, cts]"))
+    assert "customresourcedefinition.apiextensions.k8s.io/crontabs.stable.example.com configured" in \
+        await kubectl("apply", "-f", str(crd_file))
+    cr = tmp_path / "cr.yaml"
+    cr.write_text(crontab("a", replicas=2))
+    assert "crontab.stable.example.com/a created" in await kubectl("apply", "-f", str(cr))
+    cr.write_text(crontab("a", replicas=3))
+    assert "crontab.stable.example.com/a configured" in await kubectl("apply", "-f", str(cr))
+    assert await kubectl("get", "cts", "a", "-o", "jsonpath={.spec.replicas}") == "3"
+    cr.write_text(crontab("b", replicas=1))
+    assert "crontab.stable.example.com/b serverside-applied" in await kubectl("apply", "--server-side", "-f",
+                                                                             str(cr))
+    cr.write_text(crontab("b", replicas=4))
+    assert "crontab.stable.example.com/b serverside-applied" in await kubectl("apply", "--server-side", "-f",
+                                                                             str(cr))
+    assert await kubectl("get", "ct", "b", "-o", "jsonpath={.spec.replicas}") == "4"
+    assert "crontab.stable.example.com/a scaled" in await kubectl("scale", "crontab", "a", "--replicas=5")
+    await kubectl("patch", "crontab", "a", "--type=merge", "-p", '{"spec":{"cronSpec":"1 * * * *"}}')
+    lines = (await kubectl("get", "crontabs")).splitlines()
+    assert lines[0].split() == ["NAME", "SPEC", "REPLICAS"]
+    assert lines[1].split() == ["a", "1", "*", "*", "*", "*", "5"]
+    assert "deleted" in await kubectl("delete", "crd", "crontabs.stable.example.com")
+
+
+async def test_explain(kubectl: Kubectl, tmp_path: Path) -> None:
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(CRD.replace("cronSpec: {type: string}",
+                                    "cronSpec: {type: string, description: When the job runs.}"))
+    await kubectl("apply", "-f", str(crd_file))
+    out = await kubectl("explain", "crontabs.spec")
+    assert "GROUP:      stable.example.com" in out
+    assert "KIND:       CronTab" in out
+    assert "cronSpec\t<string>" in out
+    assert "When the job runs." in out
+    out = await kubectl("explain", "crontab.spec.cronSpec")
+    assert "FIELD: cronSpec <string>" in out
