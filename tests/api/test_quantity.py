@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from controller_manager.api.quantity import (
@@ -443,6 +443,9 @@ def test_milli_and_value(text: str, milli: int, whole: int) -> None:
        st.sampled_from(["", "m", "k", "M", "G", "Ki", "Mi", "Gi", "e3", "e-3"]))
 def test_written_form_is_a_fixed_point_with_the_same_value(number: Decimal, suffix: str) -> None:
     text = f"{number:f}{suffix}"
+    # Upstream writes decimal values of 1000E (10^21) and more without a suffix, which changes their value
+    # (the ported String() table pins that quirk); the property holds below it.
+    assume(abs(parse_quantity(text)) < Decimal(10) ** 21)
     written = canonicalize(text)
     assert canonicalize(written) == written
     assert parse_quantity(written) == parse_quantity(text)
