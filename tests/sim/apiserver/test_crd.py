@@ -500,3 +500,15 @@ def test_any_schema_and_body_answer_a_status(schema: Any, value: Any) -> None:
         api.create(res, decoded)
     except errors.StatusError:
         pass
+
+
+async def test_defaults_added_later_show_on_read(client: Client) -> None:
+    _, created = await client.post(CRDS, crd())
+    await client.post(CRONTABS, crontab("a"))
+    schema = created["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["image"]["default"] = "nginx"
+    assert (await client.put(f"{CRDS}/crontabs.stable.example.com", created))[0] == 200
+    _, got = await client.get(f"{CRONTABS}/a")
+    assert got["spec"]["image"] == "nginx"
+    _, listed = await client.get(CRONTABS)
+    assert listed["items"][0]["spec"]["image"] == "nginx"
