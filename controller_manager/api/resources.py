@@ -101,13 +101,35 @@ CLUSTERROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "clusterrolebi
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
 ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 PRIORITYCLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",))
+RESOURCEQUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), ("status",))
+LIMITRANGES = Resource("", "v1", "limitranges", "LimitRange", True, ("limits",))
+REPLICATIONCONTROLLERS = Resource("", "v1", "replicationcontrollers", "ReplicationController", True, ("rc",),
+                                  ("status", "scale"), categories=("all",))
+HORIZONTALPODAUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True,
+                                    ("hpa",), ("status",), categories=("all",))
+HORIZONTALPODAUTOSCALERS_V1 = Resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
+                                       True, ("hpa",), ("status",), categories=("all",))
+PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", False, ("pv",), ("status",))
+INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True, ("ing",), ("status",))
+INGRESSCLASSES = Resource("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False)
+NETWORKPOLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",))
+STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",))
+VOLUMEATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, (),
+                             ("status",))
+CSIDRIVERS = Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
+CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
+CERTIFICATESIGNINGREQUESTS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
+                                      "CertificateSigningRequest", False, ("csr",), ("approval", "status"))
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
     PERSISTENTVOLUMECLAIMS, DEPLOYMENTS, REPLICASETS, DAEMONSETS, STATEFULSETS, CONTROLLERREVISIONS, JOBS,
     CRONJOBS, LEASES, ENDPOINTSLICES, PODDISRUPTIONBUDGETS, EVENTS_V1, TOKENREVIEWS, SUBJECTACCESSREVIEWS,
     SELFSUBJECTACCESSREVIEWS, LOCALSUBJECTACCESSREVIEWS, SELFSUBJECTRULESREVIEWS, SELFSUBJECTREVIEWS,
-    CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES,
+    CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES, RESOURCEQUOTAS, LIMITRANGES,
+    REPLICATIONCONTROLLERS, HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, PERSISTENTVOLUMES, INGRESSES,
+    INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,
+    CERTIFICATESIGNINGREQUESTS,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller_manager.api.resources import EVENTS, NODES, PODS
+from controller_manager.api.resources import EVENTS, NODES, PODS, PRIORITYCLASSES
 from controller_manager.clock import FakeClock
 from controller_manager.sim.apiserver import ApiServer
 from controller_manager.sim.kubelet import KubeletConfig, node_object
@@ -157,8 +157,10 @@ async def test_other_schedulers_and_gated_pods_are_left_alone(cluster: Cluster) 
 
 
 async def test_higher_priority_first(cluster: Cluster) -> None:
-    cluster.add_pod("low", priority=1)
-    cluster.add_pod("high", priority=100)
+    for name, value in (("low", 1), ("high", 100)):  # a pod's priority comes from its class (Priority admission)
+        cluster.api.create(PRIORITYCLASSES, {"metadata": {"name": name}, "value": value})
+    cluster.add_pod("low", priorityClassName="low")
+    cluster.add_pod("high", priorityClassName="high")
     await eventually(lambda: cluster.scheduled_condition("low") and cluster.scheduled_condition("high"))
     assert cluster.scheduled_condition("high")["message"] == "no nodes available to schedule pods"  # type: ignore[index]
     cluster.add_node("n1", pods="1")

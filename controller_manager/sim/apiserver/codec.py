@@ -182,11 +182,13 @@ def _package(struct_name: str) -> str:
     return struct_name.rsplit(".", 2)[-2]
 
 
-def normalize(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+def normalize(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None = None,
+              like: dict[str, Any] | None = None) -> dict[str, Any]:
     """``obj`` as the real server would store and return it (Go's JSON rules); unchanged for kinds without a
-    schema. ``old``: the stored version it replaces, whose unchanged parts are reused as they are."""
+    schema. ``old``: the stored version it replaces, and ``like``: the request body as :func:`typed` decoded
+    it; parts equal to theirs are reused as they are."""
     st = schema.kind(res.api_version, res.kind)
-    return gojson.normalize(obj, st, old) if st is not None else obj
+    return gojson.normalize(obj, st, old, like) if st is not None else obj
 
 
 def warning_header(message: str) -> str:

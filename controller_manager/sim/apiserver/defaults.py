@@ -1,6 +1,6 @@
 """Defaulting as the real apiserver applies it on every write: ``pkg/apis/{core,apps,batch}/v1/defaults.go``,
-plus the create-time admission plugins that shape every Pod (DefaultTolerationSeconds, Priority,
-ServiceAccount's name).
+plus the create-time admission plugins that shape every Pod (DefaultTolerationSeconds, ServiceAccount's
+name); Priority, LimitRanger and ResourceQuota are in :mod:`admission`.
 
 Guarantees:
 - :func:`apply_defaults` returns a new dict sharing nothing with its input, which it never touches
@@ -11,8 +11,8 @@ Guarantees:
   the fields it fills in.
 - Every pod template (Deployment, ReplicaSet, DaemonSet, StatefulSet, Job, CronJob's job template,
   ReplicationController, PodTemplate) gets the PodSpec and container defaults; only Pods get the
-  admission-time fields (tolerations for not-ready/unreachable, ``priority``, ``preemptionPolicy``,
-  ``serviceAccountName``, ``enableServiceLinks``, requests copied from limits).
+  admission-time fields (tolerations for not-ready/unreachable, ``serviceAccountName``,
+  ``enableServiceLinks``, requests copied from limits).
 - A Job's generated selector needs its uid, known only at create: the server calls
   :func:`job_selector_defaults` then, as the job registry's PrepareForCreate does.
 - Not done here: what registries' PrepareForCreate do (Namespace ``spec.finalizers``, status
@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import hpa, limitranger, networking, priority, storage_kinds
 
 __all__ = ["apply_defaults", "image_pull_policy", "job_selector_defaults"]
 
@@ -225,12 +226,9 @@ def _pod(obj: Obj) -> None:
                 requests = resources["requests"] = {}  # (null or absent requests: a fresh map, as before)
             for name, quantity in limits.items():
                 requests.setdefault(name, quantity)
-    # Admission: ServiceAccount names the default account, Priority fills the default class.
+    # Admission: ServiceAccount names the default account (Priority runs with the other plugins, in admission).
     _default(spec, "serviceAccountName", "default")
     _default(spec, "serviceAccount", spec["serviceAccountName"])
-    if spec.get("priority") is None and not spec.get("priorityClassName"):
-        spec["priority"] = 0
-    _default(spec, "preemptionPolicy", "PreemptLowerPriority")
     # Admission: DefaultTolerationSeconds.
     tolerations = spec.get("tolerations")
     if not isinstance(tolerations, list):
@@ -439,6 +437,11 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     "Endpoints": _endpoints,
     "EndpointSlice": _endpointslice,
     "PersistentVolumeClaim": _pvc_defaults,
+    "LimitRange": limitranger.apply_defaults,
+    "HorizontalPodAutoscaler": hpa.apply_defaults,
+    "PriorityClass": priority.apply_defaults,
+    **networking.DEFAULTS,
+    **storage_kinds.DEFAULTS,
 }
 
 

@@ -25,6 +25,7 @@ _SUBRESOURCES: dict[str, tuple[str | None, str | None, str | None, tuple[str, ..
     "binding": ("", "v1", "Binding", ("create",)),
     "eviction": ("policy", "v1", "Eviction", ("create",)),
     "finalize": (None, None, None, ("update",)),
+    "approval": (None, None, None, ("get", "patch", "update")),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
 }
 

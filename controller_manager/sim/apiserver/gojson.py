@@ -369,7 +369,10 @@ class _Walk:
             raise self.type_error(value, go_type)
         return self._struct(value, _plan(st), old)
 
-    def _struct(self, value: dict[str, Any], plan: _StructPlan, old: dict[str, Any] | None) -> dict[str, Any]:
+    def _struct(self, value: dict[str, Any], plan: _StructPlan, old: dict[str, Any] | None,
+                like: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``like`` (normalize only): another version already written, e.g. the request body as decoded,
+        consulted after ``old``."""
         fields = plan.fields
         if isinstance(value, _DuplicateKeys):
             for key in value.duplicates:
@@ -388,6 +391,12 @@ class _Walk:
                 if item is before or (item == before and (not self.report or _same_json(item, before))):
                     decoded[key] = before
                     continue
+            other: Any = None
+            if like is not None:
+                other = like.get(key, OMIT)
+                if item is other or item == other:
+                    decoded[key] = other
+                    continue
             if item is None and not fp.null_aware:
                 continue  # null leaves the field at its zero value
             fast = fp.fast
@@ -397,7 +406,8 @@ class _Walk:
                     sub = fp.sub = _plan(fp.type.struct)
                 path.append(key)
                 self.struct_name = plan.go
-                item = self._struct(item, sub, before if isinstance(before, dict) else None)
+                item = self._struct(item, sub, before if isinstance(before, dict) else None,
+                                    other if isinstance(other, dict) else None)
                 path.pop()
             elif fast is None or type(item) is not fast or (fast is int and not fp.lo <= item <= fp.hi):  # type: ignore[operator]
                 path.append(key)
@@ -573,11 +583,15 @@ def decode(body: Any, st: Struct, go_name: str, old: dict[str, Any] | None = Non
     return result, walk.strict
 
 
-def normalize(obj: dict[str, Any], st: Struct, old: dict[str, Any] | None = None) -> dict[str, Any]:
+def normalize(obj: dict[str, Any], st: Struct, old: dict[str, Any] | None = None,
+              like: dict[str, Any] | None = None) -> dict[str, Any]:
     """``obj`` as a Go server writes it back (see the module docstring). Fields the type lacks are dropped;
     a value of the wrong type raises :class:`GoTypeError` (the server built something invalid). ``old``, the
-    object as stored before, lets unchanged parts be taken from it as they are."""
-    return _Walk(report=False).struct(obj, st, st.go, old)
+    object as stored before, and ``like``, another version already in this form (the request body as
+    :func:`decode` returned it), let parts equal to theirs be taken as they are."""
+    if not isinstance(obj, dict):
+        raise GoTypeError(f"json: cannot unmarshal {_json_kind(obj)} into Go value of type {st.go}")
+    return _Walk(report=False)._struct(obj, _plan(st), old, like)
 
 
 def field_of(st: Struct, key: str) -> Field | None:

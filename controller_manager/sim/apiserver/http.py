@@ -31,11 +31,13 @@ from aiohttp import web
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     auth,
+    certificates,
     codec,
     compression,
     discovery,
     errors,
     fieldmanager,
+    metrics_api,
     openapi,
     protowire,
     request_options,
@@ -193,6 +195,8 @@ class _Handlers:
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
+        if res.group == metrics_api.GROUP:  # computed from the simulated usage, not stored
+            return self._resource_metrics(request, res, info, ns or None)
         if info.verb in ("watch", "list"):
             opts = request_options.list_options(request.query, watch=info.verb == "watch")
             if info.verb == "watch":
@@ -201,6 +205,16 @@ class _Handlers:
                 await self._wait_fresh(opts.resource_version)
             return self._list(request, res, ns or None, accept)
         return await self._object(request, res, info, ns or None, accept)
+
+    def _resource_metrics(self, request: web.Request, res: Resource, info: RequestInfo,
+                          namespace: str | None) -> web.Response:
+        if info.subresource:
+            raise errors.path_not_found()
+        if info.verb == "get":
+            return _response(encode(metrics_api.get(self.api, res, namespace, info.name)))
+        q = request.query
+        return _response(encode(metrics_api.list_metrics(self.api, res, namespace, q.get("labelSelector"),
+                                                         q.get("fieldSelector"))))
 
     # --- non-resource paths -----------------------------------------------------------------------
 
@@ -385,7 +399,7 @@ class _Handlers:
                     scale = tables.table(res, [scale], api.clock.now(), kind=("autoscaling", "Scale"),
                                          include_object=q.get("includeObject", "Metadata"))
                 return _response(encode(scale))
-            if sub not in (None, "status"):
+            if sub not in (None, "status", "approval"):
                 raise errors.method_not_allowed()
             await self._wait_fresh(q.get("resourceVersion") or "")
             stored = api.get_stored(res, namespace, name)
@@ -409,6 +423,8 @@ class _Handlers:
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
+            if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
+                decoded.obj = certificates.with_requester(decoded.obj, request[_USER].as_user_info())
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
             return _with_warnings(_response(encode(created), 201), decoded.warnings)
@@ -417,7 +433,7 @@ class _Handlers:
             if sub == "scale":
                 return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run,
                                                                   field_manager=manager)))
-            if sub not in (None, "status", "finalize"):
+            if sub not in (None, "status", "finalize", "approval"):
                 raise errors.method_not_allowed()
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of the request is empty" if body is None
@@ -426,11 +442,11 @@ class _Handlers:
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
-                                 namespace=namespace, name=name, field_manager=manager)
+                                 namespace=namespace, name=name, field_manager=manager, typed=True)
             return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
         if verb == "patch":
             body = await self._body(request, patch=True)
-            if sub not in (None, "status", "scale"):
+            if sub not in (None, "status", "scale", "approval"):
                 raise errors.method_not_allowed()
             ctype = codec.media_type(request.headers.get("Content-Type", ""))
             validation = codec.field_validation(q, "PatchOptions")

@@ -31,9 +31,23 @@ import controller_manager.sim.apiserver.validation as validation
 from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
-from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, Resource
+from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, PRIORITYCLASSES, Resource
 from controller_manager.clock import Clock, RealClock
-from controller_manager.sim.apiserver import codec, errors, events, fieldmanager, freshness, service_ips, strategy
+from controller_manager.sim.apiserver import (
+    admission,
+    codec,
+    errors,
+    events,
+    fieldmanager,
+    freshness,
+    kind_hooks,
+    metrics_api,
+    node_ports,
+    priority,
+    service_ips,
+    strategy,
+    versions,
+)
 from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
 from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS, structural
 from controller_manager.sim.apiserver.crd.registry import CustomResources
@@ -66,7 +80,8 @@ class ApiServerOptions:
     bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
     service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
-    resources: tuple[Resource, ...] = field(default_factory=lambda: (*BUILTIN, CUSTOMRESOURCEDEFINITIONS))
+    resources: tuple[Resource, ...] = field(
+        default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES, CUSTOMRESOURCEDEFINITIONS))
 
 
 @dataclass(frozen=True)
@@ -149,6 +164,9 @@ class ApiServer:
         self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
+        if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
+            for pc in priority.SYSTEM_CLASSES:
+                self.create(PRIORITYCLASSES, pc)
         if self.options.bootstrap_rbac:
             bootstrap.install(self, viewer=bool(self.options.viewer_token))
         self.auth = Auth(self)
@@ -210,6 +228,8 @@ class ApiServer:
             return lambda s: s.view("partial", partial_metadata)
         if is_events_v1(res):
             return lambda s: s.view("events.k8s.io/v1", events.to_v1)
+        if versions.storage_of(res) is not None:
+            return lambda s: s.view(res.api_version, lambda obj: versions.from_storage(res, obj))
         if isinstance(res, CustomResource):
             return crd_view(res)
         return full_view
@@ -301,6 +321,11 @@ class ApiServer:
         form, so the parts of it the create leaves as they are need no second pass when it is written.
         ``field_manager`` records the writer in managedFields (None: an internal write, untracked);
         ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
+        storage = versions.storage_of(res)
+        if storage is not None:
+            obj = versions.to_storage(res, self._type_meta(res, obj))
+            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run,
+                                                          field_manager=field_manager, managed_fields=managed_fields))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -319,13 +344,16 @@ class ApiServer:
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = format_time(self.clock.now())
         obj = defaults.apply_defaults(res, obj)
-        # The creator owns what it sent, defaults included, but not what the registry fills in below.
+        # The creator owns what it sent, defaults included, but not what the registry fills in below (nor what
+        # mutating admission adds: upstream records managedFields before admission runs).
         defaulted = obj
+        obj = admission.mutate(self, res, obj, namespace)
         if res.kind == "Job" and res.group == "batch":
             obj = defaults.job_selector_defaults(obj, meta["uid"])
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
             obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
+            obj = node_ports.assign(obj, None, node_ports.in_use(s.obj for s in store.iter_from(None)))
         if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
                 and self.store(NAMESPACES).get(namespace) is not None:
             obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
@@ -336,9 +364,11 @@ class ApiServer:
             stored_res = EVENTS
         else:
             obj = self.crds.prepare_create(res, strategy.prepare_for_create(res, obj))
+            obj = kind_hooks.before_create(res, obj, format_time(self.clock.now()))
             self._validate(res, obj, None)
         self.crds.admit(res, "create")
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
+        quota_usage = admission.validate(self, res, obj, namespace, create=True)
         obj = codec.normalize(store.resource, obj, body)
         if managed_fields is fieldmanager.MISSING and field_manager is not None:
             managed_fields = fieldmanager.track_update(res, None, defaulted, manager=field_manager, subresource="",
@@ -348,7 +378,10 @@ class ApiServer:
             key = self.key(stored_res, namespace, meta["name"])
             existing = store.get(key)
             if existing is None:
-                return self._out(res, self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True))
+                created = self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True)
+                if not dry_run:
+                    admission.record_quota_usage(self, quota_usage)
+                return self._out(res, created)
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}
         err = errors.already_exists(res.group, res.plural, meta["name"])
@@ -435,12 +468,21 @@ class ApiServer:
 
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
-               managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None) -> Obj:
+               managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
+               typed: bool = False) -> Obj:
         """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
+        ``typed``: ``obj`` is the body as :func:`codec.typed` decoded it (see :meth:`create`).
         ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
         managedFields; ``manager_subresource`` names the subresource the write is recorded under when it is
         not ``subresource`` (a /scale write updates the main resource)."""
+        storage = versions.storage_of(res)
+        if storage is not None:
+            obj = versions.to_storage(res, self._type_meta(res, obj))
+            return versions.from_storage(res, self.update(
+                storage, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
+                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource))
         store = self.store(res)
+        body = obj if typed else None
         obj = self._type_meta(res, obj)
         meta = obj["metadata"]
         # Set aside until the write is stored: defaulting, the strategy and validation have no use for them.
@@ -462,6 +504,9 @@ class ApiServer:
         obj = defaults.apply_defaults(res, obj)
         stored_res = res
         old = existing.obj
+        if res.kind == "Service" and res.group == "" and subresource is None:
+            others = (s.obj for s in store.iter_from(None) if s.key != existing.key)
+            obj = node_ports.assign(obj, old, node_ports.in_use(others))
         if is_events_v1(res):
             self._validate(res, obj, events.to_v1(old))
             new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)
@@ -469,8 +514,11 @@ class ApiServer:
         else:
             new = self.crds.prepare_update(res, strategy.prepare_for_update(res, obj, old, subresource), old,
                                            subresource)
+            new = kind_hooks.before_update(res, new, old, subresource, format_time(self.clock.now()))
             self._validate(res, new, old, subresource)
         self.admit_namespace(res, namespace, name, create=False)
+        quota_usage = admission.validate(self, res, new, namespace, create=False,
+                                         old=old if subresource is None else None)
         track: Callable[[Obj, Obj], Any] | None = None
         if managed_fields is not fieldmanager.MISSING:
             def track(_live: Obj, _new: Obj) -> Any:
@@ -482,7 +530,10 @@ class ApiServer:
                 return fieldmanager.track_update(stored_res, live, new, manager=manager,
                                                  subresource=manager_subresource or subresource or "",
                                                  incoming=incoming, now=format_time(self.clock.now()))
-        return self._out(res, self.write_update(stored_res, existing, new, dry_run, managed_fields=track))
+        written = self.write_update(stored_res, existing, new, dry_run, managed_fields=track, like=body)
+        if not dry_run:
+            admission.record_quota_usage(self, quota_usage)
+        return self._out(res, written)
 
     def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool,
                           field_manager: str | None = None) -> Obj:
@@ -498,7 +549,7 @@ class ApiServer:
         return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run, field_manager=field_manager)
 
     def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool, *,
-                     managed_fields: Callable[[Obj, Obj], Any] | None = None) -> Stored:
+                     managed_fields: Callable[[Obj, Obj], Any] | None = None, like: Obj | None = None) -> Stored:
         """Store ``new`` over ``existing`` (already prepared and validated): a no-op writes nothing, and an
         object left without finalizers after its deletion was requested is deleted. ``managed_fields(live,
         new)`` gives the managedFields to store (default: the stored ones)."""
@@ -506,7 +557,7 @@ class ApiServer:
         # managedFields are replaced below: they are not worth normalizing.
         new_meta = {k: v for k, v in new["metadata"].items() if k != "managedFields"}
         new = codec.normalize(store.resource, {**new, "metadata": {**new_meta, "resourceVersion": str(existing.rv)}},
-                              existing.obj)
+                              existing.obj, like)
         entries = (managed_fields(existing.obj, new) if managed_fields is not None
                    else existing.obj["metadata"].get("managedFields"))
         new["metadata"] = _with_managed_fields(new["metadata"], entries)

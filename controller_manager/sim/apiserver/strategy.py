@@ -87,7 +87,7 @@ def prepare_for_create(res: Resource, obj: Obj) -> Obj:
 
 def prepare_for_update(res: Resource, new: Obj, old: Obj, subresource: str | None) -> Obj:
     """The object to store, from the client's ``new`` and the stored ``old`` (generation not yet final)."""
-    if subresource == "status":
+    if subresource in ("status", "approval"):  # (CSRs' /approval writes status too, see kind_hooks)
         out = {**new, **{k: v for k, v in old.items() if k not in _NOT_SPEC}}
         for k in [k for k in out if k not in _NOT_SPEC and k not in old]:
             del out[k]

@@ -18,9 +18,12 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
+from controller_manager.sim.apiserver import certificates, hpa, limitranger, networking, priority, storage_kinds
+from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     duplicate,
+    forbidden,
     invalid,
     invalid_status,
     not_supported,
@@ -47,6 +50,7 @@ from controller_manager.sim.apiserver.validation_workloads import (
     validate_job,
     validate_job_update,
     validate_replicaset,
+    validate_replication_controller,
     validate_statefulset,
 )
 
@@ -141,6 +145,8 @@ def _service(obj: Obj, old: Obj | None) -> list[FieldError]:
             errs.append(invalid(f"{path}.port", number, "must be between 1 and 65535, inclusive"))
         if p.get("protocol") not in _PROTOCOLS:
             errs.append(not_supported(f"{path}.protocol", p.get("protocol"), _PROTOCOLS))
+        if p.get("nodePort") and svc_type in ("ClusterIP", "ExternalName"):
+            errs.append(forbidden(f"{path}.nodePort", f"may not be used when `type` is '{svc_type}'"))
     errs.extend(validate_labels(spec.get("selector"), "spec.selector"))
     return errs
 
@@ -203,6 +209,29 @@ def _policy_rules(namespaced: bool) -> Callable[[Obj, Obj | None], list[FieldErr
     return run
 
 
+_QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+                 "CrossNamespacePodAffinity")
+
+
+def _resource_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateResourceQuota's checks on the hard amounts and the scopes."""
+    errs: list[FieldError] = []
+    spec = _dict(obj.get("spec"))
+    for field, amounts in (("spec.hard", spec.get("hard")), ("status.hard", _dict(obj.get("status")).get("hard")),
+                           ("status.used", _dict(obj.get("status")).get("used"))):
+        for name, amount in parse_list(amounts).items():
+            if amount.value < 0:
+                errs.append(invalid(f"{field}[{name}]", amount.text(), "must be greater than or equal to 0"))
+    for i, scope in enumerate(spec.get("scopes") or ()):
+        if scope not in _QUOTA_SCOPES:
+            errs.append(not_supported(f"spec.scopes[{i}]", scope, _QUOTA_SCOPES))
+    for i, expression in enumerate(_dict(spec.get("scopeSelector")).get("matchExpressions") or ()):
+        scope = _dict(expression).get("scopeName")
+        if scope not in _QUOTA_SCOPES:
+            errs.append(not_supported(f"spec.scopeSelector.matchExpressions[{i}].scopeName", scope, _QUOTA_SCOPES))
+    return errs
+
+
 _ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 
 
@@ -235,6 +264,10 @@ def _job(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
+def _replication_controller(obj: Obj, old: Obj | None) -> list[FieldError]:
+    return validate_replication_controller(obj)  # its selector may change, unlike the apps kinds'
+
+
 def _pod_template_kind(obj: Obj, old: Obj | None) -> list[FieldError]:
     return validate_pod_template(obj.get("template"), "template")
 
@@ -256,6 +289,14 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "Role": _policy_rules(namespaced=True),
     "ClusterRole": _policy_rules(namespaced=False),
     "EndpointSlice": _endpoint_slice,
+    "LimitRange": limitranger.validate,
+    "ReplicationController": _replication_controller,
+    "HorizontalPodAutoscaler": hpa.validate,
+    "PriorityClass": priority.validate,
+    "ResourceQuota": _resource_quota,
+    "CertificateSigningRequest": certificates.validate,
+    **networking.RULES,
+    **storage_kinds.RULES,
 }
 
 

@@ -29,7 +29,7 @@ from controller_manager.sim.apiserver.validation_errors import (
     required,
     string_map,
 )
-from controller_manager.sim.apiserver.validation_pods import validate_pod_template
+from controller_manager.sim.apiserver.validation_pods import validate_labels, validate_pod_template
 
 MAX_PARALLELISM_INDEXED = 100_000
 _NONNEG = "must be greater than or equal to 0"
@@ -175,6 +175,28 @@ def validate_replicaset(obj: Mapping[str, Any]) -> list[FieldError]:
         errs.extend(_selector_matches(parsed, spec, "spec"))
         errs.extend(validate_pod_template(spec.get("template"), "spec.template"))
         errs.extend(_always_restart(spec, "spec", "ReplicaSet"))
+    return errs
+
+
+def validate_replication_controller(obj: Mapping[str, Any]) -> list[FieldError]:
+    """ValidateReplicationControllerSpec: a selector map (never empty), its template labels, an Always template."""
+    spec = _dict(obj.get("spec"))
+    errs = nonneg(spec.get("minReadySeconds"), "spec.minReadySeconds")
+    selector = spec.get("selector") if isinstance(spec.get("selector"), Mapping) else {}
+    if not selector:
+        errs.append(required("spec.selector"))
+    errs.extend(validate_labels(selector, "spec.selector"))
+    errs.extend(nonneg(spec.get("replicas"), "spec.replicas"))
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        errs.append(required("spec.template"))
+        return errs
+    labels = _template_labels(spec)
+    if selector and any((labels or {}).get(k) != v for k, v in selector.items()):
+        errs.append(invalid("spec.template.metadata.labels", GoRepr(string_map(labels)),
+                            "`selector` does not match template `labels`"))
+    errs.extend(validate_pod_template(template, "spec.template"))
+    errs.extend(_always_restart(spec, "spec", "ReplicationController"))
     return errs
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -90,6 +91,22 @@ class Client:
 
     async def delete(self, path: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
         return await self.call("DELETE", path, body, **kw)
+
+    async def watch(self, path: str, params: dict[str, str], n: int,
+                    headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Up to ``n`` events of a JSON watch on ``path`` (fewer if it ends or stays quiet for 2 s)."""
+        resp = await self.tc.get(path, params={**params, "watch": "true"}, headers={**ADMIN, **(headers or {})})
+        assert resp.status == 200
+        events: list[dict[str, Any]] = []
+        try:
+            while len(events) < n:
+                line = await asyncio.wait_for(resp.content.readline(), 2)
+                if not line:
+                    break
+                events.append(orjson.loads(line))
+        finally:
+            resp.close()
+        return events
 
 
 @pytest.fixture

@@ -152,8 +152,6 @@ def test_pod_defaults_and_admission_fields() -> None:
         "enableServiceLinks": True,
         "serviceAccountName": "default",
         "serviceAccount": "default",
-        "priority": 0,
-        "preemptionPolicy": "PreemptLowerPriority",
         "tolerations": [NOT_READY, UNREACHABLE],
     }
     assert apply_defaults(PODS, out) == out

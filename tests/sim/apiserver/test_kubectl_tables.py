@@ -10,14 +10,13 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp import web
 
 from controller_manager.api.meta import format_micro_time, format_time
 from controller_manager.api.resources import EVENTS_V1, JOBS, NODES, PODS, SERVICES
 from controller_manager.clock import FakeClock
-from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
+from controller_manager.sim.apiserver import ApiServer, ApiServerOptions
 from tests.sim.apiserver.conftest import Client, configmap
-from tests.sim.apiserver.test_kubectl import Kubectl
+from tests.sim.apiserver.kubectl_harness import Kubectl, serve
 
 TABLE = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
 MANIFESTS = """
@@ -127,23 +126,8 @@ class Sim:
 async def sim(tmp_path: Path) -> AsyncIterator[Sim]:
     clock = FakeClock()
     api = ApiServer(clock=clock, options=ApiServerOptions())
-    runner = web.AppRunner(build_app(api))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: sim, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
-users: [{{name: admin, user: {{}}}}]
-contexts: [{{name: sim, context: {{cluster: sim, user: admin, namespace: default}}}}]
-current-context: sim
-""")
-    try:
-        yield Sim(api, clock, Kubectl(kubeconfig, tmp_path / "cache"))
-    finally:
-        await runner.cleanup()
+    async with serve(api, tmp_path) as kubectl:
+        yield Sim(api, clock, kubectl)
 
 
 async def test_kinds_show_their_columns(sim: Sim) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
 import pytest
 
 from controller_manager.api.resources import CONFIGMAPS, PODS
@@ -23,22 +22,6 @@ async def _events(watcher: Watcher, n: int) -> list[tuple[str, dict[str, Any]]]:
     for _ in range(n):
         out.append(await asyncio.wait_for(watcher.__anext__(), 2))
     return out
-
-
-async def _stream(client: Client, path: str, params: dict[str, str], n: int,
-                  headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    resp = await client.tc.get(path, params={**params, "watch": "true"}, headers={**ADMIN, **(headers or {})})
-    assert resp.status == 200
-    events = []
-    try:
-        while len(events) < n:
-            line = await asyncio.wait_for(resp.content.readline(), 2)
-            if not line:
-                break
-            events.append(orjson.loads(line))
-    finally:
-        resp.close()
-    return events
 
 
 async def test_list_shape_and_resource_version(client: Client, api: ApiServer) -> None:
@@ -119,7 +102,7 @@ async def test_watch_from_zero_sends_state_then_changes(client: Client) -> None:
         await client.patch(f"{PODS_URL}/a", {"metadata": {"labels": {"v": "2"}}})
 
     task = asyncio.create_task(change(), name="change")
-    events = await _stream(client, PODS_URL, {"resourceVersion": "0"}, 2)
+    events = await client.watch(PODS_URL, {"resourceVersion": "0"}, 2)
     await task
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a"), ("MODIFIED", "a")]
 
@@ -128,7 +111,7 @@ async def test_watch_from_version_replays_history(client: Client) -> None:
     _, a = await client.post(PODS_URL, pod("a"))
     await client.post(PODS_URL, pod("b"))
     await client.delete(f"{PODS_URL}/a")
-    events = await _stream(client, PODS_URL, {"resourceVersion": a["metadata"]["resourceVersion"]}, 3)
+    events = await client.watch(PODS_URL, {"resourceVersion": a["metadata"]["resourceVersion"]}, 3)
     # Deleting a pod first writes its deletionTimestamp (grace 0 for an unbound pod), then removes it.
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "a")]
@@ -141,7 +124,7 @@ async def test_too_old_resource_version_is_an_error_event(client: Client, api: A
     await client.post(PODS_URL, pod("b"))
     api.forget_history()
     old = a["metadata"]["resourceVersion"]
-    events = await _stream(client, PODS_URL, {"resourceVersion": old}, 2)
+    events = await client.watch(PODS_URL, {"resourceVersion": old}, 2)
     assert len(events) == 1
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"] == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -244,6 +227,6 @@ async def test_many_watchers_share_encoded_bytes(api: ApiServer) -> None:
 
 async def test_metadata_only_watch(client: Client) -> None:
     await client.post(PODS_URL, pod("a"))
-    events = await _stream(client, PODS_URL, {}, 1, headers={
+    events = await client.watch(PODS_URL, {}, 1, headers={
         "Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"})
     assert events[0]["object"]["kind"] == "PartialObjectMetadata"

@@ -26,6 +26,14 @@ POD_TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}
 SELECTOR = {"matchLabels": {"app": "x"}}
 
 # A small valid object of each kind, as a user or a controller would first write it.
+# A PEM certificate request (CN=alice, P-256), as `openssl req -new` writes one.
+CSR_REQUEST = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIS01ISUNBUUF3RURFT01Bd0dBMVVFQXd3RllXeHBZMlV3V1RB"
+    "VEJnY3Foa2pPUFFJQkJnZ3Foa2pPUFFNQgpCd05DQUFSVDU5V2dkVFpmOERZa2lUY21mT0VnSXpmdUYwYXBqN1hJcHhBV2lpL3Vj"
+    "UUZpcGZGVkFyUWt0KzVZCjJBM2VyN2dvdEZONVhneE1DOUVRQU8xbDZFckhvQUF3Q2dZSUtvWkl6ajBFQXdJRFNBQXdSUUlnUHBy"
+    "NStkWmUKYkljRlowWHFFaC9tMzRkWEZKTzhQem9iWVVPZ1RPRFd3NmdDSVFEdE43elljZHBSVkFxV1Z0WjQ2WWN6NGxYRgpJcUhB"
+    "MmVLa0VBQVRFVWRrQ1E9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K"
+)
 OBJECTS: dict[str, dict[str, Any]] = {
     "Namespace": {},
     "Node": {},
@@ -65,6 +73,24 @@ OBJECTS: dict[str, dict[str, Any]] = {
                                                                               "resource": "pods"}}},
     "SelfSubjectRulesReview": {"spec": {"namespace": "default"}},
     "SelfSubjectReview": {},
+    "ResourceQuota": {"spec": {"hard": {"pods": "10", "requests.cpu": "4"}}},
+    "LimitRange": {"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}},
+    "ReplicationController": {"spec": {"selector": {"app": "x"}, "template": {
+        "metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}}},
+    "HorizontalPodAutoscaler": {"spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                                            "name": "web"}, "maxReplicas": 3}},
+    "PersistentVolume": {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                  "hostPath": {"path": "/data"}}},
+    "Ingress": {"spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}},
+    "IngressClass": {"spec": {"controller": "example.com/ingress"}},
+    "NetworkPolicy": {"spec": {"podSelector": {}, "policyTypes": ["Ingress"]}},
+    "StorageClass": {"provisioner": "example.com/disk"},
+    "VolumeAttachment": {"spec": {"attacher": "example.com/disk", "nodeName": "n1",
+                                  "source": {"persistentVolumeName": "pv1"}}},
+    "CSIDriver": {"spec": {"attachRequired": True}},
+    "CSINode": {"spec": {"drivers": [{"name": "example.com/disk", "nodeID": "n1"}]}},
+    "CertificateSigningRequest": {"spec": {"request": CSR_REQUEST, "signerName": "example.com/signer",
+                                           "usages": ["digital signature"]}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -85,6 +111,13 @@ STATUSES: dict[str, dict[str, Any]] = {
     "Job": {"active": 1, "startTime": "2026-01-01T00:00:00Z"},
     "CronJob": {"lastScheduleTime": "2026-01-01T00:00:00Z"},
     "PodDisruptionBudget": {"observedGeneration": 1, "expectedPods": 1},
+    "ResourceQuota": {"hard": {"pods": "10"}, "used": {"pods": "0"}},
+    "ReplicationController": {"replicas": 1, "observedGeneration": 1},
+    "HorizontalPodAutoscaler": {"currentReplicas": 1, "desiredReplicas": 1},
+    "PersistentVolume": {"phase": "Available"},
+    "Ingress": {"loadBalancer": {}},
+    "VolumeAttachment": {"attached": True},
+    "CertificateSigningRequest": {"conditions": [{"type": "Approved", "status": "True", "reason": "R"}]},
 }
 
 

@@ -61,6 +61,8 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
             _refused(e)
             return
         accepted["create"] += 1
+        if any(_at(out, path) is None and _at(out, path[:-1]) is not None for path in WRITES_NULL.get(res.kind, ())):
+            return
         upstream_schema.check(out)
 
     creates()
@@ -87,6 +89,18 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
         assert accepted["status"], "no drawn status was accepted: the property was never checked"
     if res.kind in LAX:
         assert accepted["create"], "no drawn object was accepted: the property was never checked"
+
+
+# Fields without omitempty that the real server writes as null when a client leaves them out, which the OpenAPI
+# schema (an array) does not allow: upstream's answers fail the same check there.
+WRITES_NULL: dict[str, tuple[tuple[str, ...], ...]] = {"LimitRange": (("spec", "limits"),),
+                                                    "CSINode": (("spec", "drivers"),)}
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
 
 
 # Status fields upstream's status validation refuses when incomplete and kube-sim does not check yet (its

@@ -19,21 +19,6 @@ PODS_URL = "/api/v1/namespaces/default/pods"
 LEASES_URL = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 
 
-async def _watch_lines(client: Client, path: str, params: dict[str, str], n: int) -> list[dict[str, Any]]:
-    resp = await client.tc.get(path, params={**params, "watch": "true"}, headers=ADMIN)
-    assert resp.status == 200
-    events: list[dict[str, Any]] = []
-    try:
-        while len(events) < n:
-            line = await asyncio.wait_for(resp.content.readline(), 2)
-            if not line:
-                break
-            events.append(orjson.loads(line))
-    finally:
-        resp.close()
-    return events
-
-
 # --- dryRun ------------------------------------------------------------------------------------------
 
 
@@ -53,7 +38,7 @@ async def test_dry_run_update_and_patch_answer_the_stored_resource_version(clien
     assert stored["data"] == {"k": "v"}
     # No event came of them: a watch from the create's version sees only the next real write.
     await client.patch(f"{CM_URL}/cm", {"data": {"k": "real"}})
-    events = await _watch_lines(client, CM_URL, {"resourceVersion": rv}, 1)
+    events = await client.watch(CM_URL, {"resourceVersion": rv}, 1)
     assert [(e["type"], e["object"]["data"]) for e in events] == [("MODIFIED", {"k": "real"})]
 
 
@@ -211,7 +196,7 @@ async def test_a_watch_list_from_a_future_resource_version_ends_with_the_timeout
     current = api.current_rv()
     params = {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true",
               "resourceVersion": str(current + 5)}
-    events = await _watch_lines(client, CM_URL, params, 2)
+    events = await client.watch(CM_URL, params, 2)
     assert len(events) == 1
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 504
@@ -265,7 +250,7 @@ async def test_watch_list_ends_initial_events_with_the_annotated_bookmark(client
     await client.post(CM_URL, configmap("a"))
     await client.post(CM_URL, configmap("b"))
     params = {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true"}
-    events = await _watch_lines(client, CM_URL, params, 3)
+    events = await client.watch(CM_URL, params, 3)
     assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK"]
     assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
     assert events[2]["object"]["kind"] == "ConfigMap"
@@ -275,7 +260,7 @@ async def test_a_watch_from_nothing_is_defaulted_to_a_watch_list(client: Client,
     # SetListOptionsDefaults (WatchList on): a watch from "" or "0" is sendInitialEvents=true, NotOlderThan.
     await client.post(CM_URL, configmap("a"))
     for rv in ("", "0"):
-        events = await _watch_lines(client, CM_URL, {"resourceVersion": rv, "allowWatchBookmarks": "true"}, 2)
+        events = await client.watch(CM_URL, {"resourceVersion": rv, "allowWatchBookmarks": "true"}, 2)
         assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
         assert events[1]["object"]["metadata"] == {"resourceVersion": str(api.current_rv()),
                                                    "annotations": {"k8s.io/initial-events-end": "true"}}

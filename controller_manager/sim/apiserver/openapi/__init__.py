@@ -204,8 +204,9 @@ _DOCUMENTS: dict[tuple[tuple[Resource, ...], str, bytes], Documents] = {}
 
 def documents(resources: tuple[Resource, ...], git_version: str) -> Documents:
     """The process's documents for a resource table and version (built lazily, kept). Only kinds of the
-    schema and custom resources are published (the CustomResourceDefinition kind is not: the schema lacks
-    apiextensions' types). A custom resource's schema is part of the key, as its equality leaves it out."""
+    schema and custom resources are published: not the CustomResourceDefinition kind (the schema lacks
+    apiextensions' types) nor the metrics API (its server publishes its own documents). A custom resource's
+    schema is part of the key, as its equality leaves it out."""
     resources = tuple(r for r in resources
                       if isinstance(r, CustomResource) or schema.kind(r.api_version, r.kind) is not None)
     key = (resources, git_version, orjson.dumps([r.schema for r in resources if isinstance(r, CustomResource)]))

@@ -172,7 +172,9 @@ def struct(name: str) -> Struct:
             omitempty=bool(f.get("omitempty")), inline=bool(f.get("inline")), proto=proto[0], wire=proto[1],
             repeated=proto[2], patch_strategy=f.get("patchStrategy", ""), merge_key=f.get("patchMergeKey", ""),
             list_type=f.get("listType", ""), list_map_keys=tuple(f.get("listMapKeys", ())),
-            map_type=f.get("mapType", ""), optional=bool(f.get("optional")), required=bool(f.get("required")),
+            # (a field's +structType, as on PersistentVolumeSpec.claimRef, is published as its map type)
+            map_type=f.get("mapType") or f.get("structType", ""), optional=bool(f.get("optional")),
+            required=bool(f.get("required")),
             default=f.get("default", NO_DEFAULT), enum=f.get("enum", ""), json_string=bool(f.get("jsonString")),
             union_discriminator=bool(f.get("unionDiscriminator"))))
     result = Struct(name, raw["go"], fields, atomic=raw.get("structType") == "atomic", union=bool(raw.get("union")))

@@ -1,0 +1,39 @@
+"""Kinds served in more than one version over one store: which resource holds the stored form, and the
+conversions between a served version and it (the core/events.k8s.io Events pair predates this and keeps its
+own path in the server).
+
+Guarantees: :func:`storage_of` is None for a resource stored in its own form; otherwise writes through the
+resource are converted with :func:`to_storage` and handed to the storage resource, and everything it shows
+(get, list, watch, write answers) is converted back with :func:`from_storage`, written by Go's JSON rules of
+the served version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller_manager.api.resources import HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, Resource
+from controller_manager.sim.apiserver import codec, hpa
+
+Obj = dict[str, Any]
+
+_STORAGE: dict[tuple[str, str, str], Resource] = {
+    (HORIZONTALPODAUTOSCALERS_V1.group, HORIZONTALPODAUTOSCALERS_V1.version, HORIZONTALPODAUTOSCALERS_V1.plural):
+        HORIZONTALPODAUTOSCALERS,
+}
+
+
+def storage_of(res: Resource) -> Resource | None:
+    return _STORAGE.get((res.group, res.version, res.plural))
+
+
+def to_storage(res: Resource, obj: Obj) -> Obj:
+    if res.kind == "HorizontalPodAutoscaler":
+        return hpa.to_v2(obj)
+    return obj
+
+
+def from_storage(res: Resource, obj: Obj) -> Obj:
+    if res.kind == "HorizontalPodAutoscaler":
+        return codec.normalize(res, hpa.to_v1(obj))
+    return obj

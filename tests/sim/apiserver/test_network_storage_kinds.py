@@ -1,0 +1,230 @@
+"""networking.k8s.io, storage.k8s.io, PersistentVolumes and CertificateSigningRequests through the API, and the
+kubectl commands that use them (create ingress, certificate approve)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.sim.apiserver.conftest import Client
+from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401
+
+NET = "/apis/networking.k8s.io/v1"
+STORAGE = "/apis/storage.k8s.io/v1"
+CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+PVS = "/api/v1/persistentvolumes"
+PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
+BACKEND = {"service": {"name": "web", "port": {"number": 80}}}
+
+
+def csr_pem() -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    request = x509.CertificateSigningRequestBuilder().subject_name(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "alice")])).sign(key, hashes.SHA256())
+    return request.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def csr(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {
+        "request": base64.b64encode(csr_pem().encode()).decode(), "signerName": "example.com/signer",
+        "usages": ["client auth"], **spec}}
+
+
+# --- networking ---------------------------------------------------------------------------------------------
+
+async def test_ingress_validation_and_status(client: Client) -> None:
+    path = f"{NET}/namespaces/default/ingresses"
+    status, body = await client.post(path, {"metadata": {"name": "empty"}, "spec": {}})
+    assert status == 422
+    assert body["message"] == ('Ingress.networking.k8s.io "empty" is invalid: spec: Invalid value: '
+                               '[]networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified')
+    status, body = await client.post(path, {"metadata": {"name": "bad"}, "spec": {"rules": [{"http": {"paths": [
+        {"path": "foo", "pathType": "Prefix", "backend": BACKEND}, {"path": "/", "backend": BACKEND}]}}]}})
+    assert status == 422
+    assert [c["message"] for c in body["details"]["causes"]] == [
+        'Invalid value: "foo": must be an absolute path', "Required value: pathType must be specified"]
+    status, ing = await client.post(path, {"metadata": {"name": "ok"}, "spec": {"rules": [{"host": "a.example.com",
+        "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": BACKEND}]}}]}})
+    assert status == 201, ing
+    ing["status"] = {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}]}}
+    status, ing = await client.put(f"{path}/ok/status", ing)
+    assert status == 200
+    assert ing["status"]["loadBalancer"]["ingress"] == [{"ip": "10.0.0.9"}]
+
+
+async def test_default_ingress_class(client: Client) -> None:
+    status, _ = await client.post(f"{NET}/ingressclasses", {
+        "metadata": {"name": "nginx", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+        "spec": {"controller": "k8s.io/ingress-nginx"}})
+    assert status == 201
+    status, ing = await client.post(f"{NET}/namespaces/default/ingresses", {
+        "metadata": {"name": "i"}, "spec": {"defaultBackend": BACKEND}})
+    assert status == 201, ing
+    assert ing["spec"]["ingressClassName"] == "nginx"
+    status, body = await client.post(f"{NET}/ingressclasses", {"metadata": {"name": "x"}, "spec": {}})
+    assert status == 422
+    assert body["message"] == 'IngressClass.networking.k8s.io "x" is invalid: spec.controller: Required value'
+
+
+async def test_network_policy_defaults(client: Client) -> None:
+    status, np = await client.post(f"{NET}/namespaces/default/networkpolicies", {
+        "metadata": {"name": "np"}, "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}})
+    assert status == 201, np
+    assert np["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert np["spec"]["egress"][0]["ports"] == [{"protocol": "TCP", "port": 53}]
+
+
+# --- storage ------------------------------------------------------------------------------------------------
+
+async def test_storage_class_defaults_immutability_and_default_class(client: Client) -> None:
+    status, sc = await client.post(f"{STORAGE}/storageclasses", {
+        "metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "example.com/disk", "parameters": {"type": "ssd"}})
+    assert status == 201, sc
+    assert (sc["reclaimPolicy"], sc["volumeBindingMode"]) == ("Delete", "Immediate")
+    sc["parameters"] = {"type": "hdd"}
+    status, body = await client.put(f"{STORAGE}/storageclasses/fast", sc)
+    assert status == 422
+    assert "parameters: Forbidden: updates to parameters are forbidden." in body["message"]
+    status, pvc = await client.post(PVCS, {"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    assert status == 201, pvc
+    assert pvc["spec"]["storageClassName"] == "fast"
+    status, pvc = await client.post(PVCS, {"metadata": {"name": "none"}, "spec": {
+        "storageClassName": "", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    assert pvc["spec"]["storageClassName"] == ""
+
+
+async def test_pvc_validation(client: Client) -> None:
+    status, body = await client.post(PVCS, {"metadata": {"name": "bad"}, "spec": {}})
+    assert status == 422
+    assert body["message"] == ('PersistentVolumeClaim "bad" is invalid: [spec.accessModes: Required value: at least 1 '
+                               'access mode is required, spec.resources[storage]: Required value]')
+    status, pvc = await client.post(PVCS, {"metadata": {"name": "ok"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    pvc["spec"]["resources"]["requests"]["storage"] = "2Gi"
+    status, pvc = await client.put(f"{PVCS}/ok", pvc)
+    assert status == 200, pvc
+    pvc["spec"]["accessModes"] = ["ReadWriteMany"]
+    status, body = await client.put(f"{PVCS}/ok", pvc)
+    assert status == 422
+    assert "spec: Forbidden: spec is immutable after creation" in body["message"]
+
+
+async def test_persistent_volume(client: Client) -> None:
+    status, pv = await client.post(PVS, {"metadata": {"name": "pv1"}, "spec": {
+        "capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}})
+    assert status == 201, pv
+    assert "namespace" not in pv["metadata"]
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert pv["spec"]["volumeMode"] == "Filesystem"
+    assert pv["status"]["phase"] == "Pending"
+    assert pv["status"]["lastPhaseTransitionTime"]
+    pv["status"] = {"phase": "Available"}
+    status, pv = await client.put(f"{PVS}/pv1/status", pv)
+    assert status == 200
+    assert pv["status"]["phase"] == "Available"
+    assert pv["status"]["lastPhaseTransitionTime"]
+    status, body = await client.post(PVS, {"metadata": {"name": "pv2"}, "spec": {
+        "capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"]}})
+    assert status == 422
+    assert body["message"] == 'PersistentVolume "pv2" is invalid: spec: Required value: must specify a volume type'
+
+
+async def test_csi_kinds_and_volume_attachment(client: Client) -> None:
+    status, driver = await client.post(f"{STORAGE}/csidrivers", {"metadata": {"name": "disk.example.com"},
+                                                                 "spec": {}})
+    assert status == 201, driver
+    assert driver["spec"]["attachRequired"] is True
+    assert driver["spec"]["volumeLifecycleModes"] == ["Persistent"]
+    assert driver["spec"]["fsGroupPolicy"] == "ReadWriteOnceWithFSType"
+    status, body = await client.post(f"{STORAGE}/csinodes", {"metadata": {"name": "n1"}, "spec": {"drivers": [
+        {"name": "a", "nodeID": "x"}, {"name": "a", "nodeID": "y"}]}})
+    assert status == 422
+    assert body["message"] == 'CSINode.storage.k8s.io "n1" is invalid: spec.drivers[1].name: Duplicate value: "a"'
+    va_path = f"{STORAGE}/volumeattachments"
+    status, va = await client.post(va_path, {"metadata": {"name": "va"}, "spec": {
+        "attacher": "disk.example.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}})
+    assert status == 201, va
+    va["status"] = {"attached": True}
+    status, va = await client.put(f"{va_path}/va/status", va)
+    assert status == 200
+    assert va["status"]["attached"] is True
+    va["spec"]["nodeName"] = "n2"
+    status, body = await client.put(f"{va_path}/va", va)
+    assert status == 422
+    status, body = await client.post(va_path, {"metadata": {"name": "bad"}, "spec": {"source": {}}})
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.attacher", "spec.nodeName", "spec.source"]
+
+
+# --- certificates ---------------------------------------------------------------------------------------------
+
+async def test_csr_approval_and_status(client: Client) -> None:
+    status, obj = await client.post(CSRS, csr("alice", username="mallory", groups=["system:masters"]))
+    assert status == 201, obj
+    assert obj["status"] == {}
+    assert (obj["spec"]["username"], obj["spec"]["uid"]) == ("admin", "admin-uid")  # the requester, not the body
+    assert obj["spec"]["groups"] == ["system:masters", "system:authenticated"]
+    obj["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "Mine"}]}
+    status, same = await client.put(f"{CSRS}/alice/status", obj)
+    assert status == 200
+    assert "conditions" not in same["status"]  # approval only through /approval
+    status, approved = await client.put(f"{CSRS}/alice/approval", obj)
+    assert status == 200, approved
+    condition = approved["status"]["conditions"][0]
+    assert condition["type"] == "Approved"
+    assert condition["lastUpdateTime"]
+    assert condition["lastTransitionTime"]
+    approved["status"]["certificate"] = base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode()
+    status, issued = await client.put(f"{CSRS}/alice/status", approved)
+    assert status == 200
+    assert issued["status"]["certificate"]
+    assert issued["status"]["conditions"][0]["type"] == "Approved"
+    issued["status"]["conditions"].append({"type": "Denied", "status": "True"})
+    status, body = await client.put(f"{CSRS}/alice/approval", issued)
+    assert status == 422
+    assert "Approved and Denied conditions are mutually exclusive" in body["message"]
+
+
+async def test_csr_validation(client: Client) -> None:
+    status, body = await client.post(CSRS, csr("bad", signerName="nope", expirationSeconds=60))
+    assert status == 422
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec.signerName", "spec.expirationSeconds"]
+    status, body = await client.post(CSRS, {"metadata": {"name": "junk"}, "spec": {
+        "request": base64.b64encode(b"hi").decode(), "signerName": "example.com/s", "usages": ["client auth"]}})
+    assert status == 422
+    assert body["message"] == ('CertificateSigningRequest.certificates.k8s.io "junk" is invalid: spec.request: Invalid '
+                               'value: []byte{0x68, 0x69}: PEM block type must be CERTIFICATE REQUEST')
+
+
+# --- kubectl ----------------------------------------------------------------------------------------------------
+
+async def test_kubectl_create_ingress(kubectl: Kubectl) -> None:  # noqa: F811
+    out = await kubectl("create", "ingress", "simple", "--rule=foo.com/bar=svc1:8080,tls=my-cert")
+    assert out.strip() == "ingress.networking.k8s.io/simple created"
+    got = json.loads(await kubectl("get", "ing", "simple", "-o", "json"))
+    assert got["spec"]["rules"] == [{"host": "foo.com", "http": {"paths": [
+        {"path": "/bar", "pathType": "Exact", "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}}]}}]
+    assert got["spec"]["tls"] == [{"hosts": ["foo.com"], "secretName": "my-cert"}]
+
+
+async def test_kubectl_certificate_approve(kubectl: Kubectl) -> None:  # noqa: F811
+    await kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "certificates.k8s.io/v1",
+                                                        "kind": "CertificateSigningRequest", **csr("alice")}))
+    out = await kubectl("certificate", "approve", "alice")
+    assert out.strip() == "certificatesigningrequest.certificates.k8s.io/alice approved"
+    got = json.loads(await kubectl("get", "csr", "alice", "-o", "json"))
+    assert got["status"]["conditions"][0]["type"] == "Approved"
+    assert got["status"]["conditions"][0]["reason"] == "KubectlApprove"
+
+
+async def test_kubectl_get_storage_and_network_kinds(kubectl: Kubectl) -> None:  # noqa: F811
+    for kind in ("pv", "sc", "csidrivers", "csinodes", "volumeattachments", "ingressclasses", "netpol", "csr",
+                 "quota", "limits", "rc", "hpa"):
+        await kubectl("get", kind)
