@@ -147,6 +147,17 @@ async def test_discovery_lists_the_served_version(client: Client) -> None:
     assert names["crontabs"]["shortNames"] == ["ct"]
     assert names["crontabs"]["namespaced"] is True
     assert "crontabs/status" in names
+    _, aggregated = await client.get("/apis", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
+    group = next(g for g in aggregated["items"] if g["metadata"]["name"] == "stable.example.com")
+    resource = group["versions"][0]["resources"][0]
+    assert resource["resource"] == "crontabs"
+    assert resource["responseKind"] == {"group": "stable.example.com", "version": "v1", "kind": "CronTab"}
+    assert resource["scope"] == "Namespaced"
+    assert [s["subresource"] for s in resource["subresources"]] == ["status"]
+    await client.delete(f"{CRDS}/crontabs.stable.example.com")
+    _, groups = await client.get("/apis")
+    assert not any(g["name"] == "stable.example.com" for g in groups["groups"])
 
 
 async def test_crud_with_defaults_and_pruning(client: Client) -> None:
@@ -489,3 +500,15 @@ def test_any_schema_and_body_answer_a_status(schema: Any, value: Any) -> None:
         api.create(res, decoded)
     except errors.StatusError:
         pass
+
+
+async def test_defaults_added_later_show_on_read(client: Client) -> None:
+    _, created = await client.post(CRDS, crd())
+    await client.post(CRONTABS, crontab("a"))
+    schema = created["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["image"]["default"] = "nginx"
+    assert (await client.put(f"{CRDS}/crontabs.stable.example.com", created))[0] == 200
+    _, got = await client.get(f"{CRONTABS}/a")
+    assert got["spec"]["image"] == "nginx"
+    _, listed = await client.get(CRONTABS)
+    assert listed["items"][0]["spec"]["image"] == "nginx"

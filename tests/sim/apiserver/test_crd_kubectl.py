@@ -77,6 +77,9 @@ async def test_apply_twice_get_scale_and_delete(kubectl: Kubectl, tmp_path: Path
     lines = (await kubectl("get", "crontabs")).splitlines()
     assert lines[0].split() == ["NAME", "SPEC", "REPLICAS"]
     assert lines[1].split() == ["a", "1", "*", "*", "*", "*", "5"]
+    crds = (await kubectl("get", "crd")).splitlines()
+    assert crds[0].split() == ["NAME", "CREATED", "AT"]
+    assert crds[1].split()[0] == "crontabs.stable.example.com"
     assert "deleted" in await kubectl("delete", "crd", "crontabs.stable.example.com")
 
 

@@ -339,7 +339,10 @@ def served_resources(obj: Obj) -> list[CustomResource]:
     names = _dict(_dict(obj.get("status")).get("acceptedNames"))
     subresources_top = _dict(spec.get("subresources"))
     out: list[CustomResource] = []
-    for v in sorted((_dict(v) for v in _list(spec.get("versions"))), key=lambda v: version_priority(v.get("name"))):
+    versions = [_dict(v) for v in _list(spec.get("versions"))]
+    storage_schema = next((_dict(v.get("schema")).get("openAPIV3Schema") for v in versions if v.get("storage") is True),
+                          None)
+    for v in sorted(versions, key=lambda v: version_priority(v.get("name"))):
         if v.get("served") is not True:
             continue
         subs = _dict(v.get("subresources")) or subresources_top
@@ -350,7 +353,7 @@ def served_resources(obj: Obj) -> list[CustomResource]:
             spec.get("scope") == "Namespaced", tuple(_list(names.get("shortNames"))), sub_names,
             categories=tuple(_list(names.get("categories"))), singular=str(names.get("singular") or ""),
             crd_name=str(_dict(obj.get("metadata")).get("name")), list_kind=str(names.get("listKind") or ""),
-            storage_version=f"{spec.get('group')}/{storage_version(obj)}",
+            storage_version=f"{spec.get('group')}/{storage_version(obj)}", storage_schema=storage_schema,
             schema=_dict(v.get("schema")).get("openAPIV3Schema"), scale=_dict(subs.get("scale")) or None,
             columns=tuple(c for c in columns if isinstance(c, dict))))
     return out

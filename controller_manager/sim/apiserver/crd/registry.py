@@ -14,12 +14,15 @@ Guarantees:
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.crd import definition
+from controller_manager.sim.apiserver.crd import definition, structural
 from controller_manager.sim.apiserver.crd.resource import CUSTOMRESOURCEDEFINITIONS, CustomResource, is_definition
 from controller_manager.sim.apiserver.watch import View, full_view
 
@@ -208,14 +211,31 @@ class CustomResources:
 
 
 def view(res: CustomResource) -> View:
-    """How objects stored in the storage version are shown in ``res``'s version: only apiVersion differs,
-    as with upstream's ``None`` conversion strategy."""
+    """How stored objects are shown in ``res``'s version: defaulted by the storage version's schema (as
+    upstream defaults on reading from etcd, so a default added later shows on older objects), and with
+    ``res``'s apiVersion (upstream's ``None`` conversion strategy)."""
     api_version = res.api_version
+    schema = res.storage_schema if isinstance(res.storage_schema, dict) else None
+    if schema is not None and not _has_defaults(schema):
+        schema = None
+    # Views are cached beside each stored version: the key names the schema they were defaulted by.
+    key = api_version if schema is None else f"{api_version}#{hashlib.sha256(orjson.dumps(schema)).hexdigest()}"
 
     def convert(obj: Obj) -> Obj:
-        return {k: (api_version if k == "apiVersion" else v) for k, v in obj.items()}
+        out = {k: (api_version if k == "apiVersion" else v) for k, v in obj.items()}
+        return structural.default(schema, out) if schema is not None else out
 
-    return lambda s: full_view(s) if s.obj.get("apiVersion") == api_version else s.view(api_version, convert)
+    if schema is None:
+        return lambda s: full_view(s) if s.obj.get("apiVersion") == api_version else s.view(key, convert)
+    return lambda s: s.view(key, convert)
+
+
+def _has_defaults(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return "default" in schema or any(_has_defaults(v) for k, v in schema.items() if k != "default")
+    if isinstance(schema, list):
+        return any(_has_defaults(v) for v in schema)
+    return False
 
 
 def _stored_form(res: CustomResource, obj: Obj) -> Obj:

@@ -23,6 +23,7 @@ class CustomResource(Resource):
     list_kind: str = field(default="", compare=False)
     storage_version: str = field(default="", compare=False)  # the apiVersion objects are stored in
     schema: Obj | None = field(default=None, compare=False, hash=False)  # the version's openAPIV3Schema
+    storage_schema: Obj | None = field(default=None, compare=False, hash=False)  # the storage version's
     scale: Obj | None = field(default=None, compare=False, hash=False)  # subresources.scale
     columns: tuple[Obj, ...] = field(default=(), compare=False, hash=False)  # additionalPrinterColumns
 
