@@ -120,6 +120,15 @@ CSIDRIVERS = Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
 CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 CERTIFICATESIGNINGREQUESTS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
                                       "CertificateSigningRequest", False, ("csr",), ("approval", "status"))
+VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                                           "ValidatingWebhookConfiguration", False)
+MUTATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                                         "MutatingWebhookConfiguration", False)
+VALIDATINGADMISSIONPOLICIES = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+                                       "ValidatingAdmissionPolicy", False, (), ("status",))
+VALIDATINGADMISSIONPOLICYBINDINGS = Resource("admissionregistration.k8s.io", "v1",
+                                             "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding",
+                                             False)
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -129,7 +138,8 @@ BUILTIN: tuple[Resource, ...] = (
     CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES, RESOURCEQUOTAS, LIMITRANGES,
     REPLICATIONCONTROLLERS, HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, PERSISTENTVOLUMES, INGRESSES,
     INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,
-    CERTIFICATESIGNINGREQUESTS,
+    CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
+    VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -18,7 +18,15 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
-from controller_manager.sim.apiserver import certificates, hpa, limitranger, networking, priority, storage_kinds
+from controller_manager.sim.apiserver import (
+    admission_registration,
+    certificates,
+    hpa,
+    limitranger,
+    networking,
+    priority,
+    storage_kinds,
+)
 from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -296,6 +304,7 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "ResourceQuota": _resource_quota,
     "CertificateSigningRequest": certificates.validate,
     **networking.RULES,
+    **admission_registration.RULES,
     **storage_kinds.RULES,
 }
 

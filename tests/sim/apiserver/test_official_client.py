@@ -34,6 +34,9 @@ CSR_REQUEST = (
     "NStkWmUKYkljRlowWHFFaC9tMzRkWEZKTzhQem9iWVVPZ1RPRFd3NmdDSVFEdE43elljZHBSVkFxV1Z0WjQ2WWN6NGxYRgpJcUhB"
     "MmVLa0VBQVRFVWRrQ1E9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K"
 )
+ADMISSION_RULE = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}
+WEBHOOK = {"name": "check.example.com", "clientConfig": {"url": "https://hook.example.com/"},
+           "rules": [ADMISSION_RULE], "sideEffects": "None", "admissionReviewVersions": ["v1"]}
 OBJECTS: dict[str, dict[str, Any]] = {
     "Namespace": {},
     "Node": {},
@@ -91,6 +94,11 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "CSINode": {"spec": {"drivers": [{"name": "example.com/disk", "nodeID": "n1"}]}},
     "CertificateSigningRequest": {"spec": {"request": CSR_REQUEST, "signerName": "example.com/signer",
                                            "usages": ["digital signature"]}},
+    "ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
+    "MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
+    "ValidatingAdmissionPolicy": {"spec": {"matchConstraints": {"resourceRules": [ADMISSION_RULE]},
+                                           "validations": [{"expression": "true"}]}},
+    "ValidatingAdmissionPolicyBinding": {"spec": {"policyName": "p", "validationActions": ["Deny"]}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
