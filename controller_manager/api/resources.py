@@ -113,6 +113,8 @@ PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", 
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True, ("ing",), ("status",))
 INGRESSCLASSES = Resource("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False)
 NETWORKPOLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",))
+SERVICECIDRS = Resource("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", False, (), ("status",))
+IPADDRESSES = Resource("networking.k8s.io", "v1", "ipaddresses", "IPAddress", False, ("ip",))
 STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",))
 VOLUMEATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, (),
                              ("status",))
@@ -139,7 +141,7 @@ BUILTIN: tuple[Resource, ...] = (
     REPLICATIONCONTROLLERS, HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, PERSISTENTVOLUMES, INGRESSES,
     INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
-    VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS,
+    VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

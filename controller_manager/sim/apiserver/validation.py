@@ -25,6 +25,7 @@ from controller_manager.sim.apiserver import (
     limitranger,
     networking,
     priority,
+    service_cidrs,
     storage_kinds,
 )
 from controller_manager.sim.apiserver.resource_lists import parse_list
@@ -82,6 +83,7 @@ _NAME_FNS: dict[str, NameFn] = {
     "ClusterRole": name_is_path_segment,
     "RoleBinding": name_is_path_segment,
     "ClusterRoleBinding": name_is_path_segment,
+    "IPAddress": service_cidrs.ip_address_name,
 }
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
@@ -305,6 +307,7 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "CertificateSigningRequest": certificates.validate,
     **networking.RULES,
     **admission_registration.RULES,
+    **service_cidrs.RULES,
     **storage_kinds.RULES,
 }
 

@@ -228,3 +228,114 @@ async def test_kubectl_get_storage_and_network_kinds(kubectl: Kubectl) -> None: 
     for kind in ("pv", "sc", "csidrivers", "csinodes", "volumeattachments", "ingressclasses", "netpol", "csr",
                  "quota", "limits", "rc", "hpa"):
         await kubectl("get", kind)
+
+
+# --- ServiceCIDRs and IPAddresses -------------------------------------------------------------------------------
+
+async def test_default_service_cidr(client: Client) -> None:
+    status, got = await client.get(f"{NET}/servicecidrs/kubernetes")
+    assert status == 200
+    assert got["spec"] == {"cidrs": ["10.96.0.0/12"]}
+    (ready,) = got["status"]["conditions"]
+    assert (ready["type"], ready["status"], ready["reason"], ready["message"]) == (
+        "Ready", "True", "", "Kubernetes default Service CIDR is ready")
+    got["spec"]["cidrs"] = ["10.100.0.0/16"]
+    status, body = await client.put(f"{NET}/servicecidrs/kubernetes", got)
+    assert status == 422
+    assert body["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "10.100.0.0/16": field is immutable',
+         "field": "spec.cidrs[0]"}]
+
+
+async def test_service_cidr_validation_and_status(client: Client) -> None:
+    path = f"{NET}/servicecidrs"
+    cases = {
+        "none": ([], [("spec.cidrs", "Required value: at least one CIDR required")]),
+        "bad": (["10.0.0.0/33", "10.1.0.1/16", "010.2.0.0/16"], [
+            ("spec.cidrs", 'Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{"10.0.0.0/33", "10.1.0.1/16", '
+                           '"010.2.0.0/16"}}: may only hold up to 2 values')]),
+        "forms": (["10.0.0.0/33", "10.1.0.1/16"], [
+            ("spec.cidrs[0]", 'Invalid value: "10.0.0.0/33": must be a valid CIDR value, (e.g. 10.9.8.0/24 or '
+                              "2001:db8::/64)"),
+            ("spec.cidrs[1]", 'Invalid value: "10.1.0.1/16": must not have bits set beyond the prefix length'),
+            ("spec.cidrs", 'Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{"10.0.0.0/33", "10.1.0.1/16"}}: '
+                           "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and "
+                           "2001:db8::/64")]),
+        "canonical": (["2001:DB8::/64"], [
+            ("spec.cidrs[0]", 'Invalid value: "2001:DB8::/64": must be in canonical form ("2001:db8::/64")')]),
+    }
+    for name, (cidrs, want) in cases.items():
+        status, body = await client.post(path, {"metadata": {"name": name}, "spec": {"cidrs": cidrs}})
+        assert status == 422, name
+        assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == want, name
+    status, got = await client.post(path, {"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]},
+                                           "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    assert status == 201, got
+    assert got.get("status", {}) == {}  # a create starts without status
+    got["spec"]["cidrs"] = ["10.200.0.0/24", "fd00::/108"]  # a single-stack range may gain the other family
+    status, got = await client.put(f"{path}/extra", got)
+    assert status == 200, got
+    assert got["spec"]["cidrs"] == ["10.200.0.0/24", "fd00::/108"]
+
+
+async def test_ip_addresses_follow_cluster_ips(client: Client) -> None:
+    services = "/api/v1/namespaces/default/services"
+    status, svc = await client.post(services, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    assert status == 201, svc
+    ip = svc["spec"]["clusterIP"]
+    status, got = await client.get(f"{NET}/ipaddresses/{ip}")
+    assert status == 200
+    assert got["metadata"]["labels"] == {"ipaddress.kubernetes.io/ip-family": "IPv4",
+                                         "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}
+    assert got["spec"] == {"parentRef": {"resource": "services", "namespace": "default", "name": "web"}}
+    status, headless = await client.post(services, {"metadata": {"name": "headless"}, "spec": {
+        "clusterIP": "None", "ports": [{"port": 80}]}})
+    assert status == 201, headless
+    _, listed = await client.get(f"{NET}/ipaddresses")
+    assert [i["metadata"]["name"] for i in listed["items"]] == [ip]
+    # an address someone else holds is not handed out, nor may it be asked for
+    status, taken = await client.post(f"{NET}/ipaddresses", {"metadata": {"name": "10.96.0.200"}, "spec": {
+        "parentRef": {"resource": "gateways", "group": "example.com", "name": "gw"}}})
+    assert status == 201, taken
+    status, body = await client.post(services, {"metadata": {"name": "asks"}, "spec": {
+        "clusterIP": "10.96.0.200", "ports": [{"port": 80}]}})
+    assert status == 422
+    assert "provided IP is already allocated" in body["message"]
+    status, _ = await client.delete(f"{services}/web")
+    assert status == 200
+    status, _ = await client.get(f"{NET}/ipaddresses/{ip}")
+    assert status == 404
+    status, _ = await client.get(f"{NET}/ipaddresses/10.96.0.200")
+    assert status == 200
+
+
+async def test_ip_address_validation(client: Client) -> None:
+    path = f"{NET}/ipaddresses"
+    status, body = await client.post(path, {"metadata": {"name": "10.0.0.010"}, "spec": {}})
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("metadata.name", 'Invalid value: "10.0.0.010": ParseAddr("10.0.0.010"): unable to parse IP'),
+        ("spec.parentRef", "Required value")]
+    status, body = await client.post(path, {"metadata": {"name": "fd00:0::1"}, "spec": {"parentRef": {}}})
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("metadata.name", 'Invalid value: "fd00:0::1": must be a canonical format IP address'),
+        ("spec.parentRef.resource", "Required value"), ("spec.parentRef.name", "Required value")]
+    status, got = await client.post(path, {"metadata": {"name": "fd00::1"}, "spec": {"parentRef": {
+        "resource": "services", "namespace": "default", "name": "a"}}})
+    assert status == 201, got
+    got["spec"]["parentRef"]["name"] = "b"
+    status, body = await client.put(f"{path}/fd00::1", got)
+    assert status == 422
+    assert body["details"]["causes"][0]["message"] == (
+        'Invalid value: &networking.ParentReference{Group:"", Resource:"services", Namespace:"default", Name:"b"}: '
+        "field is immutable")
+
+
+async def test_kubectl_get_service_cidrs_and_ip_addresses(kubectl: Kubectl) -> None:  # noqa: F811
+    out = await kubectl("get", "servicecidrs", "-o", "name")
+    assert out == "servicecidr.networking.k8s.io/kubernetes\n"
+    await kubectl("create", "service", "clusterip", "web", "--tcp=80:80")
+    svc = json.loads(await kubectl("get", "svc", "web", "-o", "json"))
+    out = await kubectl("get", "ip", "-o", "name")
+    assert out == f"ipaddress.networking.k8s.io/{svc['spec']['clusterIP']}\n"

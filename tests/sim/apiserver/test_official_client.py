@@ -99,6 +99,8 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "ValidatingAdmissionPolicy": {"spec": {"matchConstraints": {"resourceRules": [ADMISSION_RULE]},
                                            "validations": [{"expression": "true"}]}},
     "ValidatingAdmissionPolicyBinding": {"spec": {"policyName": "p", "validationActions": ["Deny"]}},
+    "ServiceCIDR": {"spec": {"cidrs": ["10.200.0.0/24"]}},
+    "IPAddress": {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -135,6 +137,9 @@ def model_name(res: Resource) -> str:
         return "CoreV1Event" if res.group == "" else "EventsV1Event"
     return f"{res.version.capitalize()}{res.kind}"
 
+
+# Kinds whose names have a form of their own (an IPAddress is named by its address).
+NAMES = {"IPAddress": "10.250.0.1"}
 
 # Access reviews must come with empty metadata (a real server answers 422 "must be empty").
 _NAMELESS = {"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}
@@ -177,7 +182,7 @@ async def test_every_kind_is_covered() -> None:
 @pytest.mark.parametrize("res", served("create"), ids=lambda r: f"{r.group or 'core'}.{r.kind}")
 async def test_official_client_reads_every_kind_in_every_state(client: Client, res: Resource) -> None:
     model = model_name(res)
-    name = "obj-1"
+    name = NAMES.get(res.kind, "obj-1")
     status, created = await client.post(path(res), body_of(res, name))
     assert status in (200, 201), created
     typed(model, created)
