@@ -122,6 +122,7 @@ CSIDRIVERS = Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
 CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 CERTIFICATESIGNINGREQUESTS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
                                       "CertificateSigningRequest", False, ("csr",), ("approval", "status"))
+CLUSTERTRUSTBUNDLES = Resource("certificates.k8s.io", "v1", "clustertrustbundles", "ClusterTrustBundle", False)
 VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                                            "ValidatingWebhookConfiguration", False)
 MUTATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
@@ -142,6 +143,7 @@ BUILTIN: tuple[Resource, ...] = (
     INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
+    CLUSTERTRUSTBUNDLES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -21,6 +21,7 @@ from controller_manager.api.selectors import is_label_key
 from controller_manager.sim.apiserver import (
     admission_registration,
     certificates,
+    cluster_trust_bundles,
     hpa,
     limitranger,
     networking,
@@ -305,6 +306,7 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "PriorityClass": priority.validate,
     "ResourceQuota": _resource_quota,
     "CertificateSigningRequest": certificates.validate,
+    "ClusterTrustBundle": cluster_trust_bundles.validate,
     **networking.RULES,
     **admission_registration.RULES,
     **service_cidrs.RULES,
@@ -315,7 +317,10 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
 def validate(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None, *,
              subresource: str | None = None) -> list[FieldError]:
     kind = resource.kind
-    errs = validate_object_meta(obj.get("metadata"), resource.namespaced, _NAME_FNS.get(kind, name_is_dns_subdomain))
+    name_fn = _NAME_FNS.get(kind, name_is_dns_subdomain)
+    if kind == "ClusterTrustBundle":  # (its name's form depends on its signer)
+        name_fn = cluster_trust_bundles.name_errors(str(_dict(obj.get("spec")).get("signerName") or ""))
+    errs = validate_object_meta(obj.get("metadata"), resource.namespaced, name_fn)
     if old is not None:
         errs.extend(validate_object_meta_update(obj.get("metadata"), old.get("metadata")))
     if subresource is None:

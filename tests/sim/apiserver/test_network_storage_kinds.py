@@ -14,6 +14,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.sim.apiserver.conftest import Client
 from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401
+from tests.sim.apiserver.test_official_client import ca_pem
 
 NET = "/apis/networking.k8s.io/v1"
 STORAGE = "/apis/storage.k8s.io/v1"
@@ -339,3 +340,46 @@ async def test_kubectl_get_service_cidrs_and_ip_addresses(kubectl: Kubectl) -> N
     svc = json.loads(await kubectl("get", "svc", "web", "-o", "json"))
     out = await kubectl("get", "ip", "-o", "name")
     assert out == f"ipaddress.networking.k8s.io/{svc['spec']['clusterIP']}\n"
+
+
+# --- ClusterTrustBundles ----------------------------------------------------------------------------------------
+
+async def test_cluster_trust_bundles(client: Client) -> None:
+    path = "/apis/certificates.k8s.io/v1/clustertrustbundles"
+    root = ca_pem()
+    status, got = await client.post(path, {"metadata": {"name": "example.com:signer:one"}, "spec": {
+        "signerName": "example.com/signer", "trustBundle": root}})
+    assert status == 201, got
+    assert got["spec"] == {"signerName": "example.com/signer", "trustBundle": root}
+    got["spec"]["signerName"] = "example.com/other"
+    status, body = await client.put(f"{path}/example.com:signer:one", got)
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("metadata.name", 'Invalid value: "example.com:signer:one": ClusterTrustBundle for signerName '
+                          "example.com/other must be named with prefix example.com:other:"),
+        ("spec.signerName", 'Invalid value: "example.com/other": changing signerName is forbidden')]
+    cases = {
+        "a:b": ("", root, [("metadata.name", 'Invalid value: "a:b": ClusterTrustBundle without signer name must not '
+                                             'have ":" in its name')]),
+        "empty": ("", "", [("spec.trustBundle", 'Invalid value: "<value omitted>": at least one trust anchor must '
+                                                "be provided")]),
+        "leaf": ("", ca_pem(ca=False), [("spec.trustBundle", 'Invalid value: "<value omitted>": entry 0 does not '
+                                                              "have the CA bit set")]),
+        "twice": ("", root + root, [("spec.trustBundle", 'Invalid value: "<value omitted>": duplicate trust anchor '
+                                                         "(indices [0 1])")]),
+        "key": ("", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                [("spec.trustBundle", 'Invalid value: "<value omitted>": entry 0 has bad block type: PRIVATE KEY')]),
+    }
+    for name, (signer, bundle, want) in cases.items():
+        status, body = await client.post(path, {"metadata": {"name": name}, "spec": {
+            "signerName": signer, "trustBundle": bundle}})
+        assert status == 422, name
+        assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == want, name
+
+
+async def test_kubectl_get_cluster_trust_bundles(kubectl: Kubectl) -> None:  # noqa: F811
+    await kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "ClusterTrustBundle", "metadata": {"name": "roots"},
+        "spec": {"trustBundle": ca_pem()}}))
+    assert await kubectl("get", "clustertrustbundles", "-o", "name") == (
+        "clustertrustbundle.certificates.k8s.io/roots\n")
