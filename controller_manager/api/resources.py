@@ -113,6 +113,8 @@ PERSISTENTVOLUMES = Resource("", "v1", "persistentvolumes", "PersistentVolume", 
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True, ("ing",), ("status",))
 INGRESSCLASSES = Resource("networking.k8s.io", "v1", "ingressclasses", "IngressClass", False)
 NETWORKPOLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ("netpol",))
+SERVICECIDRS = Resource("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR", False, (), ("status",))
+IPADDRESSES = Resource("networking.k8s.io", "v1", "ipaddresses", "IPAddress", False, ("ip",))
 STORAGECLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",))
 VOLUMEATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, (),
                              ("status",))
@@ -120,6 +122,16 @@ CSIDRIVERS = Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
 CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
 CERTIFICATESIGNINGREQUESTS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
                                       "CertificateSigningRequest", False, ("csr",), ("approval", "status"))
+CLUSTERTRUSTBUNDLES = Resource("certificates.k8s.io", "v1", "clustertrustbundles", "ClusterTrustBundle", False)
+VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                                           "ValidatingWebhookConfiguration", False)
+MUTATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                                         "MutatingWebhookConfiguration", False)
+VALIDATINGADMISSIONPOLICIES = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+                                       "ValidatingAdmissionPolicy", False, (), ("status",))
+VALIDATINGADMISSIONPOLICYBINDINGS = Resource("admissionregistration.k8s.io", "v1",
+                                             "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding",
+                                             False)
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -129,7 +141,9 @@ BUILTIN: tuple[Resource, ...] = (
     CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES, RESOURCEQUOTAS, LIMITRANGES,
     REPLICATIONCONTROLLERS, HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, PERSISTENTVOLUMES, INGRESSES,
     INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,
-    CERTIFICATESIGNINGREQUESTS,
+    CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
+    VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
+    CLUSTERTRUSTBUNDLES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -58,7 +58,7 @@ def _request_errors(request: Any) -> list[FieldError]:
     return []
 
 
-def _signer_errors(signer: Any) -> list[FieldError]:
+def signer_name_errors(signer: Any) -> list[FieldError]:
     if not signer:
         return [required("spec.signerName")]
     domain, _, path = str(signer).partition("/")
@@ -100,7 +100,7 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fiel
     conditions = [_dict(c) for c in status.get("conditions") or ()]
     errs = _request_errors(spec.get("request")) if old is None else []
     if old is None:
-        errs.extend(_signer_errors(spec.get("signerName")))
+        errs.extend(signer_name_errors(spec.get("signerName")))
         seconds = spec.get("expirationSeconds")
         if isinstance(seconds, int) and seconds < 600:
             errs.append(invalid("spec.expirationSeconds", seconds,

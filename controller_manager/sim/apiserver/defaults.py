@@ -32,7 +32,14 @@ from typing import Any
 import orjson
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import hpa, limitranger, networking, priority, storage_kinds
+from controller_manager.sim.apiserver import (
+    admission_registration,
+    hpa,
+    limitranger,
+    networking,
+    priority,
+    storage_kinds,
+)
 
 __all__ = ["apply_defaults", "image_pull_policy", "job_selector_defaults"]
 
@@ -441,6 +448,7 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     "HorizontalPodAutoscaler": hpa.apply_defaults,
     "PriorityClass": priority.apply_defaults,
     **networking.DEFAULTS,
+    **admission_registration.DEFAULTS,
     **storage_kinds.DEFAULTS,
 }
 

@@ -44,6 +44,7 @@ from controller_manager.sim.apiserver import (
     metrics_api,
     node_ports,
     priority,
+    service_cidrs,
     service_ips,
     strategy,
     versions,
@@ -167,6 +168,7 @@ class ApiServer:
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
             for pc in priority.SYSTEM_CLASSES:
                 self.create(PRIORITYCLASSES, pc)
+        service_cidrs.install(self, format_time(self.clock.now()))
         if self.options.bootstrap_rbac:
             bootstrap.install(self, viewer=bool(self.options.viewer_token))
         self.auth = Auth(self)
@@ -270,6 +272,8 @@ class ApiServer:
             return existing
         removed = store.remove(key, self._next_rv()).new
         self.crds.removed(store.resource, removed.obj)
+        if store.resource.kind == "Service" and store.resource.group == "":
+            service_cidrs.after_service_removed(self, removed.obj)
         if self.auth is not None:
             self.auth.after_write(store.resource.kind, store.resource.group)
         return removed
@@ -352,7 +356,8 @@ class ApiServer:
             obj = defaults.job_selector_defaults(obj, meta["uid"])
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
-            obj = service_ips.assign(obj, (ip for ip in in_use if isinstance(ip, str)))
+            held = service_cidrs.allocated(self)  # (an IPAddress a user made holds its address too)
+            obj = service_ips.assign(obj, [*(ip for ip in in_use if isinstance(ip, str)), *held])
             obj = node_ports.assign(obj, None, node_ports.in_use(s.obj for s in store.iter_from(None)))
         if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
                 and self.store(NAMESPACES).get(namespace) is not None:
@@ -381,6 +386,8 @@ class ApiServer:
                 created = self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True)
                 if not dry_run:
                     admission.record_quota_usage(self, quota_usage)
+                    if res.kind == "Service" and res.group == "":
+                        service_cidrs.after_service_created(self, created.obj)
                 return self._out(res, created)
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}

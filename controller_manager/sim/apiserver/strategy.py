@@ -23,7 +23,8 @@ Obj = dict[str, Any]
 # Kinds whose metadata.generation the API server maintains.
 GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob",
                               "PodDisruptionBudget", "Pod", "ReplicationController", "HorizontalPodAutoscaler",
-                              "EndpointSlice"})
+                              "EndpointSlice", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+                              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"})
 # Kinds whose strategy has AllowCreateOnUpdate() true: a PUT to a missing name creates the object
 # (core Event, Endpoints, LimitRange, Service; coordination Lease; the four RBAC kinds; events.k8s.io
 # Event shares core's strategy). Every other kind answers 404.

@@ -18,7 +18,17 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
-from controller_manager.sim.apiserver import certificates, hpa, limitranger, networking, priority, storage_kinds
+from controller_manager.sim.apiserver import (
+    admission_registration,
+    certificates,
+    cluster_trust_bundles,
+    hpa,
+    limitranger,
+    networking,
+    priority,
+    service_cidrs,
+    storage_kinds,
+)
 from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -74,6 +84,7 @@ _NAME_FNS: dict[str, NameFn] = {
     "ClusterRole": name_is_path_segment,
     "RoleBinding": name_is_path_segment,
     "ClusterRoleBinding": name_is_path_segment,
+    "IPAddress": service_cidrs.ip_address_name,
 }
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
@@ -295,7 +306,10 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "PriorityClass": priority.validate,
     "ResourceQuota": _resource_quota,
     "CertificateSigningRequest": certificates.validate,
+    "ClusterTrustBundle": cluster_trust_bundles.validate,
     **networking.RULES,
+    **admission_registration.RULES,
+    **service_cidrs.RULES,
     **storage_kinds.RULES,
 }
 
@@ -303,7 +317,10 @@ _RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
 def validate(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None, *,
              subresource: str | None = None) -> list[FieldError]:
     kind = resource.kind
-    errs = validate_object_meta(obj.get("metadata"), resource.namespaced, _NAME_FNS.get(kind, name_is_dns_subdomain))
+    name_fn = _NAME_FNS.get(kind, name_is_dns_subdomain)
+    if kind == "ClusterTrustBundle":  # (its name's form depends on its signer)
+        name_fn = cluster_trust_bundles.name_errors(str(_dict(obj.get("spec")).get("signerName") or ""))
+    errs = validate_object_meta(obj.get("metadata"), resource.namespaced, name_fn)
     if old is not None:
         errs.extend(validate_object_meta_update(obj.get("metadata"), old.get("metadata")))
     if subresource is None:

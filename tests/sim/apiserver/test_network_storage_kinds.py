@@ -14,6 +14,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.sim.apiserver.conftest import Client
 from tests.sim.apiserver.test_kubectl import Kubectl, kubectl  # noqa: F401
+from tests.sim.apiserver.test_official_client import ca_pem
 
 NET = "/apis/networking.k8s.io/v1"
 STORAGE = "/apis/storage.k8s.io/v1"
@@ -228,3 +229,157 @@ async def test_kubectl_get_storage_and_network_kinds(kubectl: Kubectl) -> None: 
     for kind in ("pv", "sc", "csidrivers", "csinodes", "volumeattachments", "ingressclasses", "netpol", "csr",
                  "quota", "limits", "rc", "hpa"):
         await kubectl("get", kind)
+
+
+# --- ServiceCIDRs and IPAddresses -------------------------------------------------------------------------------
+
+async def test_default_service_cidr(client: Client) -> None:
+    status, got = await client.get(f"{NET}/servicecidrs/kubernetes")
+    assert status == 200
+    assert got["spec"] == {"cidrs": ["10.96.0.0/12"]}
+    (ready,) = got["status"]["conditions"]
+    assert (ready["type"], ready["status"], ready["reason"], ready["message"]) == (
+        "Ready", "True", "", "Kubernetes default Service CIDR is ready")
+    got["spec"]["cidrs"] = ["10.100.0.0/16"]
+    status, body = await client.put(f"{NET}/servicecidrs/kubernetes", got)
+    assert status == 422
+    assert body["details"]["causes"] == [
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "10.100.0.0/16": field is immutable',
+         "field": "spec.cidrs[0]"}]
+
+
+async def test_service_cidr_validation_and_status(client: Client) -> None:
+    path = f"{NET}/servicecidrs"
+    cases = {
+        "none": ([], [("spec.cidrs", "Required value: at least one CIDR required")]),
+        "bad": (["10.0.0.0/33", "10.1.0.1/16", "010.2.0.0/16"], [
+            ("spec.cidrs", 'Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{"10.0.0.0/33", "10.1.0.1/16", '
+                           '"010.2.0.0/16"}}: may only hold up to 2 values')]),
+        "forms": (["10.0.0.0/33", "10.1.0.1/16"], [
+            ("spec.cidrs[0]", 'Invalid value: "10.0.0.0/33": must be a valid CIDR value, (e.g. 10.9.8.0/24 or '
+                              "2001:db8::/64)"),
+            ("spec.cidrs[1]", 'Invalid value: "10.1.0.1/16": must not have bits set beyond the prefix length'),
+            ("spec.cidrs", 'Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{"10.0.0.0/33", "10.1.0.1/16"}}: '
+                           "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and "
+                           "2001:db8::/64")]),
+        "canonical": (["2001:DB8::/64"], [
+            ("spec.cidrs[0]", 'Invalid value: "2001:DB8::/64": must be in canonical form ("2001:db8::/64")')]),
+    }
+    for name, (cidrs, want) in cases.items():
+        status, body = await client.post(path, {"metadata": {"name": name}, "spec": {"cidrs": cidrs}})
+        assert status == 422, name
+        assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == want, name
+    status, got = await client.post(path, {"metadata": {"name": "extra"}, "spec": {"cidrs": ["10.200.0.0/24"]},
+                                           "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    assert status == 201, got
+    assert got.get("status", {}) == {}  # a create starts without status
+    got["spec"]["cidrs"] = ["10.200.0.0/24", "fd00::/108"]  # a single-stack range may gain the other family
+    status, got = await client.put(f"{path}/extra", got)
+    assert status == 200, got
+    assert got["spec"]["cidrs"] == ["10.200.0.0/24", "fd00::/108"]
+
+
+async def test_ip_addresses_follow_cluster_ips(client: Client) -> None:
+    services = "/api/v1/namespaces/default/services"
+    status, svc = await client.post(services, {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})
+    assert status == 201, svc
+    ip = svc["spec"]["clusterIP"]
+    status, got = await client.get(f"{NET}/ipaddresses/{ip}")
+    assert status == 200
+    assert got["metadata"]["labels"] == {"ipaddress.kubernetes.io/ip-family": "IPv4",
+                                         "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}
+    assert got["spec"] == {"parentRef": {"resource": "services", "namespace": "default", "name": "web"}}
+    status, headless = await client.post(services, {"metadata": {"name": "headless"}, "spec": {
+        "clusterIP": "None", "ports": [{"port": 80}]}})
+    assert status == 201, headless
+    _, listed = await client.get(f"{NET}/ipaddresses")
+    assert [i["metadata"]["name"] for i in listed["items"]] == [ip]
+    # an address someone else holds is not handed out, nor may it be asked for
+    status, taken = await client.post(f"{NET}/ipaddresses", {"metadata": {"name": "10.96.0.200"}, "spec": {
+        "parentRef": {"resource": "gateways", "group": "example.com", "name": "gw"}}})
+    assert status == 201, taken
+    status, body = await client.post(services, {"metadata": {"name": "asks"}, "spec": {
+        "clusterIP": "10.96.0.200", "ports": [{"port": 80}]}})
+    assert status == 422
+    assert "provided IP is already allocated" in body["message"]
+    status, _ = await client.delete(f"{services}/web")
+    assert status == 200
+    status, _ = await client.get(f"{NET}/ipaddresses/{ip}")
+    assert status == 404
+    status, _ = await client.get(f"{NET}/ipaddresses/10.96.0.200")
+    assert status == 200
+
+
+async def test_ip_address_validation(client: Client) -> None:
+    path = f"{NET}/ipaddresses"
+    status, body = await client.post(path, {"metadata": {"name": "10.0.0.010"}, "spec": {}})
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("metadata.name", 'Invalid value: "10.0.0.010": ParseAddr("10.0.0.010"): unable to parse IP'),
+        ("spec.parentRef", "Required value")]
+    status, body = await client.post(path, {"metadata": {"name": "fd00:0::1"}, "spec": {"parentRef": {}}})
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("metadata.name", 'Invalid value: "fd00:0::1": must be a canonical format IP address'),
+        ("spec.parentRef.resource", "Required value"), ("spec.parentRef.name", "Required value")]
+    status, got = await client.post(path, {"metadata": {"name": "fd00::1"}, "spec": {"parentRef": {
+        "resource": "services", "namespace": "default", "name": "a"}}})
+    assert status == 201, got
+    got["spec"]["parentRef"]["name"] = "b"
+    status, body = await client.put(f"{path}/fd00::1", got)
+    assert status == 422
+    assert body["details"]["causes"][0]["message"] == (
+        'Invalid value: &networking.ParentReference{Group:"", Resource:"services", Namespace:"default", Name:"b"}: '
+        "field is immutable")
+
+
+async def test_kubectl_get_service_cidrs_and_ip_addresses(kubectl: Kubectl) -> None:  # noqa: F811
+    out = await kubectl("get", "servicecidrs", "-o", "name")
+    assert out == "servicecidr.networking.k8s.io/kubernetes\n"
+    await kubectl("create", "service", "clusterip", "web", "--tcp=80:80")
+    svc = json.loads(await kubectl("get", "svc", "web", "-o", "json"))
+    out = await kubectl("get", "ip", "-o", "name")
+    assert out == f"ipaddress.networking.k8s.io/{svc['spec']['clusterIP']}\n"
+
+
+# --- ClusterTrustBundles ----------------------------------------------------------------------------------------
+
+async def test_cluster_trust_bundles(client: Client) -> None:
+    path = "/apis/certificates.k8s.io/v1/clustertrustbundles"
+    root = ca_pem()
+    status, got = await client.post(path, {"metadata": {"name": "example.com:signer:one"}, "spec": {
+        "signerName": "example.com/signer", "trustBundle": root}})
+    assert status == 201, got
+    assert got["spec"] == {"signerName": "example.com/signer", "trustBundle": root}
+    got["spec"]["signerName"] = "example.com/other"
+    status, body = await client.put(f"{path}/example.com:signer:one", got)
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("metadata.name", 'Invalid value: "example.com:signer:one": ClusterTrustBundle for signerName '
+                          "example.com/other must be named with prefix example.com:other:"),
+        ("spec.signerName", 'Invalid value: "example.com/other": changing signerName is forbidden')]
+    cases = {
+        "a:b": ("", root, [("metadata.name", 'Invalid value: "a:b": ClusterTrustBundle without signer name must not '
+                                             'have ":" in its name')]),
+        "empty": ("", "", [("spec.trustBundle", 'Invalid value: "<value omitted>": at least one trust anchor must '
+                                                "be provided")]),
+        "leaf": ("", ca_pem(ca=False), [("spec.trustBundle", 'Invalid value: "<value omitted>": entry 0 does not '
+                                                              "have the CA bit set")]),
+        "twice": ("", root + root, [("spec.trustBundle", 'Invalid value: "<value omitted>": duplicate trust anchor '
+                                                         "(indices [0 1])")]),
+        "key": ("", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                [("spec.trustBundle", 'Invalid value: "<value omitted>": entry 0 has bad block type: PRIVATE KEY')]),
+    }
+    for name, (signer, bundle, want) in cases.items():
+        status, body = await client.post(path, {"metadata": {"name": name}, "spec": {
+            "signerName": signer, "trustBundle": bundle}})
+        assert status == 422, name
+        assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == want, name
+
+
+async def test_kubectl_get_cluster_trust_bundles(kubectl: Kubectl) -> None:  # noqa: F811
+    await kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "ClusterTrustBundle", "metadata": {"name": "roots"},
+        "spec": {"trustBundle": ca_pem()}}))
+    assert await kubectl("get", "clustertrustbundles", "-o", "name") == (
+        "clustertrustbundle.certificates.k8s.io/roots\n")

@@ -10,12 +10,17 @@ back in each state a client meets: just created, after a controller wrote its st
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import jsonschema
 import kubernetes
 import orjson
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from controller_manager.api.resources import BUILTIN, Resource
 from tests.sim.apiserver import upstream_schema
@@ -24,6 +29,19 @@ from tests.sim.apiserver.conftest import ADMIN, Client
 POD_SPEC: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx"}]}
 POD_TEMPLATE = {"metadata": {"labels": {"app": "x"}}, "spec": POD_SPEC}
 SELECTOR = {"matchLabels": {"app": "x"}}
+
+def ca_pem(ca: bool = True) -> str:
+    """A self-signed certificate (a CA's when ``ca``), PEM."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "root")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
 
 # A small valid object of each kind, as a user or a controller would first write it.
 # A PEM certificate request (CN=alice, P-256), as `openssl req -new` writes one.
@@ -34,6 +52,9 @@ CSR_REQUEST = (
     "NStkWmUKYkljRlowWHFFaC9tMzRkWEZKTzhQem9iWVVPZ1RPRFd3NmdDSVFEdE43elljZHBSVkFxV1Z0WjQ2WWN6NGxYRgpJcUhB"
     "MmVLa0VBQVRFVWRrQ1E9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K"
 )
+ADMISSION_RULE = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}
+WEBHOOK = {"name": "check.example.com", "clientConfig": {"url": "https://hook.example.com/"},
+           "rules": [ADMISSION_RULE], "sideEffects": "None", "admissionReviewVersions": ["v1"]}
 OBJECTS: dict[str, dict[str, Any]] = {
     "Namespace": {},
     "Node": {},
@@ -91,6 +112,14 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "CSINode": {"spec": {"drivers": [{"name": "example.com/disk", "nodeID": "n1"}]}},
     "CertificateSigningRequest": {"spec": {"request": CSR_REQUEST, "signerName": "example.com/signer",
                                            "usages": ["digital signature"]}},
+    "ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
+    "MutatingWebhookConfiguration": {"webhooks": [WEBHOOK]},
+    "ValidatingAdmissionPolicy": {"spec": {"matchConstraints": {"resourceRules": [ADMISSION_RULE]},
+                                           "validations": [{"expression": "true"}]}},
+    "ValidatingAdmissionPolicyBinding": {"spec": {"policyName": "p", "validationActions": ["Deny"]}},
+    "ServiceCIDR": {"spec": {"cidrs": ["10.200.0.0/24"]}},
+    "ClusterTrustBundle": {"spec": {"trustBundle": ca_pem()}},
+    "IPAddress": {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -127,6 +156,9 @@ def model_name(res: Resource) -> str:
         return "CoreV1Event" if res.group == "" else "EventsV1Event"
     return f"{res.version.capitalize()}{res.kind}"
 
+
+# Kinds whose names have a form of their own (an IPAddress is named by its address).
+NAMES = {"IPAddress": "10.250.0.1"}
 
 # Access reviews must come with empty metadata (a real server answers 422 "must be empty").
 _NAMELESS = {"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}
@@ -169,7 +201,7 @@ async def test_every_kind_is_covered() -> None:
 @pytest.mark.parametrize("res", served("create"), ids=lambda r: f"{r.group or 'core'}.{r.kind}")
 async def test_official_client_reads_every_kind_in_every_state(client: Client, res: Resource) -> None:
     model = model_name(res)
-    name = "obj-1"
+    name = NAMES.get(res.kind, "obj-1")
     status, created = await client.post(path(res), body_of(res, name))
     assert status in (200, 201), created
     typed(model, created)

@@ -20,7 +20,7 @@ from controller_manager.api.resources import BUILTIN, Resource
 from controller_manager.sim.apiserver import ApiServer, codec, errors, schema
 from tests.sim.apiserver import upstream_schema
 from tests.sim.apiserver.schema_strategies import objects
-from tests.sim.apiserver.test_official_client import OBJECTS, body_of
+from tests.sim.apiserver.test_official_client import NAMES, OBJECTS, body_of
 
 REVIEWS = {"TokenReview", "SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview",
            "SelfSubjectRulesReview", "SelfSubjectReview"}  # answers, not stored objects: read in test_official_client
@@ -47,7 +47,8 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
     namespace = "default" if res.namespaced else None
     accepted = {"create": 0, "status": 0}
 
-    base = api.create(res, codec.typed(res, body_of(res, "base"), "Strict").obj, namespace, typed=True)
+    base_name = NAMES.get(res.kind, "base")
+    base = api.create(res, codec.typed(res, body_of(res, base_name), "Strict").obj, namespace, typed=True)
     upstream_schema.check(base)
 
     @PROPERTY
@@ -75,10 +76,10 @@ def test_what_kube_sim_answers_is_valid_upstream(res: Resource) -> None:
         def statuses(drawn: dict[str, Any]) -> None:
             for field in STATUS_VALIDATION_GAPS.get(res.kind, ()):
                 drawn.pop(field, None)
-            current = api.get(res, namespace, "base")
+            current = api.get(res, namespace, base_name)
             body = codec.typed(res, {**current, "status": drawn}, "Strict").obj
             try:
-                out = api.update(res, body, subresource="status", namespace=namespace, name="base")
+                out = api.update(res, body, subresource="status", namespace=namespace, name=base_name)
             except errors.StatusError as e:
                 _refused(e)
                 return
