@@ -28,6 +28,7 @@ from typing import Any
 
 import controller_manager.sim.apiserver.defaults as defaults
 import controller_manager.sim.apiserver.validation as validation
+import controller_manager.sim.apiserver.validation_errors as validation_errors
 from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
@@ -508,6 +509,11 @@ class ApiServer:
         new_rv = meta.get("resourceVersion")
         if new_rv and str(new_rv) != str(existing.rv):
             raise errors.conflict(res.group, res.plural, name)
+        if not new_rv and not strategy.allows_unconditional_update(res):
+            # The generic store names the resource where the kind would go (leases.coordination.k8s.io).
+            raise errors.StatusError(validation.invalid_status(
+                (res.group, res.plural), name,
+                [validation_errors.invalid("metadata.resourceVersion", 0, "must be specified for an update")]))
         obj = defaults.apply_defaults(res, obj)
         stored_res = res
         old = existing.obj

@@ -50,6 +50,14 @@ def allows_create_on_update(res: Resource) -> bool:
     return (res.group, res.kind) in CREATE_ON_UPDATE
 
 
+# Kinds whose strategy refuses an update without a resourceVersion (AllowUnconditionalUpdate false).
+_CONDITIONAL_UPDATE_ONLY = frozenset({("coordination.k8s.io", "Lease")})
+
+
+def allows_unconditional_update(res: Resource) -> bool:
+    return (res.group, res.kind) not in _CONDITIONAL_UPDATE_ONLY
+
+
 def has_status(res: Resource) -> bool:
     return "status" in res.subresources
 

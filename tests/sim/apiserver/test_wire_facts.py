@@ -337,3 +337,21 @@ async def test_put_create_with_a_uid_fails_its_precondition(client: Client) -> N
     assert code == 409
     assert body["message"] == ('Operation cannot be fulfilled on leases.coordination.k8s.io "l3": Precondition '
                                "failed: UID in precondition: abc, UID in object meta: ")
+
+
+async def test_a_lease_is_not_updated_without_a_resource_version(client: Client) -> None:
+    """Lease's strategy refuses unconditional updates: the generic store's 422, naming the resource."""
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "held"},
+             "spec": {"holderIdentity": "a"}}
+    status, created = await client.post(LEASES_URL, lease)
+    assert status == 201, created
+    status, body = await client.put(f"{LEASES_URL}/held", {**lease, "spec": {"holderIdentity": "b"}})
+    assert status == 422, body
+    assert body["message"] == ('leases.coordination.k8s.io "held" is invalid: metadata.resourceVersion: '
+                               "Invalid value: 0: must be specified for an update")
+    status, body = await client.put(f"{LEASES_URL}/held", {**created, "spec": {"holderIdentity": "b"}})
+    assert status == 200, body
+    # ConfigMaps allow unconditional updates.
+    await client.post(CM_URL, configmap("free"))
+    status, body = await client.put(f"{CM_URL}/free", configmap("free"))
+    assert status == 200, body
