@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -43,6 +43,7 @@ from controller_manager.sim.apiserver import (
     request_options,
     subresources,
     tables,
+    webhooks,
     yamlbody,
 )
 from controller_manager.sim.apiserver.crd import list_kind
@@ -125,6 +126,7 @@ def _response(body: bytes, status: int = 200, content_type: str = JSON) -> web.R
 
 def _status_response(err: errors.StatusError) -> web.Response:
     resp = _response(encode(err.status), err.code)
+    _with_warnings(resp, getattr(err, "warnings", []))  # an admission webhook's, beside its refusal
     retry = (err.status.get("details") or {}).get("retryAfterSeconds")
     if retry:
         resp.headers["Retry-After"] = str(retry)
@@ -426,8 +428,11 @@ class _Handlers:
             if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
                 decoded.obj = certificates.with_requester(decoded.obj, request[_USER].as_user_info())
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
-            created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
-            return _with_warnings(_response(encode(created), 201), decoded.warnings)
+            obj = decoded.obj
+            created, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
+                                                   api.create(res, obj, namespace, dry_run=dry_run or dry, typed=True,
+                                                              field_manager=manager))
+            return _with_warnings(_response(encode(created), 201), decoded.warnings + hooked)
         if verb == "update":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
             if sub == "scale":
@@ -441,9 +446,13 @@ class _Handlers:
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
-            updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
-                                 namespace=namespace, name=name, field_manager=manager, typed=True)
-            return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
+            new = fieldmanager.keep_reset(body, decoded.obj)
+            updated, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
+                                                   api.update(res, new, subresource=sub, dry_run=dry_run or dry,
+                                                              namespace=namespace, name=name, field_manager=manager,
+                                                              typed=True))
+            return _with_warnings(_response(encode(updated), 200 if current is not None else 201),
+                                  decoded.warnings + hooked)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale", "approval"):
@@ -459,21 +468,33 @@ class _Handlers:
                 return fieldmanager.keep_reset(patched, decoded.obj)
 
             if _PATCH_TYPES[ctype] == "apply" and sub != "scale":
-                applied, was_created = apply.apply(api, res, namespace, name, body, manager=manager,
-                                               force=q.get("force", "").lower() in ("1", "t", "true"),
-                                               subresource=sub, dry_run=dry_run, decode=decode)
-                return _with_warnings(_response(encode(applied), 201 if was_created else 200), warnings)
-            patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
-                                decode=decode if sub != "scale" else None, field_manager=manager)
-            return _with_warnings(_response(encode(patched)), warnings)
+                was: list[bool] = []
+
+                def apply_once(dry: bool) -> Obj:
+                    applied, was_created = apply.apply(api, res, namespace, name, body, manager=manager,
+                                                       force=q.get("force", "").lower() in ("1", "t", "true"),
+                                                       subresource=sub, dry_run=dry_run or dry, decode=decode)
+                    was[:] = [was_created]
+                    return applied
+
+                applied, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, apply_once)
+                return _with_warnings(_response(encode(applied), 201 if was[0] else 200),
+                                      list(dict.fromkeys(warnings)) + hooked)
+            patched, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
+                                                   api.patch(res, namespace, name, body, _PATCH_TYPES[ctype],
+                                                             subresource=sub, dry_run=dry_run or dry,
+                                                             decode=decode if sub != "scale" else None,
+                                                             field_manager=manager))
+            return _with_warnings(_response(encode(patched)), list(dict.fromkeys(warnings)) + hooked)
         if verb == "delete":
             if sub is not None:
                 raise errors.method_not_allowed()
             body = await self._body(request, res=res, expect=_DELETE_OPTIONS)
-            return _response(encode(self._delete(res, namespace, name, body, q, dry_run)))
+            hooked = await self._admitted_delete(request, res, info, namespace, name, body, dry_run)
+            return _with_warnings(_response(encode(self._delete(res, namespace, name, body, q, dry_run))), hooked)
         if verb == "deletecollection":
             body = await self._body(request, res=res, expect=_DELETE_OPTIONS)
-            return self._delete_collection(request, res, namespace, body, dry_run)
+            return await self._delete_collection(request, res, info, namespace, body, dry_run)
         raise errors.method_not_allowed()
 
     def _delete(self, res: Resource, namespace: str | None, name: str, body: Any, q: Any, dry_run: bool) -> Obj:
@@ -487,15 +508,18 @@ class _Handlers:
         return self.api.delete(res, namespace, name, grace_period_seconds=grace, propagation_policy=policy,
                                preconditions=opts.get("preconditions"), orphan_dependents=orphan, dry_run=dry_run)
 
-    def _delete_collection(self, request: web.Request, res: Resource, namespace: str | None, body: Any,
-                           dry_run: bool) -> web.Response:
+    async def _delete_collection(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                                 body: Any, dry_run: bool) -> web.Response:
         q = request.query
         result = self.api.list_page(res, namespace, label_selector=q.get("labelSelector") or None,
                                     field_selector=q.get("fieldSelector") or None)
         deleted: list[bytes] = []
+        hooked: list[str] = []
         for stored in result.items:
             meta = stored.obj["metadata"]
             try:
+                hooked += await self._admitted_delete(request, res, info, meta.get("namespace"), meta["name"], body,
+                                                      dry_run)
                 out = self._delete(res, meta.get("namespace"), meta["name"], body, q, dry_run)
             except errors.StatusError as e:
                 if e.code != 404:
@@ -503,7 +527,29 @@ class _Handlers:
                 continue
             deleted.append(encode(out))
         head = {"kind": list_kind(res), "apiVersion": res.api_version}
-        return _response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted))
+        return _with_warnings(_response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted)), hooked)
+
+    # --- admission webhooks (webhooks.dispatch) ------------------------------------------------------------
+
+    async def _admitted(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                        dry_run: bool, manager: str, write: Callable[[bool], Obj]) -> tuple[Obj, list[str]]:
+        """``write(dry)`` run with the admission webhooks that apply; the object and the webhooks' warnings."""
+        attrs = webhooks.Attributes(res, info.subresource, namespace or "", info.name,
+                                    request[_USER].as_user_info(), dry_run, manager)
+        return await webhooks.admit_write(self.api, attrs, write), attrs.warnings
+
+    async def _admitted_delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                               name: str, body: Any, dry_run: bool) -> list[str]:
+        """The admission webhooks of a DELETE of ``name`` (none when it is absent: the delete then answers 404)."""
+        opts = body if isinstance(body, dict) else {}
+        dry_run = dry_run or "All" in (opts.get("dryRun") or [])
+        try:
+            current = self.api.get(res, namespace if res.namespaced else None, name)
+        except errors.StatusError:
+            return []
+        attrs = webhooks.Attributes(res, "", namespace or "", name, request[_USER].as_user_info(), dry_run)
+        await webhooks.admit_delete(self.api, attrs, current)
+        return attrs.warnings
 
 
 def _as_protobuf(resp: web.Response, accept: _Accept) -> web.Response:

@@ -24,7 +24,7 @@ import random
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import controller_manager.sim.apiserver.defaults as defaults
 import controller_manager.sim.apiserver.validation as validation
@@ -81,9 +81,22 @@ class ApiServerOptions:
     git_version: str = "v1.37.0"
     bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
     service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
+    # Where admission webhooks given as a Service are dialled: "<name>.<namespace>.svc:<port>" -> "host:port"
+    # (kube-sim runs no pods to route to); see webhooks.calling.
+    webhook_service_addresses: dict[str, str] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
     resources: tuple[Resource, ...] = field(
         default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES, CUSTOMRESOURCEDEFINITIONS))
+
+
+class WebhookPoint(Protocol):
+    """Where admission webhooks act in a write (:mod:`webhooks.dispatch` sets one while it runs a write):
+    ``mutating`` may replace the object after the built-in mutating admission, ``validating`` sees it after
+    validation, before storage. ``old_res`` is the resource whose form ``old`` is in."""
+
+    def mutating(self, res: Resource, obj: Obj, old: Obj | None, old_res: Resource) -> Obj: ...
+
+    def validating(self, res: Resource, obj: Obj, old: Obj | None, old_res: Resource) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -164,6 +177,7 @@ class ApiServer:
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
         self.crds = CustomResources(self)
         self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
+        self.webhook_point: WebhookPoint | None = None  # set by webhooks.dispatch while it runs a write
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
@@ -353,16 +367,18 @@ class ApiServer:
         # mutating admission adds: upstream records managedFields before admission runs).
         defaulted = obj
         obj = admission.mutate(self, res, obj, namespace)
+        if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
+                and self.store(NAMESPACES).get(namespace) is not None:
+            obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
+        if self.webhook_point is not None:
+            obj = self.webhook_point.mutating(res, obj, None, res)
         if res.kind == "Job" and res.group == "batch":
-            obj = defaults.job_selector_defaults(obj, meta["uid"])
+            obj = defaults.job_selector_defaults(obj, obj["metadata"]["uid"])
         if res.kind == "Service" and res.group == "":
             in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
             held = service_cidrs.allocated(self)  # (an IPAddress a user made holds its address too)
             obj = service_ips.assign(obj, [*(ip for ip in in_use if isinstance(ip, str)), *held])
             obj = node_ports.assign(obj, None, node_ports.in_use(s.obj for s in store.iter_from(None)))
-        if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
-                and self.store(NAMESPACES).get(namespace) is not None:
-            obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
         stored_res = res
         if is_events_v1(res):
             self._validate(res, obj, None)
@@ -374,6 +390,8 @@ class ApiServer:
             self._validate(res, obj, None)
         self.crds.admit(res, "create")
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
+        if self.webhook_point is not None:
+            self.webhook_point.validating(stored_res, obj, None, stored_res)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
         obj = codec.normalize(store.resource, obj, body)
         if managed_fields is fieldmanager.MISSING and field_manager is not None:
@@ -517,6 +535,8 @@ class ApiServer:
         obj = defaults.apply_defaults(res, obj)
         stored_res = res
         old = existing.obj
+        if self.webhook_point is not None:
+            obj = self.webhook_point.mutating(res, obj, old, EVENTS if is_events_v1(res) else res)
         if res.kind == "Service" and res.group == "" and subresource is None:
             others = (s.obj for s in store.iter_from(None) if s.key != existing.key)
             obj = node_ports.assign(obj, old, node_ports.in_use(others))
@@ -530,6 +550,8 @@ class ApiServer:
             new = kind_hooks.before_update(res, new, old, subresource, format_time(self.clock.now()))
             self._validate(res, new, old, subresource)
         self.admit_namespace(res, namespace, name, create=False)
+        if self.webhook_point is not None:
+            self.webhook_point.validating(stored_res, new, old, stored_res)
         quota_usage = admission.validate(self, res, new, namespace, create=False,
                                          old=old if subresource is None else None)
         track: Callable[[Obj, Obj], Any] | None = None
