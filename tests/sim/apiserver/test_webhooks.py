@@ -167,7 +167,8 @@ async def test_validating_webhook_denial_is_the_status_returned(client: Client, 
     assert body["message"] == 'admission webhook "deny.example.com" denied the request: pods labelled deny=yes ' \
                               "are refused"
     assert body["reason"] == "Forbidden"
-    assert body["kind"] == "Status" and body["status"] == "Failure"
+    assert body["kind"] == "Status"
+    assert body["status"] == "Failure"
     assert resp.headers.getall("Warning") == ['299 - "looked at it"']
     status, _ = await client.get(f"{PODS}/bad")
     assert status == 404
