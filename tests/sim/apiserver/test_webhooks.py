@@ -433,3 +433,108 @@ async def test_webhook_configurations_are_not_sent_to_webhooks(client: Client, h
     assert status == 201, body
     status, body = await client.delete(f"{GROUP}/validatingwebhookconfigurations/v")
     assert status == 200, body
+
+
+async def test_patch_apply_and_status_writes(client: Client, hooks: WebhookServer) -> None:
+    async def mutate(review: Review) -> dict[str, Any]:
+        return allow(review, **add_label(review, "op", review["request"]["operation"].lower()))
+
+    hooks.handlers = {"/m": mutate, "/status": mutate}
+    await configure(client, "mutating", "m", hook("m.example.com", hooks.url("/m"), hooks.ca_bundle))
+    rule = {"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/status"]}
+    await configure(client, "mutating", "s", {**hook("s.example.com", hooks.url("/status"), hooks.ca_bundle),
+                                              "rules": [rule]})
+    status, body = await client.post(PODS, pod("p"))
+    assert body["metadata"]["labels"] == {"op": "create"}
+    status, body = await client.patch(f"{PODS}/p", {"metadata": {"annotations": {"a": "b"}}})
+    assert status == 200, body
+    assert body["metadata"]["labels"] == {"op": "update"}
+    sent = hooks.received["/m"][-1]["request"]
+    assert sent["operation"] == "UPDATE"
+    assert sent["object"]["metadata"]["annotations"] == {"a": "b"}  # the patched object
+    assert sent["oldObject"]["metadata"]["labels"] == {"op": "create"}
+    assert sent["options"]["kind"] == "UpdateOptions"
+    assert "/status" not in hooks.received  # a main-resource write is not a pods/status one
+
+    status, body = await client.patch(f"{PODS}/p/status", {"status": {"phase": "Running"}})
+    assert status == 200, body
+    [status_write] = hooks.received["/status"]
+    assert status_write["request"]["subResource"] == "status"
+    assert status_write["request"]["requestSubResource"] == "status"
+    assert len(hooks.received["/m"]) == 2
+
+    apply = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "applied"},
+             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    status, body = await client.call("PATCH", f"{PODS}/applied", apply, content_type="application/apply-patch+yaml",
+                                     params={"fieldManager": "me"})
+    assert status == 201, body
+    assert body["metadata"]["labels"] == {"op": "create"}
+    assert hooks.received["/m"][-1]["request"]["options"]["fieldManager"] == "me"
+
+
+async def test_update_retried_when_the_object_changes_during_the_calls(client: Client, hooks: WebhookServer) -> None:
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def mutate(review: Review) -> dict[str, Any]:
+        if "from" in review["request"]["object"]["data"] and not release.is_set():
+            entered.set()
+            await release.wait()
+        return allow(review, **add_label(review, "hooked", "yes"))
+
+    hooks.handlers = {"/m": mutate}
+    status, _ = await client.post(CONFIGMAPS, configmap("cm"))
+    rule = {"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+    await configure(client, "mutating", "m", {**hook("m.example.com", hooks.url("/m"), hooks.ca_bundle),
+                                              "rules": [rule]})
+    patching = asyncio.ensure_future(client.patch(f"{CONFIGMAPS}/cm", {"data": {"from": "patch"}}))
+    await asyncio.wait_for(entered.wait(), 10)
+    # Another write lands while the webhook is being called (it is sent to the webhook too, answered at once).
+    status, other = await client.patch(f"{CONFIGMAPS}/cm", {"data": {"other": "write"}})
+    assert status == 200, other
+    release.set()
+    status, body = await asyncio.wait_for(patching, 10)
+    assert status == 200, body
+    # The patch was worked out again on top of the other write, and sent to the webhook again.
+    assert body["data"] == {"k": "v", "other": "write", "from": "patch"}
+    assert body["metadata"]["labels"] == {"hooked": "yes"}
+    objects = [r["request"]["object"]["data"] for r in hooks.received["/m"]]
+    assert objects[0] == {"k": "v", "from": "patch"}
+    assert objects[-1] == {"k": "v", "other": "write", "from": "patch"}
+
+
+async def test_namespace_selector_of_a_namespace_is_its_own_labels(client: Client, hooks: WebhookServer) -> None:
+    async def validate(review: Review) -> dict[str, Any]:
+        return {"uid": review["request"]["uid"], "allowed": False, "status": {"code": 403, "message": "no"}}
+
+    hooks.handlers = {"/v": validate}
+    rule = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces"]}
+    await configure(client, "validating", "v", {**hook("ns.example.com", hooks.url("/v"), hooks.ca_bundle),
+                                                "rules": [rule],
+                                                "namespaceSelector": {"matchLabels": {"guarded": "true"}}})
+    status, body = await client.post("/api/v1/namespaces", {"metadata": {"name": "free"}})
+    assert status == 201, body
+    status, body = await client.post("/api/v1/namespaces", {"metadata": {"name": "g", "labels": {"guarded": "true"}}})
+    assert status == 403, body
+    assert body["message"] == 'admission webhook "ns.example.com" denied the request: no'
+
+
+async def test_bad_patches(client: Client, hooks: WebhookServer) -> None:
+    async def broken(review: Review) -> dict[str, Any]:
+        return allow(review, **json_patch({"op": "replace", "path": "/metadata/nothing/here", "value": 1}))
+
+    async def unknown_field(review: Review) -> dict[str, Any]:
+        return allow(review, **json_patch({"op": "add", "path": "/spec/madeUp", "value": 1},
+                                          {"op": "add", "path": "/metadata/annotations", "value": {"x": "y"}}))
+
+    hooks.handlers = {"/broken": broken, "/unknown": unknown_field}
+    await configure(client, "mutating", "a", hook("broken.example.com", hooks.url("/broken"), hooks.ca_bundle))
+    status, body = await client.post(PODS, pod("p"))
+    assert status == 500, body
+    assert body["reason"] == "InternalError"
+    await client.delete(f"{GROUP}/mutatingwebhookconfigurations/a")
+    await configure(client, "mutating", "b", hook("unknown.example.com", hooks.url("/unknown"), hooks.ca_bundle))
+    status, body = await client.post(PODS, pod("p"))
+    assert status == 201, body
+    assert body["metadata"]["annotations"] == {"x": "y"}
+    assert "madeUp" not in body["spec"]  # decoded into the kind: unknown fields dropped
