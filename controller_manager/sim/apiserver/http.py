@@ -416,10 +416,15 @@ class _Handlers:
                 return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
             if sub == "token" and res.kind == "ServiceAccount" and namespace:
                 return _response(encode(self.auth.token_request(namespace, name, body)), 201)
+            hooked: list[str] = []
+            if sub in ("binding", "eviction") and namespace and isinstance(body, dict):
+                body, hooked = await self._admitted_subresource(request, res, info, namespace, body, dry_run, manager)
             if sub == "binding" and namespace:
-                return _response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)), 201)
+                return _with_warnings(_response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)),
+                                                201), hooked)
             if sub == "eviction" and namespace:
-                return _response(encode(subresources.evict(api, namespace, name, body, dry_run=dry_run)), 201)
+                return _with_warnings(_response(encode(subresources.evict(api, namespace, name, body,
+                                                                          dry_run=dry_run)), 201), hooked)
             if sub is not None or name:
                 raise errors.method_not_allowed()
             if body is None:
@@ -537,6 +542,15 @@ class _Handlers:
         attrs = webhooks.Attributes(res, info.subresource, namespace or "", info.name,
                                     request[_USER].as_user_info(), dry_run, manager)
         return await webhooks.admit_write(self.api, attrs, write), attrs.warnings
+
+    async def _admitted_subresource(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
+                                    body: Obj, dry_run: bool, manager: str) -> tuple[Obj, list[str]]:
+        """pods/binding and pods/eviction: the webhooks see (and may change) the Binding or Eviction sent."""
+        api_version, kind = _SUBRESOURCE_KINDS[info.subresource]
+        group, _, version = api_version.rpartition("/")
+        attrs = webhooks.Attributes(res, info.subresource, namespace, info.name, request[_USER].as_user_info(),
+                                    dry_run, manager, kind=(group, version, kind))
+        return await webhooks.admit_create_subresource(self.api, attrs, body), attrs.warnings
 
     async def _admitted_delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                                name: str, body: Any, dry_run: bool) -> list[str]:

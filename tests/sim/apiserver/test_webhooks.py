@@ -538,3 +538,28 @@ async def test_bad_patches(client: Client, hooks: WebhookServer) -> None:
     assert status == 201, body
     assert body["metadata"]["annotations"] == {"x": "y"}
     assert "madeUp" not in body["spec"]  # decoded into the kind: unknown fields dropped
+
+
+async def test_eviction_is_sent_to_webhooks_as_an_eviction(client: Client, hooks: WebhookServer) -> None:
+    async def validate(review: Review) -> dict[str, Any]:
+        return {"uid": review["request"]["uid"], "allowed": False,
+                "status": {"code": 429, "reason": "TooManyRequests", "message": "not now"}}
+
+    hooks.handlers = {"/v": validate}
+    status, body = await client.post(PODS, pod("p"))
+    assert status == 201, body
+    rule = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/eviction"]}
+    await configure(client, "validating", "v", {**hook("evict.example.com", hooks.url("/v"), hooks.ca_bundle),
+                                                "rules": [rule]})
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"}}
+    status, body = await client.post(f"{PODS}/p/eviction", eviction)
+    assert status == 429, body
+    assert body["message"] == 'admission webhook "evict.example.com" denied the request: not now'
+    request = hooks.received["/v"][0]["request"]
+    assert request["kind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert request["resource"] == {"group": "", "version": "v1", "resource": "pods"}
+    assert request["subResource"] == "eviction"
+    assert request["name"] == "p"
+    assert request["object"]["kind"] == "Eviction"
+    status, _ = await client.get(f"{PODS}/p")
+    assert status == 200

@@ -19,7 +19,8 @@ keeps what pass 1 saw (the random parts the built-in plugins added included).
 Deviations from upstream, all from running in passes: the built-in mutating plugins are not re-run after the
 webhooks (upstream re-runs them when a webhook changed the object); fields the registry fills from the
 cluster's state on a create (a Service's cluster IP) may differ between what the validating webhooks saw and
-what is stored; ``/scale`` writes call no webhook; CONNECT is never matched (kube-sim serves no connect
+what is stored; ``/scale`` writes call no webhook (pods/eviction and pods/binding are sent their Eviction or
+Binding, which the mutating ones may change); CONNECT is never matched (kube-sim serves no connect
 subresource). Validating webhooks are called one after another, not in parallel; the first refusal wins as
 upstream's first reported error does.
 
@@ -61,7 +62,16 @@ class Attributes:
     user_info: Obj
     dry_run: bool
     field_manager: str = ""
+    # The kind sent when it is not the resource's (a subresource's own kind: policy/v1 Eviction, v1 Binding).
+    kind: tuple[str, str, str] | None = None
     warnings: list[str] = field(default_factory=list)  # what the webhooks said, for the Warning headers
+
+    def decoded_as(self, target: Resource) -> Resource:
+        """What the objects sent for ``target`` are decoded as."""
+        if self.kind is None:
+            return target
+        group, version, kind = self.kind
+        return Resource(group, version, target.plural, kind, target.namespaced)
 
     def options(self, operation: str) -> Obj:
         kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}[operation]
@@ -75,8 +85,9 @@ class Attributes:
 
 # --- calling the webhooks --------------------------------------------------------------------------------
 
-def _gvk(res: Resource) -> Obj:
-    return {"group": res.group, "version": res.version, "kind": res.kind}
+def _gvk(res: Resource, attrs: Attributes) -> Obj:
+    kind = attrs.decoded_as(res)
+    return {"group": kind.group, "version": kind.version, "kind": kind.kind}
 
 
 def _gvr(res: Resource) -> Obj:
@@ -92,8 +103,8 @@ def _name_of(attrs: Attributes, obj: Obj | None, old: Obj | None) -> str:
 
 def _review(attrs: Attributes, operation: str, target: Resource, obj: Obj | None, old: Obj | None) -> calling.Review:
     return calling.Review(
-        kind=_gvk(target), resource=_gvr(target), sub_resource=attrs.subresource,
-        request_kind=_gvk(attrs.res), request_resource=_gvr(attrs.res), request_sub_resource=attrs.subresource,
+        kind=_gvk(target, attrs), resource=_gvr(target), sub_resource=attrs.subresource,
+        request_kind=_gvk(attrs.res, attrs), request_resource=_gvr(attrs.res), request_sub_resource=attrs.subresource,
         name=_name_of(attrs, obj, old), namespace=attrs.namespace, operation=operation, user_info=attrs.user_info,
         obj=matching.convert(obj, attrs.res, target) if obj is not None else None,
         old=matching.convert(old, attrs.res, target) if old is not None else None,
@@ -129,7 +140,7 @@ def _invocation(api: ApiServer, hook: Webhook, req: Request, obj: Obj | None, ol
     return target
 
 
-def _apply_patch(hook: Webhook, target: Resource, sent: Obj | None, patch: bytes) -> Obj | None:
+def _apply_patch(hook: Webhook, kind: Resource, sent: Obj | None, patch: bytes) -> Obj | None:
     """The object the webhook's JSONPatch makes of ``sent`` (None: nothing to change)."""
     try:
         ops = orjson.loads(patch)
@@ -147,10 +158,10 @@ def _apply_patch(hook: Webhook, target: Resource, sent: Obj | None, patch: bytes
     if not isinstance(patched, dict):
         raise errors.internal_error("the patched object is not a JSON object")
     try:
-        decoded = codec.typed(target, patched, "Ignore").obj
+        decoded = codec.typed(kind, patched, "Ignore").obj
     except errors.StatusError as e:
         raise errors.internal_error(str(e.status.get("message", ""))) from None
-    return defaults.apply_defaults(target, decoded, owned=True)
+    return defaults.apply_defaults(kind, decoded, owned=True)
 
 
 async def mutate(api: ApiServer, attrs: Attributes, operation: str, obj: Obj | None, old: Obj | None) -> Obj | None:
@@ -172,7 +183,8 @@ async def mutate(api: ApiServer, attrs: Attributes, operation: str, obj: Obj | N
             review = _review(attrs, operation, target, obj, old)
             try:
                 answer = await _call(api, attrs, hook, review)
-                patched = _apply_patch(hook, target, review.obj, answer.patch) if answer and answer.patch else None
+                patched = _apply_patch(hook, attrs.decoded_as(target), review.obj,
+                                                                  answer.patch) if answer and answer.patch else None
             except calling.CallError as e:  # an undecodable patch: a failure to call like any other
                 if hook.failure_policy == "Ignore":
                     patched = None
@@ -341,6 +353,18 @@ async def admit_write(api: ApiServer, attrs: Attributes, write: Callable[[bool],
                 continue
     raise errors.conflict(attrs.res.group, attrs.res.plural, attrs.name,
                           "the object changed while admission webhooks were called; please retry")
+
+
+async def admit_create_subresource(api: ApiServer, attrs: Attributes, obj: Obj) -> Obj:
+    """A CREATE of a subresource whose body is its own kind (pods/eviction, pods/binding): the webhooks are sent
+    the body, and the mutating ones' result is what the subresource then acts on."""
+    if not (matching.may_apply(api, attrs.res, attrs.subresource, attrs.namespace, mutating=True)
+            or matching.may_apply(api, attrs.res, attrs.subresource, attrs.namespace, mutating=False)):
+        return obj
+    mutated = await mutate(api, attrs, "CREATE", obj, None)
+    obj = mutated if mutated is not None else obj
+    await validate(api, attrs, "CREATE", obj, None)
+    return obj
 
 
 async def admit_delete(api: ApiServer, attrs: Attributes, current: Obj | None) -> None:

@@ -106,6 +106,8 @@ class Webhook:
 
 def webhooks(api: ApiServer, *, mutating: bool) -> list[Webhook]:
     res = MUTATINGWEBHOOKCONFIGURATIONS if mutating else VALIDATINGWEBHOOKCONFIGURATIONS
+    if api.lookup(res.group, res.version, res.plural) is None:  # a server built without admissionregistration
+        return []
     configs = sorted((s.obj for s in api.store(res).iter_from(None)), key=lambda o: str(o["metadata"]["name"]))
     return [Webhook(str(c["metadata"]["name"]), hook, mutating)
             for c in configs for hook in c.get("webhooks") or () if isinstance(hook, Mapping)]
