@@ -418,7 +418,8 @@ class _Handlers:
                 return _response(encode(self.auth.token_request(namespace, name, body)), 201)
             hooked: list[str] = []
             if sub in ("binding", "eviction") and namespace and isinstance(body, dict):
-                body, hooked = await self._admitted_subresource(request, res, info, namespace, body, dry_run, manager)
+                body, hooked = await self._admitted_subresource(request, res, info, namespace, body, None, dry_run,
+                                                                manager)
             if sub == "binding" and namespace:
                 return _with_warnings(_response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)),
                                                 201), hooked)
@@ -441,8 +442,13 @@ class _Handlers:
         if verb == "update":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
             if sub == "scale":
-                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run,
-                                                                  field_manager=manager)))
+                hooked = []
+                if isinstance(body, dict):
+                    old = subresources.get_scale(api, res, namespace, name)
+                    body, hooked = await self._admitted_subresource(request, res, info, namespace, body, old,
+                                                                    dry_run, manager)
+                return _with_warnings(_response(encode(subresources.update_scale(
+                    api, res, namespace, name, body, dry_run=dry_run, field_manager=manager))), hooked)
             if sub not in (None, "status", "finalize", "approval"):
                 raise errors.method_not_allowed()
             if not isinstance(body, dict):
@@ -472,6 +478,11 @@ class _Handlers:
                 warnings.extend(decoded.warnings)
                 return fieldmanager.keep_reset(patched, decoded.obj)
 
+            if sub == "scale" and _PATCH_TYPES[ctype] != "apply":
+                scaled = await self._patched_scale(request, res, info, namespace, body, _PATCH_TYPES[ctype], dry_run,
+                                                   manager)
+                if scaled is not None:
+                    return scaled
             if _PATCH_TYPES[ctype] == "apply" and sub != "scale":
                 was: list[bool] = []
 
@@ -543,14 +554,40 @@ class _Handlers:
                                     request[_USER].as_user_info(), dry_run, manager)
         return await webhooks.admit_write(self.api, attrs, write), attrs.warnings
 
-    async def _admitted_subresource(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
-                                    body: Obj, dry_run: bool, manager: str) -> tuple[Obj, list[str]]:
-        """pods/binding and pods/eviction: the webhooks see (and may change) the Binding or Eviction sent."""
+    def _subresource_attributes(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                                dry_run: bool, manager: str) -> webhooks.Attributes:
         api_version, kind = _SUBRESOURCE_KINDS[info.subresource]
         group, _, version = api_version.rpartition("/")
-        attrs = webhooks.Attributes(res, info.subresource, namespace, info.name, request[_USER].as_user_info(),
-                                    dry_run, manager, kind=(group, version, kind))
-        return await webhooks.admit_create_subresource(self.api, attrs, body), attrs.warnings
+        return webhooks.Attributes(res, info.subresource, namespace or "", info.name, request[_USER].as_user_info(),
+                                   dry_run, manager, kind=(group, version, kind))
+
+    async def _admitted_subresource(self, request: web.Request, res: Resource, info: RequestInfo,
+                                    namespace: str | None, body: Obj, old: Obj | None, dry_run: bool,
+                                    manager: str) -> tuple[Obj, list[str]]:
+        """pods/binding, pods/eviction (CREATE) and /scale (UPDATE over ``old``): the webhooks see (and may
+        change) the Binding, Eviction or Scale sent."""
+        attrs = self._subresource_attributes(request, res, info, namespace, dry_run, manager)
+        operation = "CREATE" if old is None else "UPDATE"
+        return await webhooks.admit_subresource(self.api, attrs, operation, body, old), attrs.warnings
+
+    async def _patched_scale(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                             body: bytes, patch_type: str, dry_run: bool, manager: str) -> web.Response | None:
+        """A /scale patch when webhooks may apply: the patched Scale through them, then written as an update
+        (None when no webhook applies: the patch then takes its usual way)."""
+        if not webhooks.may_apply(self.api, self._subresource_attributes(request, res, info, namespace, dry_run,
+                                                                         manager)):
+            return None
+        from controller_manager.sim.apiserver import patch as patching
+
+        current = subresources.get_scale(self.api, res, namespace, info.name)
+        try:
+            patched = patching.apply_patch(current, body, patch_type, "Scale")
+        except patching.PatchError as e:
+            raise errors.StatusError(e.status()) from None
+        scale, hooked = await self._admitted_subresource(request, res, info, namespace, patched, current, dry_run,
+                                                         manager)
+        return _with_warnings(_response(encode(subresources.update_scale(
+            self.api, res, namespace, info.name, scale, dry_run=dry_run, field_manager=manager))), hooked)
 
     async def _admitted_delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                                name: str, body: Any, dry_run: bool) -> list[str]:

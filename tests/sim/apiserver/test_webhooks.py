@@ -563,3 +563,40 @@ async def test_eviction_is_sent_to_webhooks_as_an_eviction(client: Client, hooks
     assert request["object"]["kind"] == "Eviction"
     status, _ = await client.get(f"{PODS}/p")
     assert status == 200
+
+
+async def test_scale_is_sent_to_webhooks_as_a_scale(client: Client, hooks: WebhookServer) -> None:
+    async def mutate(review: Review) -> dict[str, Any]:
+        replicas = review["request"]["object"]["spec"]["replicas"]
+        return allow(review, **json_patch({"op": "replace", "path": "/spec/replicas", "value": min(replicas, 3)}))
+
+    hooks.handlers = {"/m": mutate}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                           "template": {"metadata": {"labels": {"app": "d"}},
+                                        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    status, body = await client.post(deployments, deployment)
+    assert status == 201, body
+    rule = {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/scale"]}
+    await configure(client, "mutating", "m", {**hook("cap.example.com", hooks.url("/m"), hooks.ca_bundle),
+                                              "rules": [rule]})
+    status, body = await client.patch(f"{deployments}/d/scale", {"spec": {"replicas": 10}})
+    assert status == 200, body
+    assert body["spec"]["replicas"] == 3
+    request = hooks.received["/m"][0]["request"]
+    assert request["kind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert request["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert request["subResource"] == "scale"
+    assert request["oldObject"]["spec"]["replicas"] == 1
+    assert request["object"]["spec"]["replicas"] == 10
+    status, scale = await client.get(f"{deployments}/d/scale")
+    scale["spec"]["replicas"] = 7
+    status, body = await client.put(f"{deployments}/d/scale", scale)
+    assert status == 200, body
+    status, stored = await client.get(f"{deployments}/d")
+    assert stored["spec"]["replicas"] == 3
+    status, body = await client.put(f"{deployments}/d", {**stored, "spec": {**stored["spec"], "replicas": 9}})
+    assert status == 200, body
+    assert body["spec"]["replicas"] == 9  # the main resource is not deployments/scale
+    assert len(hooks.received["/m"]) == 2

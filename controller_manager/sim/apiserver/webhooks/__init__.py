@@ -5,9 +5,10 @@ how the calls fit around the synchronous :class:`ApiServer`)."""
 
 from controller_manager.sim.apiserver.webhooks.dispatch import (
     Attributes,
-    admit_create_subresource,
     admit_delete,
+    admit_subresource,
     admit_write,
+    may_apply,
 )
 
-__all__ = ["Attributes", "admit_create_subresource", "admit_delete", "admit_write"]
+__all__ = ["Attributes", "admit_delete", "admit_subresource", "admit_write", "may_apply"]

@@ -19,10 +19,11 @@ keeps what pass 1 saw (the random parts the built-in plugins added included).
 Deviations from upstream, all from running in passes: the built-in mutating plugins are not re-run after the
 webhooks (upstream re-runs them when a webhook changed the object); fields the registry fills from the
 cluster's state on a create (a Service's cluster IP) may differ between what the validating webhooks saw and
-what is stored; ``/scale`` writes call no webhook (pods/eviction and pods/binding are sent their Eviction or
-Binding, which the mutating ones may change); CONNECT is never matched (kube-sim serves no connect
-subresource). Validating webhooks are called one after another, not in parallel; the first refusal wins as
-upstream's first reported error does.
+what is stored. Subresources with a kind of their own (pods/eviction, pods/binding, ``/scale``) are sent that
+object (a Scale update with the current Scale as ``oldObject``; a /scale patch is worked out first), which the
+mutating ones may change, in one pass before the subresource acts: the validating webhooks see it before the
+registry checks it. CONNECT is never matched (kube-sim serves no connect subresource). Validating webhooks are
+called one after another, not in parallel; the first refusal wins as upstream's first reported error does.
 
 Reinvocation: a webhook with ``reinvocationPolicy: IfNeeded`` is called once more, after all the others, when a
 webhook called after it changed the object.
@@ -355,15 +356,21 @@ async def admit_write(api: ApiServer, attrs: Attributes, write: Callable[[bool],
                           "the object changed while admission webhooks were called; please retry")
 
 
-async def admit_create_subresource(api: ApiServer, attrs: Attributes, obj: Obj) -> Obj:
-    """A CREATE of a subresource whose body is its own kind (pods/eviction, pods/binding): the webhooks are sent
-    the body, and the mutating ones' result is what the subresource then acts on."""
+def may_apply(api: ApiServer, attrs: Attributes) -> bool:
+    return matching.may_apply(api, attrs.res, attrs.subresource, attrs.namespace, mutating=True) \
+        or matching.may_apply(api, attrs.res, attrs.subresource, attrs.namespace, mutating=False)
+
+
+async def admit_subresource(api: ApiServer, attrs: Attributes, operation: str, obj: Obj, old: Obj | None) -> Obj:
+    """A write to a subresource whose body is its own kind (pods/eviction and pods/binding CREATEs, a /scale
+    UPDATE): the webhooks are sent the body (and the current Scale), and the mutating ones' result is what the
+    subresource then acts on."""
     if not (matching.may_apply(api, attrs.res, attrs.subresource, attrs.namespace, mutating=True)
             or matching.may_apply(api, attrs.res, attrs.subresource, attrs.namespace, mutating=False)):
         return obj
-    mutated = await mutate(api, attrs, "CREATE", obj, None)
+    mutated = await mutate(api, attrs, operation, obj, old)
     obj = mutated if mutated is not None else obj
-    await validate(api, attrs, "CREATE", obj, None)
+    await validate(api, attrs, operation, obj, old)
     return obj
 
 
