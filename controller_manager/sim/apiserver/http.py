@@ -550,8 +550,10 @@ class _Handlers:
     async def _admitted(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                         dry_run: bool, manager: str, write: Callable[[bool], Obj]) -> tuple[Obj, list[str]]:
         """``write(dry)`` run with the admission webhooks that apply; the object and the webhooks' warnings."""
-        attrs = webhooks.Attributes(res, info.subresource, namespace or "", info.name,
-                                    request[_USER].as_user_info(), dry_run, manager)
+        # A Namespace's own path names it as the request's namespace too (RequestInfo), as webhooks are told.
+        ns = info.namespace if res.group == "" and res.plural == "namespaces" else namespace or ""
+        attrs = webhooks.Attributes(res, info.subresource, ns, info.name, request[_USER].as_user_info(), dry_run,
+                                    manager)
         return await webhooks.admit_write(self.api, attrs, write), attrs.warnings
 
     def _subresource_attributes(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
@@ -598,7 +600,8 @@ class _Handlers:
             current = self.api.get(res, namespace if res.namespaced else None, name)
         except errors.StatusError:
             return []
-        attrs = webhooks.Attributes(res, "", namespace or "", name, request[_USER].as_user_info(), dry_run)
+        ns = name if res.group == "" and res.plural == "namespaces" else namespace or ""
+        attrs = webhooks.Attributes(res, "", ns, name, request[_USER].as_user_info(), dry_run)
         await webhooks.admit_delete(self.api, attrs, current)
         return attrs.warnings
 

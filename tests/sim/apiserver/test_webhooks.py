@@ -517,6 +517,25 @@ async def test_namespace_selector_of_a_namespace_is_its_own_labels(client: Clien
     status, body = await client.post("/api/v1/namespaces", {"metadata": {"name": "g", "labels": {"guarded": "true"}}})
     assert status == 403, body
     assert body["message"] == 'admission webhook "ns.example.com" denied the request: no'
+    assert "namespace" not in hooks.received["/v"][0]["request"]
+
+    # An update or delete of a Namespace names it as the request's namespace, as its path does.
+    async def allow_all(review: Review) -> dict[str, Any]:
+        return allow(review)
+
+    hooks.handlers["/all"] = allow_all
+    rule = {"operations": ["UPDATE", "DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces"]}
+    await configure(client, "validating", "w", {**hook("all.example.com", hooks.url("/all"), hooks.ca_bundle),
+                                                "rules": [rule]})
+    status, ns = await client.get("/api/v1/namespaces/free")
+    ns["metadata"]["labels"] = {"x": "y"}
+    status, body = await client.put("/api/v1/namespaces/free", ns)
+    assert status == 200, body
+    status, body = await client.delete("/api/v1/namespaces/free")
+    assert status == 200, body
+    sent = [(r["request"]["operation"], r["request"]["namespace"], r["request"]["name"])
+            for r in hooks.received["/all"]]
+    assert sent == [("UPDATE", "free", "free"), ("DELETE", "free", "free")]
 
 
 async def test_bad_patches(client: Client, hooks: WebhookServer) -> None:
