@@ -619,3 +619,39 @@ async def test_scale_is_sent_to_webhooks_as_a_scale(client: Client, hooks: Webho
     assert status == 200, body
     assert body["spec"]["replicas"] == 9  # the main resource is not deployments/scale
     assert len(hooks.received["/m"]) == 2
+
+
+async def test_validating_webhooks_are_called_in_parallel(client: Client, hooks: WebhookServer) -> None:
+    both = asyncio.Barrier(2)
+
+    async def wait_for_the_other(review: Review) -> dict[str, Any]:
+        await asyncio.wait_for(both.wait(), 5)  # only passes when both calls are in flight together
+        return allow(review)
+
+    hooks.handlers = {"/a": wait_for_the_other, "/b": wait_for_the_other}
+    await configure(client, "validating", "v", hook("a.example.com", hooks.url("/a"), hooks.ca_bundle),
+                    hook("b.example.com", hooks.url("/b"), hooks.ca_bundle))
+    status, body = await client.post(PODS, pod("p"))
+    assert status == 201, body
+
+
+async def test_events_are_equivalent_across_groups(client: Client, hooks: WebhookServer) -> None:
+    async def mutate(review: Review) -> dict[str, Any]:
+        return allow(review, **json_patch({"op": "replace", "path": "/note", "value": "rewritten"}))
+
+    hooks.handlers = {"/e": mutate}
+    rule = {"operations": ["CREATE"], "apiGroups": ["events.k8s.io"], "apiVersions": ["v1"], "resources": ["events"]}
+    await configure(client, "mutating", "m", {**hook("ev.example.com", hooks.url("/e"), hooks.ca_bundle),
+                                              "rules": [rule]})
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"}, "message": "original",
+             "reason": "Tested", "type": "Normal", "eventTime": "2026-01-01T00:00:00.000000Z",
+             "reportingComponent": "tests", "reportingInstance": "tests-1", "action": "Test",
+             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}}
+    status, body = await client.post("/api/v1/namespaces/default/events", event)
+    assert status == 201, body
+    assert body["message"] == "rewritten"
+    request = hooks.received["/e"][0]["request"]
+    assert request["kind"] == {"group": "events.k8s.io", "version": "v1", "kind": "Event"}
+    assert request["requestKind"] == {"group": "", "version": "v1", "kind": "Event"}
+    assert request["object"]["note"] == "original"
+    assert request["object"]["regarding"]["name"] == "p"

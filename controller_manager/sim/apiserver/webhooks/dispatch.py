@@ -23,7 +23,8 @@ what is stored. Subresources with a kind of their own (pods/eviction, pods/bindi
 object (a Scale update with the current Scale as ``oldObject``; a /scale patch is worked out first), which the
 mutating ones may change, in one pass before the subresource acts: the validating webhooks see it before the
 registry checks it. CONNECT is never matched (kube-sim serves no connect subresource). Validating webhooks are
-called one after another, not in parallel; the first refusal wins as upstream's first reported error does.
+called in parallel, as upstream calls them; of several refusals the first webhook's in order is answered (upstream
+answers the first to arrive).
 
 Reinvocation: a webhook with ``reinvocationPolicy: IfNeeded`` is called once more, after all the others, when a
 webhook called after it changed the object.
@@ -31,6 +32,7 @@ webhook called after it changed the object.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -200,12 +202,17 @@ async def mutate(api: ApiServer, attrs: Attributes, operation: str, obj: Obj | N
 
 
 async def validate(api: ApiServer, attrs: Attributes, operation: str, obj: Obj | None, old: Obj | None) -> None:
-    """The validating webhooks: the first refusal (or failure to call under ``Fail``) is raised."""
+    """The validating webhooks, all called at once: the refusal (or failure to call under ``Fail``) of the first
+    of them in order is raised."""
     req = Request(attrs.res, attrs.subresource, attrs.namespace, operation)
+    calls = []
     for hook in matching.webhooks(api, mutating=False):
         target = _invocation(api, hook, req, obj, old)
         if target is not None:
-            await _call(api, attrs, hook, _review(attrs, operation, target, obj, old))
+            calls.append(_call(api, attrs, hook, _review(attrs, operation, target, obj, old)))
+    for outcome in await asyncio.gather(*calls, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 # --- the passes -------------------------------------------------------------------------------------------
