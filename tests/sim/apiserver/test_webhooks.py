@@ -10,6 +10,7 @@ import json
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +18,10 @@ from aiohttp import web
 
 from controller_manager.api.resources import VALIDATINGWEBHOOKCONFIGURATIONS
 from controller_manager.sim import tls
-from controller_manager.sim.apiserver import ApiServer
+from controller_manager.sim.apiserver import ApiServer, ApiServerOptions
 from controller_manager.sim.apiserver.objects import Stored
 from tests.sim.apiserver.conftest import Client, configmap, pod
+from tests.sim.apiserver.kubectl_harness import serve
 
 GROUP = "/apis/admissionregistration.k8s.io/v1"
 PODS = "/api/v1/namespaces/default/pods"
@@ -655,3 +657,36 @@ async def test_events_are_equivalent_across_groups(client: Client, hooks: Webhoo
     assert request["requestKind"] == {"group": "", "version": "v1", "kind": "Event"}
     assert request["object"]["note"] == "original"
     assert request["object"]["regarding"]["name"] == "p"
+
+
+async def test_kubectl_shows_webhook_warnings_and_denials(tmp_path: Path, hooks: WebhookServer) -> None:
+    async def validate(review: Review) -> dict[str, Any]:
+        data = review["request"]["object"].get("data") or {}
+        if data.get("allowed") != "yes":
+            return {"uid": review["request"]["uid"], "allowed": False,
+                    "status": {"code": 403, "reason": "Forbidden", "message": "data.allowed must be yes"}}
+        return allow(review, warnings=["this ConfigMap was checked"])
+
+    hooks.handlers = {"/cm": validate}
+    config = f"""apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: configmaps}}
+webhooks:
+- name: cm.example.com
+  clientConfig: {{url: "{hooks.url('/cm')}", caBundle: {hooks.ca_bundle}}}
+  rules: [{{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"""
+    async with serve(ApiServer(options=ApiServerOptions()), tmp_path) as kubectl:
+        await kubectl("apply", "-f", "-", stdin=config)
+        proc = await kubectl.start("create", "configmap", "ok", "--from-literal=allowed=yes")
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 0, err
+        assert out.decode().strip() == "configmap/ok created"
+        assert err.decode().strip() == "Warning: this ConfigMap was checked"
+        proc = await kubectl.start("create", "configmap", "refused", "--from-literal=allowed=no")
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 1
+        assert err.decode().strip() == ('error: failed to create configmap: admission webhook "cm.example.com" '
+                                        "denied the request: data.allowed must be yes")
