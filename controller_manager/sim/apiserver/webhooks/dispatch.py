@@ -186,8 +186,9 @@ async def mutate(api: ApiServer, attrs: Attributes, operation: str, obj: Obj | N
             review = _review(attrs, operation, target, obj, old)
             try:
                 answer = await _call(api, attrs, hook, review)
-                patched = _apply_patch(hook, attrs.decoded_as(target), review.obj,
-                                                                  answer.patch) if answer and answer.patch else None
+                patched = None
+                if answer is not None and answer.patch:
+                    patched = _apply_patch(hook, attrs.decoded_as(target), review.obj, answer.patch)
             except calling.CallError as e:  # an undecodable patch: a failure to call like any other
                 if hook.failure_policy == "Ignore":
                     patched = None
