@@ -313,7 +313,8 @@ class ApiServer:
     def _validate(self, res: Resource, obj: Obj, old: Obj | None, subresource: str | None = None) -> None:
         errs = self.crds.validate(res, obj, old, subresource)
         if errs is None:
-            errs = validation.validate(res, obj, old) + structural.validate_object(res, obj)
+            errs = validation.validate(res, obj, old) + validation.validate_status(res, obj, old, subresource) \
+                + structural.validate_object(res, obj)
         if errs:
             raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
 
