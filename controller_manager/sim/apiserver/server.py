@@ -329,9 +329,16 @@ class ApiServer:
         ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
         storage = versions.storage_of(res)
         if storage is not None:
-            obj = versions.to_storage(res, self._type_meta(res, obj))
-            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run,
-                                                          field_manager=field_manager, managed_fields=managed_fields))
+            # managedFields record the version the client wrote (the field manager of the request's version).
+            obj = self._type_meta(res, obj)
+            if managed_fields is fieldmanager.MISSING and field_manager is not None:
+                incoming = (obj.get("metadata") or {}).get("managedFields", fieldmanager.MISSING)
+                managed_fields = fieldmanager.track_update(res, None, versions.served_defaults(res, obj),
+                                                           manager=field_manager, subresource="", incoming=incoming,
+                                                           now=format_time(self.clock.now()))
+            return versions.from_storage(res, self.create(storage, versions.to_storage(res, obj), namespace,
+                                                          dry_run=dry_run, field_manager=field_manager,
+                                                          managed_fields=managed_fields))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -478,7 +485,7 @@ class ApiServer:
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
                managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
-               typed: bool = False) -> Obj:
+               typed: bool = False, served: Resource | None = None) -> Obj:
         """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
         ``typed``: ``obj`` is the body as :func:`codec.typed` decoded it (see :meth:`create`).
         ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
@@ -489,7 +496,8 @@ class ApiServer:
             obj = versions.to_storage(res, self._type_meta(res, obj))
             return versions.from_storage(res, self.update(
                 storage, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
-                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource))
+                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource,
+                served=res))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -541,7 +549,11 @@ class ApiServer:
             manager = field_manager
 
             def track(live: Obj, new: Obj) -> Any:
-                return fieldmanager.track_update(stored_res, live, new, manager=manager,
+                tracked = stored_res
+                if served is not None:  # written through another version: tracked in that version
+                    tracked = served
+                    live, new = versions.from_storage(served, live), versions.from_storage(served, new)
+                return fieldmanager.track_update(tracked, live, new, manager=manager,
                                                  subresource=manager_subresource or subresource or "",
                                                  incoming=incoming, now=format_time(self.clock.now()))
         written = self.write_update(stored_res, existing, new, dry_run, managed_fields=track, like=body)

@@ -25,6 +25,7 @@ from controller_manager.sim.apiserver.fieldmanager import (
     ignored_fields,
     kind_atom,
     managed,
+    other_versions,
     typed,
     updater,
 )
@@ -102,7 +103,8 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
     def run(force: bool) -> tuple[Any, managed.Managed]:
         return updater.apply(current, base, config, atom, manager=manager, api_version=res.api_version,
                              subresource=sub, force=force, ignored=ignored_fields(res, sub),
-                             now=format_time(api.clock.now()), empty=empty_object(res.api_version, res.kind))
+                             now=format_time(api.clock.now()), empty=empty_object(res.api_version, res.kind),
+                             other_for=other_versions(res, sub))
 
     try:
         try:
