@@ -469,7 +469,8 @@ class _Handlers:
                                                subresource=sub, dry_run=dry_run, decode=decode)
                 return _with_warnings(_response(encode(applied), 201 if was_created else 200), warnings)
             patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
-                                decode=decode if sub != "scale" else None, field_manager=manager)
+                                decode=decode if sub != "scale" else None, field_manager=manager,
+                                force=q.get("force", "").lower() in ("1", "t", "true"))
             return _with_warnings(_response(encode(patched)), warnings)
         if verb == "delete":
             if sub is not None:

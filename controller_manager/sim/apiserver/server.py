@@ -611,6 +611,10 @@ class ApiServer:
         if patch_type == "apply":
             if not isinstance(patch, bytes | str):
                 patch = json.dumps(patch)
+            if subresource == "scale" and not isinstance(res, CustomResource):
+                subresources.get_scale(self, res, namespace, name)  # 404 for kinds without /scale
+                return apply.apply_scale(self, res, namespace, name, patch, manager=field_manager or "",
+                                         force=force, dry_run=dry_run)
             return apply.apply(self, res, namespace, name, patch, manager=field_manager or "", force=force,
                                subresource=subresource, dry_run=dry_run, decode=decode)[0]
         if subresource == "scale":
