@@ -86,6 +86,12 @@ def _go_quote(s: str) -> str:
 
 
 def kind_atom(res: Resource) -> typed.Atom:
+    """The kind's schema for field management: built-in kinds' from kube-sim's schema, a custom resource's
+    from its version's structural schema (the deduced, untyped one when it has none)."""
+    from controller_manager.sim.apiserver.crd.resource import CustomResource
+
+    if isinstance(res, CustomResource):
+        return typed.crd_atom(res.schema) if isinstance(res.schema, dict) else typed.UNTYPED
     return typed.kind_atom(res.api_version, res.kind)
 
 
@@ -135,10 +141,14 @@ def keep_reset(sent: Any, decoded: Obj) -> Obj:
     return decoded
 
 
-def other_versions(res: Resource, subresource: str) -> updater.OtherVersions:
+def other_versions(res: Resource, subresource: str) -> updater.OtherVersions | None:
     """How a write to ``res`` compares in another served version of its kind (the managed fields'
-    VersionConverter): both objects converted, compared with that version's schema and reset fields."""
+    VersionConverter): both objects converted, compared with that version's schema and reset fields. None
+    for kinds served in one version here (entries naming another version are compared in the writer's)."""
     from controller_manager.sim.apiserver import versions
+
+    if not versions.multi_version(res):
+        return None
 
     def for_write(live: Any, new: Any) -> updater.OtherVersion:
         def compare_in(api_version: str) -> typed.Comparison | None:
@@ -197,14 +207,14 @@ def track_update(res: Resource, live: Obj | None, new: Obj, *, manager: str, sub
 _SERVER_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
                           "managedFields", "resourceVersion"})
 _CREATED_CACHE_SIZE = 1024
-_created: OrderedDict[tuple[str, str, bytes], Set] = OrderedDict()
+_created: OrderedDict[tuple[str, str, int, bytes], Set] = OrderedDict()
 
 
 def _created_fields(res: Resource, new: Obj) -> Set:
     """What the creator of ``new`` owns. Objects made from one template (a ReplicaSet's pods) differ only in
     metadata nobody owns, so the answer is cached by the rest of the object."""
     meta = new.get("metadata") or {}
-    key = (res.api_version, res.kind,
+    key = (res.api_version, res.kind, id(kind_atom(res)),
            orjson.dumps({**new, "metadata": {k: v for k, v in meta.items() if k not in _SERVER_META}}))
     owned = _created.get(key)
     if owned is not None:
