@@ -148,6 +148,20 @@ def _parse_number_texts(raw: bytes, keep_duplicates: bool) -> Any:
     return document
 
 
+def number_text(text: str) -> float:
+    """A JSON number's reader for bodies decoded straight into a kind (see :func:`_number`)."""
+    return _number(text)
+
+
+def with_number_texts(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` (a patched object) marked for :func:`typed` when it holds numbers kept with their text."""
+    if not _has_number_text(value):
+        return value
+    document = _NumberTextDocument(value)
+    document.body = value
+    return document
+
+
 def _has_number_text(value: Any) -> bool:
     if type(value) is gojson.JSONNumber:
         return True

@@ -45,6 +45,7 @@ from controller_manager.sim.apiserver import (
     metrics_api,
     node_ports,
     priority,
+    schema,
     service_cidrs,
     service_ips,
     strategy,
@@ -628,14 +629,18 @@ class ApiServer:
         if not _mentions_managed_fields(patch):
             # Left out of the copy the patch works on; the update then starts from the stored ones.
             original = fieldmanager.updater.without_managed_fields(original)
+        # A patch's numbers reach the typed decode as json-patch leaves them (their text), for built-in kinds.
+        texts = decode is not None and isinstance(patch, bytes | str) and not isinstance(res, CustomResource) \
+            and schema.kind(res.api_version, res.kind) is not None
         try:
-            patched = patching.apply_patch(original, patch, patch_type, res.kind)
+            patched = patching.apply_patch(original, patch, patch_type, res.kind,
+                                           parse_float=codec.number_text if texts else None)
         except patching.PatchError as e:
             raise errors.StatusError(e.status()) from None
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         if decode is not None:
-            patched = decode(patched, existing.obj)
+            patched = decode(codec.with_number_texts(patched) if texts else patched, existing.obj)
         meta = patched.get("metadata")
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "

@@ -96,12 +96,23 @@ async def test_number_texts_do_not_leak_into_untyped_fields(client: Client) -> N
     assert created["data"] == {"spec": {"x": 1000, "y": 1.5}}
 
 
-async def test_a_strategic_patch_reads_numbers_as_values(client: Client) -> None:
-    # A strategic merge patch works on decoded maps (float64), so 1e3 reaches the Quantity as "1000".
+@pytest.mark.parametrize(("content_type", "patch", "written"), [
+    pytest.param("application/merge-patch+json",
+                 b'{"spec":{"template":{"spec":{"containers":[{"name":"c","image":"nginx",'
+                 b'"resources":{"requests":{"memory":1e3}}}]}}}}', "1e3", id="merge-keeps-the-text"),
+    pytest.param("application/json-patch+json",
+                 b'[{"op":"add","path":"/spec/template/spec/containers/0/resources",'
+                 b'"value":{"requests":{"memory":1.500}}}]', "1.500", id="json-patch-keeps-the-text"),
+    pytest.param("application/strategic-merge-patch+json",
+                 b'{"spec":{"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":1e3}}}]}}}}',
+                 "1k", id="strategic-reads-the-value"),
+])
+async def test_patch_numbers_as_json_patch_keeps_them(client: Client, content_type: str, patch: bytes,
+                                                      written: str) -> None:
+    # json-patch keeps each value's raw bytes (merge and RFC 6902 patches); a strategic merge patch works on
+    # decoded maps, so its 1e3 is the float64 1000.
     code, _ = await client.post(DEPLOYS, deployment("web"))
     assert code == 201
-    patch = b'{"spec":{"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"memory":1e3}}}]}}}}'
-    code, patched = await client.call("PATCH", f"{DEPLOYS}/web", raw=patch,
-                                      headers={"Content-Type": "application/strategic-merge-patch+json"})
+    code, patched = await client.call("PATCH", f"{DEPLOYS}/web", raw=patch, headers={"Content-Type": content_type})
     assert code == 200, patched
-    assert patched["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] == "1k"
+    assert patched["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] == written
