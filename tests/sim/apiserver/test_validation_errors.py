@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, PODS, STATEFULSETS
+from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, PODS, STATEFULSETS, VOLUMEATTACHMENTS
 from controller_manager.sim.apiserver.validation import validate
 from controller_manager.sim.apiserver.validation_errors import (
     OMIT,
@@ -121,3 +121,13 @@ def test_owner_references_as_objectmeta_validates_them() -> None:
         'metadata.ownerReferences[3]: Invalid value: {"apiVersion":"v1","kind":"Event","name":"e","uid":"3"}: '
         "/v1, Kind=Event is disallowed from being an owner",
     ]
+
+
+def test_volume_attachment_spec_prints_as_the_internal_struct() -> None:
+    old = {"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com", "nodeName": "n1",
+                                                "source": {"persistentVolumeName": "pv1"}}}
+    new = copy.deepcopy(old)
+    new["spec"]["nodeName"] = "n2"
+    assert [str(e) for e in validate(VOLUMEATTACHMENTS, new, old)] == [
+        'spec: Invalid value: {"Attacher":"csi.example.com","Source":{"PersistentVolumeName":"pv1",'
+        '"InlineVolumeSpec":null},"NodeName":"n2"}: field is immutable']
