@@ -198,21 +198,6 @@ def go_value(value: Any) -> str:
     return go_json(value)
 
 
-def go_syntax(value: Any) -> str:
-    """Go's ``%#v`` for the JSON shapes a decoder reports (string maps and lists)."""
-    if isinstance(value, dict):
-        if all(isinstance(v, str) for v in value.values()):
-            inner = ", ".join(f"{go_quote(str(k))}:{go_quote(v)}" for k, v in sorted(value.items()))
-            return f"map[string]string{{{inner}}}"
-        inner = ", ".join(f"{go_quote(str(k))}:{go_syntax(v)}" for k, v in sorted(value.items()))
-        return f"map[string]interface {{}}{{{inner}}}"
-    if isinstance(value, list):
-        if all(isinstance(v, str) for v in value):
-            return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
-        return "[]interface {}{" + ", ".join(go_syntax(v) for v in value) + "}"
-    return go_value(value)
-
-
 def string_map(value: Any) -> str:
     """A ``map[string]string`` bad value as ``json.Marshal`` writes it: ``{"app":"x"}``; ``null`` when nil."""
     if value is None:
