@@ -61,10 +61,19 @@ class _DuplicateKeys(dict[str, Any]):
         self.duplicates = [k for i, (k, _) in enumerate(pairs) if any(k == p for p, _ in pairs[:i])]
 
 
-def parse_json_strict(raw: bytes | str) -> Any:
+class JSONNumber(float):
+    """A JSON number kept with its text, for the fields that read the text rather than the value:
+    ``Quantity.UnmarshalJSON`` parses the literal bytes, so ``1e3`` stays ``1e3`` where ``1000`` is ``1k``."""
+
+    __slots__ = ("text",)
+    text: str
+
+
+def parse_json_strict(raw: bytes | str, parse_float: Callable[[str], float] | None = None) -> Any:
     """Parse JSON keeping a record of repeated keys, for :func:`decode`'s duplicate-field errors. A body
     that repeats a key anywhere is a :class:`_DuplicateKeys` at its top too (so :func:`decode` knows not to
-    take parts of it as equal to a stored object's). Raises ``ValueError`` on malformed input."""
+    take parts of it as equal to a stored object's). ``parse_float`` reads numbers with a fraction or an
+    exponent (see :class:`JSONNumber`). Raises ``ValueError`` on malformed input."""
     repeated = False
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -76,7 +85,7 @@ def parse_json_strict(raw: bytes | str) -> Any:
         return _DuplicateKeys(pairs)
 
     text = raw.decode() if isinstance(raw, bytes) else raw
-    value = json.JSONDecoder(object_pairs_hook=pairs_hook).decode(text)
+    value = json.JSONDecoder(object_pairs_hook=pairs_hook, parse_float=parse_float).decode(text)
     if repeated and type(value) is dict:
         value = _DuplicateKeys(list(value.items()))
     return value
@@ -191,6 +200,8 @@ def _quantity(value: Any) -> str:
         return "0"
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise GoTypeError(quantity.ERR_FORMAT_WRONG)
+    if type(value) is JSONNumber:
+        value = value.text  # the number's literal text, as UnmarshalJSON reads it
     try:
         return quantity.canonicalize(value)
     except ValueError as e:
@@ -470,7 +481,7 @@ class _Walk:
         if kind == "float64":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self.type_error(value, go_type)
-            return value
+            return float(value) if type(value) is JSONNumber else value
         raise AssertionError(f"unhandled type kind {kind}")
 
     def _field_name(self) -> str:

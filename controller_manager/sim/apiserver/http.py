@@ -367,7 +367,7 @@ class _Handlers:
     # --- single objects ----------------------------------------------------------------------------
 
     async def _body(self, request: web.Request, patch: bool = False, res: Resource | None = None,
-                    expect: tuple[str, str] | None = None) -> Any:
+                    expect: tuple[str, str] | None = None, number_texts: bool = False) -> Any:
         """The body parsed by its media type (raw bytes for a patch); not yet decoded into its kind. ``res``:
         the resource, whose built-in kinds take protobuf; ``expect``: the kind read when not ``res``'s."""
         ctype = codec.media_type(request.headers.get("Content-Type", ""))
@@ -377,7 +377,7 @@ class _Handlers:
                 raise errors.unsupported_media_type(tuple(_PATCH_TYPES))
             return raw
         return codec.parse(raw, ctype, keep_duplicates=request.query.get("fieldValidation") != "Ignore", res=res,
-                           expect=expect)
+                           expect=expect, number_texts=number_texts)
 
     async def _object(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                       accept: _Accept) -> web.Response:
@@ -411,7 +411,11 @@ class _Handlers:
                                           include_object=q.get("includeObject", "Metadata")))
             return _response(raw)
         if verb == "create":
-            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
+            # A create or update body is decoded into its kind straight from its bytes (quantities read
+            # their numbers' text); the review kinds and subresources take theirs elsewhere.
+            typed_body = sub is None and res.kind not in auth.REVIEW_KINDS
+            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""),
+                                    number_texts=typed_body)
             if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
                 return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
             if sub == "token" and res.kind == "ServiceAccount" and namespace:
@@ -440,7 +444,8 @@ class _Handlers:
                                                               field_manager=manager))
             return _with_warnings(_response(encode(created), 201), decoded.warnings + hooked)
         if verb == "update":
-            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
+            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""),
+                                    number_texts=sub in (None, "status", "finalize", "approval"))
             if sub == "scale":
                 hooked = []
                 if isinstance(body, dict):
@@ -500,7 +505,8 @@ class _Handlers:
                                                    api.patch(res, namespace, name, body, _PATCH_TYPES[ctype],
                                                              subresource=sub, dry_run=dry_run or dry,
                                                              decode=decode if sub != "scale" else None,
-                                                             field_manager=manager))
+                                                             field_manager=manager,
+                                                             force=q.get("force", "").lower() in ("1", "t", "true")))
             return _with_warnings(_response(encode(patched)), list(dict.fromkeys(warnings)) + hooked)
         if verb == "delete":
             if sub is not None:

@@ -45,6 +45,7 @@ from controller_manager.sim.apiserver import (
     metrics_api,
     node_ports,
     priority,
+    schema,
     service_cidrs,
     service_ips,
     strategy,
@@ -327,7 +328,8 @@ class ApiServer:
     def _validate(self, res: Resource, obj: Obj, old: Obj | None, subresource: str | None = None) -> None:
         errs = self.crds.validate(res, obj, old, subresource)
         if errs is None:
-            errs = validation.validate(res, obj, old) + structural.validate_object(res, obj)
+            errs = validation.validate(res, obj, old) + validation.validate_status(res, obj, old, subresource) \
+                + structural.validate_object(res, obj)
         if errs:
             raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
 
@@ -342,9 +344,16 @@ class ApiServer:
         ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
         storage = versions.storage_of(res)
         if storage is not None:
-            obj = versions.to_storage(res, self._type_meta(res, obj))
-            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run,
-                                                          field_manager=field_manager, managed_fields=managed_fields))
+            # managedFields record the version the client wrote (the field manager of the request's version).
+            obj = self._type_meta(res, obj)
+            if managed_fields is fieldmanager.MISSING and field_manager is not None:
+                incoming = (obj.get("metadata") or {}).get("managedFields", fieldmanager.MISSING)
+                managed_fields = fieldmanager.track_update(res, None, versions.served_defaults(res, obj),
+                                                           manager=field_manager, subresource="", incoming=incoming,
+                                                           now=format_time(self.clock.now()))
+            return versions.from_storage(res, self.create(storage, versions.to_storage(res, obj), namespace,
+                                                          dry_run=dry_run, field_manager=field_manager,
+                                                          managed_fields=managed_fields))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -495,7 +504,7 @@ class ApiServer:
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
                managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
-               typed: bool = False) -> Obj:
+               typed: bool = False, served: Resource | None = None) -> Obj:
         """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
         ``typed``: ``obj`` is the body as :func:`codec.typed` decoded it (see :meth:`create`).
         ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
@@ -506,7 +515,8 @@ class ApiServer:
             obj = versions.to_storage(res, self._type_meta(res, obj))
             return versions.from_storage(res, self.update(
                 storage, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
-                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource))
+                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource,
+                served=res))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -562,7 +572,11 @@ class ApiServer:
             manager = field_manager
 
             def track(live: Obj, new: Obj) -> Any:
-                return fieldmanager.track_update(stored_res, live, new, manager=manager,
+                tracked = stored_res
+                if served is not None:  # written through another version: tracked in that version
+                    tracked = served
+                    live, new = versions.from_storage(served, live), versions.from_storage(served, new)
+                return fieldmanager.track_update(tracked, live, new, manager=manager,
                                                  subresource=manager_subresource or subresource or "",
                                                  incoming=incoming, now=format_time(self.clock.now()))
         written = self.write_update(stored_res, existing, new, dry_run, managed_fields=track, like=body)
@@ -620,6 +634,10 @@ class ApiServer:
         if patch_type == "apply":
             if not isinstance(patch, bytes | str):
                 patch = json.dumps(patch)
+            if subresource == "scale" and not isinstance(res, CustomResource):
+                subresources.get_scale(self, res, namespace, name)  # 404 for kinds without /scale
+                return apply.apply_scale(self, res, namespace, name, patch, manager=field_manager or "",
+                                         force=force, dry_run=dry_run)
             return apply.apply(self, res, namespace, name, patch, manager=field_manager or "", force=force,
                                subresource=subresource, dry_run=dry_run, decode=decode)[0]
         if subresource == "scale":
@@ -633,14 +651,18 @@ class ApiServer:
         if not _mentions_managed_fields(patch):
             # Left out of the copy the patch works on; the update then starts from the stored ones.
             original = fieldmanager.updater.without_managed_fields(original)
+        # A patch's numbers reach the typed decode as json-patch leaves them (their text), for built-in kinds.
+        texts = decode is not None and isinstance(patch, bytes | str) and not isinstance(res, CustomResource) \
+            and schema.kind(res.api_version, res.kind) is not None
         try:
-            patched = patching.apply_patch(original, patch, patch_type, res.kind)
+            patched = patching.apply_patch(original, patch, patch_type, res.kind,
+                                           parse_float=codec.number_text if texts else None)
         except patching.PatchError as e:
             raise errors.StatusError(e.status()) from None
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         if decode is not None:
-            patched = decode(patched, existing.obj)
+            patched = decode(codec.with_number_texts(patched) if texts else patched, existing.obj)
         meta = patched.get("metadata")
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "

@@ -129,7 +129,19 @@ def prepare_for_update(res: Resource, new: Obj, old: Obj, subresource: str | Non
             out = _bump_template_generation(out, old)
     if res.kind == "DaemonSet" and subresource == "status":
         out = _with_template_generation(out, _template_generation(old))
+    if res.kind == "Pod" and res.group == "" and subresource == "status":
+        out = _backfill_qos(out, old)
     return _carry_system_metadata(res, out, old, main=subresource is None)
+
+
+def _backfill_qos(new: Obj, old: Obj) -> Obj:
+    """The pod status strategy fills an empty ``qosClass`` from the stored one (old kubelets dropped it); a
+    different one is left for validation to refuse (it is immutable)."""
+    status = new.get("status")
+    old_qos = (old.get("status") or {}).get("qosClass")
+    if not old_qos or (isinstance(status, dict) and status.get("qosClass")):
+        return new
+    return {**new, "status": {**(status if isinstance(status, dict) else {}), "qosClass": old_qos}}
 
 
 def _copy_field(meta: Obj, old_meta: Any, field: str) -> None:

@@ -25,6 +25,7 @@ from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.crd import scale as crd_scale
 from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.deletion import DeleteOptions, delete
+from controller_manager.sim.apiserver.fieldmanager.typed import MISSING
 from controller_manager.sim.apiserver.objects import Obj
 
 if TYPE_CHECKING:
@@ -66,7 +67,8 @@ def get_scale(api: ApiServer, res: Resource, namespace: str | None, name: str) -
 
 
 def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, scale: Any, *,
-                 dry_run: bool = False, field_manager: str | None = None) -> Obj:
+                 dry_run: bool = False, field_manager: str | None = None, managed_fields: Any = MISSING) -> Obj:
+    """``managed_fields``: the parent's entries as server-side apply to the Scale left them."""
     _check_scale_kind(res)
     if not isinstance(scale, dict):
         raise errors.bad_request("the object provided is not a JSON object")
@@ -89,7 +91,7 @@ def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str
     else:
         updated = {**obj, "spec": {**(obj.get("spec") or {}), "replicas": replicas}}
     result = api.update(res, updated, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
-                        manager_subresource="scale")
+                        manager_subresource="scale", managed_fields=managed_fields)
     return _scale_of(res, result)
 
 

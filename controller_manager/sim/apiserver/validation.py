@@ -7,8 +7,9 @@ pods, pod templates) and :mod:`validation_workloads` (apps and batch); the small
 Namespace, Service, Lease, PDB, RBAC roles' rules, EndpointSlice addresses) are here. Kinds without rules
 get the metadata checks only.
 
-A ``/status`` update (``subresource="status"``) checks metadata only: status strategies keep the
-stored spec, so spec rules and spec immutability do not apply.
+A ``/status`` update (``subresource="status"``) checks metadata, and for Pods the status itself
+(:mod:`validation_pod_status`): status strategies keep the stored spec, so spec rules and spec
+immutability do not apply.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from controller_manager.sim.apiserver.validation_errors import (
     not_supported,
     required,
 )
+from controller_manager.sim.apiserver.validation_pod_status import validate_pod_status_update
 from controller_manager.sim.apiserver.validation_pods import (
     NameFn,
     name_is_dns1035_label,
@@ -64,7 +66,7 @@ from controller_manager.sim.apiserver.validation_workloads import (
     validate_statefulset,
 )
 
-__all__ = ["FieldError", "invalid_status", "validate"]
+__all__ = ["FieldError", "invalid_status", "validate", "validate_status"]
 
 Obj = Mapping[str, Any]
 
@@ -328,3 +330,11 @@ def validate(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None
         if rule is not None:
             errs.extend(rule(obj, old))
     return errs
+
+
+def validate_status(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None,
+                    subresource: str | None) -> list[FieldError]:
+    """What a ``/status`` write's strategy checks of the status itself (Pods: ValidatePodStatusUpdate)."""
+    if subresource == "status" and resource.kind == "Pod" and resource.group == "" and old is not None:
+        return validate_pod_status_update(obj, old)
+    return []
