@@ -5,8 +5,8 @@
 Guarantees:
 - Defaults: ``spec.names.singular`` is the lower-cased kind, ``listKind`` is ``<Kind>List``,
   ``spec.conversion`` is ``{strategy: None}``; a version's ``served`` and ``storage`` are written even when
-  false. (The kind has no entry in kube-sim's schema: :mod:`.fields` drops and reports unknown fields; the
-  values are otherwise stored as sent.)
+  false. (The body is decoded into the generated schema's CustomResourceDefinition as every built-in kind
+  is: :mod:`..codec` drops and reports unknown fields and answers 400 for a value of the wrong type.)
 - Create starts ``metadata.generation`` at 1 and the status empty but for ``storedVersions`` (the storage
   version); an update keeps the stored status and bumps the generation when the spec changes.
 - Validation answers 422 with upstream's messages for the name (``plural.group``), group, scope, versions
