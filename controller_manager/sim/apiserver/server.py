@@ -314,6 +314,7 @@ class ApiServer:
         errs = self.crds.validate(res, obj, old, subresource)
         if errs is None:
             errs = validation.validate(res, obj, old) + structural.validate_object(res, obj)
+            errs += structural.validate_rules(res, obj, old, errs)
         if errs:
             raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
 

@@ -22,6 +22,7 @@ from typing import Any
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_dns1035_label, is_dns1123_subdomain
 from controller_manager.sim.apiserver import validation_errors as fe
+from controller_manager.sim.apiserver.crd import cel
 from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.validation_errors import FieldError
 from controller_manager.sim.apiserver.validation_pods import (
@@ -260,6 +261,8 @@ def _validate_version_schema(version: Obj, path: str) -> list[FieldError]:
     elif schema["type"] != "object":
         errs.append(fe.invalid(f"{spath}.type", schema["type"], "must be object at the root"))
     errs += _structural(schema, spath, root=True)
+    if not errs:
+        errs += cel.check_schema(schema, spath)  # x-kubernetes-validations: well-formed, and they compile
     return errs
 
 

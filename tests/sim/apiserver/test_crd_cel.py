@@ -1,0 +1,170 @@
+"""``x-kubernetes-validations`` through the HTTP API: a CRD's rules are checked when it is written (422 at the
+rule's path when one does not compile), and custom resources are validated by them on create and update,
+with transition rules (``oldSelf``) and upstream's field errors."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.sim.apiserver.conftest import Client
+from tests.sim.apiserver.test_crd import CRDS, CRONTABS, crd, crontab
+
+SPEC_PATH = "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+
+
+def crd_with_rules(rules: list[dict[str, Any]], *, root_rules: list[dict[str, Any]] | None = None,
+                   extra_props: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = crd()
+    schema = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]
+    spec["properties"].update({
+        "minReplicas": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "ratio": {"type": "number"},
+        "endpoint": {"type": "string"},
+        "memory": {"type": "string"},
+        **(extra_props or {})})
+    spec["x-kubernetes-validations"] = rules
+    if root_rules is not None:
+        schema["x-kubernetes-validations"] = root_rules
+    return body
+
+
+async def _create_crd(client: Client, body: dict[str, Any]) -> None:
+    code, status = await client.post(CRDS, body)
+    assert code == 201, status
+
+
+def _messages(status: dict[str, Any]) -> list[str]:
+    return [f'{c["field"]}: {c["message"]}' for c in status["details"]["causes"]]
+
+
+async def test_rules_refuse_and_admit_on_create(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.minReplicas <= self.replicas", "message": "replicas should be at least minReplicas"},
+        {"rule": "self.tags.isSorted()", "reason": "FieldValueForbidden", "fieldPath": ".tags"},
+        {"rule": "self.ratio < 2", "messageExpression": "'ratio ' + string(self.ratio) + ' is too high'"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=2, minReplicas=3, tags=["b", "a"], ratio=3))
+    assert code == 422, status
+    assert status["message"] == (
+        'CronTab.stable.example.com "a" is invalid: [spec: Invalid value: replicas should be at least minReplicas, '
+        # (a double as cel-go writes it: 3, not 3.0)
+        "spec.tags: Forbidden: failed rule: self.tags.isSorted(), spec: Invalid value: ratio 3 is too high]")
+    assert [c["reason"] for c in status["details"]["causes"]] == ["FieldValueInvalid", "FieldValueForbidden",
+                                                                  "FieldValueInvalid"]
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec", "spec.tags", "spec"]
+    code, body = await client.post(CRONTABS, crontab("b", replicas=3, minReplicas=3, tags=["a", "b"], ratio=1.5))
+    assert code == 201, body
+
+
+async def test_scalar_rule_shows_the_value_and_root_rule_the_nil_path(client: Client) -> None:
+    await _create_crd(client, crd_with_rules(
+        [], root_rules=[{"rule": "self.metadata.name.startsWith('ok-')", "message": "name must start with ok-"}],
+        extra_props={"image": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self.endsWith(':latest') == false", "message": "no latest tags"}]}}))
+    code, status = await client.post(CRONTABS, crontab("bad", image="nginx:latest"))
+    assert code == 422, status
+    assert _messages(status) == ["<nil>: Invalid value: name must start with ok-",
+                                 'spec.image: Invalid value: "nginx:latest": no latest tags']
+    code, body = await client.post(CRONTABS, crontab("ok-1", image="nginx:1.27"))
+    assert code == 201, body
+
+
+async def test_transition_rules_use_old_self_on_update_only(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.replicas >= oldSelf.replicas", "message": "replicas may not decrease"},
+        {"rule": "!oldSelf.hasValue() || self.image == oldSelf.value().image", "optionalOldSelf": True,
+         "message": "image is immutable", "reason": "FieldValueForbidden", "fieldPath": ".image"},
+    ]))
+    code, created = await client.post(CRONTABS, crontab("a", replicas=5, image="x"))
+    assert code == 201, created  # oldSelf rules do not run on create
+    shrunk = copy.deepcopy(created)
+    shrunk["spec"].update(replicas=4, image="y")
+    code, status = await client.put(f"{CRONTABS}/a", shrunk)
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: replicas may not decrease",
+                                 "spec.image: Forbidden: image is immutable"]
+    code, body = await client.patch(f"{CRONTABS}/a", {"spec": {"replicas": 7}})
+    assert code == 200, body
+
+
+async def test_map_lists_correlate_old_items_by_key(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([], extra_props={"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "port": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.port == oldSelf.port", "message": "port is immutable"}]}}}))
+    code, created = await client.post(CRONTABS, crontab("a", ports=[{"name": "http", "port": 80}]))
+    assert code == 201, created
+    changed = copy.deepcopy(created)
+    changed["spec"]["ports"] = [{"name": "https", "port": 443}, {"name": "http", "port": 8080}]
+    code, status = await client.put(f"{CRONTABS}/a", changed)
+    assert code == 422, status
+    assert _messages(status) == ["spec.ports[1]: Invalid value: port is immutable"]  # "https" is new: no oldSelf
+
+
+async def test_library_functions(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "!has(self.endpoint) || url(self.endpoint).getScheme() == 'https'", "message": "https only"},
+        {"rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))", "message": "too much"},
+        {"rule": "!has(self.tags) || (self.tags.all(t, t.matches('^[a-z]+$')) && self.tags.indexOf('x') == -1 "
+                 "&& size(self.tags.filter(t, t.startsWith('a'))) <= 1)", "message": "bad tags"},
+        {"rule": "!has(self.tags) || self.tags.map(t, size(t)).sum() < 10", "message": "tags too long"},
+        {"rule": "!has(self.image) || self.image.split(':').size() == 2 && self.image.lowerAscii() == self.image",
+         "message": "image needs a tag"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab(
+        "a", endpoint="http://example.com:8080/x", memory="2Gi", tags=["abc", "ab", "x"], image="Nginx"))
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: https only", "spec: Invalid value: too much",
+                                 "spec: Invalid value: bad tags", "spec: Invalid value: image needs a tag"]
+    code, body = await client.post(CRONTABS, crontab(
+        "b", endpoint="https://example.com/x", memory="512Mi", tags=["ab", "cd"], image="nginx:1"))
+    assert code == 201, body
+
+
+async def test_runtime_errors_and_blocking_schema_errors(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([{"rule": "self.replicas / (self.minReplicas - 1) > 0"}]))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=2, minReplicas=1))
+    assert code == 422, status
+    assert _messages(status) == ['spec: Invalid value: "object": division by zero evaluating rule: '
+                                 "self.replicas / (self.minReplicas - 1) > 0"]
+    code, status = await client.post(CRONTABS, crontab("b", replicas="two", minReplicas=1))
+    assert code == 422, status
+    assert _messages(status)[-1] == ("<nil>: Invalid value: null: some validation rules were not checked because "
+                                     "the object was invalid; correct the existing errors to complete validation")
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ({"rule": "self.replicas >"},
+     'x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.replicas >","Message":"","MessageExpression":"",'
+     '"Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:15: '),
+    ({"rule": "self.nope == 1"},
+     "x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"self.nope == 1\",\"Message\":\"\","
+     "\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
+     "ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^"),
+    ({"rule": "frobnicate(self.replicas)"},
+     'x-kubernetes-validations[0].rule: Invalid value: {"Rule":"frobnicate(self.replicas)","Message":"",'
+     '"MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: '
+     "<input>:1:11: undeclared reference to 'frobnicate' (in container '')"),
+    ({"rule": " "}, "x-kubernetes-validations[0].rule: Required value: rule is not specified"),
+    ({"rule": "self.replicas > 0", "reason": "Nope"},
+     'x-kubernetes-validations[0].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", '
+     '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'),
+    ({"rule": "self.replicas > 0", "fieldPath": ".missing"},
+     'x-kubernetes-validations[0].fieldPath: Invalid value: ".missing": must be a valid path'),
+    ({"rule": "self.replicas > 0", "optionalOldSelf": True},
+     "x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"),
+    ({"rule": "self.replicas > 0", "message": "two\nlines"},
+     'x-kubernetes-validations[0].message: Invalid value: "two\\nlines": must not contain line breaks'),
+])
+async def test_bad_rules_are_refused_with_the_crd(client: Client, rule: dict[str, Any], message: str) -> None:
+    code, status = await client.post(CRDS, crd_with_rules([rule]))
+    assert code == 422, status
+    assert status["details"]["kind"] == "CustomResourceDefinition"
+    assert f"{SPEC_PATH}.{message}" in status["message"], status["message"]
+    assert (await client.get(f"{CRDS}/crontabs.stable.example.com"))[0] == 404
