@@ -142,7 +142,7 @@ async def test_runtime_errors_and_blocking_schema_errors(client: Client) -> None
 @pytest.mark.parametrize(("rule", "message"), [
     ({"rule": "self.replicas >"},
      'x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.replicas >","Message":"","MessageExpression":"",'
-     '"Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:15: '),
+     '"Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:'),
     ({"rule": "self.nope == 1"},
      "x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"self.nope == 1\",\"Message\":\"\","
      "\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
@@ -168,3 +168,34 @@ async def test_bad_rules_are_refused_with_the_crd(client: Client, rule: dict[str
     assert status["details"]["kind"] == "CustomResourceDefinition"
     assert f"{SPEC_PATH}.{message}" in status["message"], status["message"]
     assert (await client.get(f"{CRDS}/crontabs.stable.example.com"))[0] == 404
+
+
+@pytest.mark.parametrize(("rule", "where", "detail"), [
+    ({"rule": "self.replicas"}, "rule", "cel expression must evaluate to a bool"),
+    ({"rule": "self.replicas + 1"}, "rule", "cel expression must evaluate to a bool"),
+    ({"rule": "size(self.tags)"}, "rule", "cel expression must evaluate to a bool"),
+    ({"rule": "self.replicas > 1", "messageExpression": "self.replicas > 2"}, "messageExpression",
+     "messageExpression must evaluate to a string"),
+    ({"rule": "self.replicas > 1", "messageExpression": "'x' +"}, "messageExpression",
+     "messageExpression compilation failed: ERROR: <input>:1:"),
+])
+async def test_rules_of_the_wrong_result_type_are_refused(client: Client, rule: dict[str, Any], where: str,
+                                                          detail: str) -> None:
+    code, status = await client.post(CRDS, crd_with_rules([rule]))
+    assert code == 422, status
+    cause = status["details"]["causes"][0]
+    assert cause["field"] == f"{SPEC_PATH}.x-kubernetes-validations[0].{where}"
+    assert cause["message"].startswith('Invalid value: {"Rule":"'), cause
+    assert f"}}: {detail}" in cause["message"], cause
+
+
+async def test_bool_results_of_any_shape_compile(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.replicas > 5 ? self.image != '' : true"},
+        {"rule": "has(self.image)", "messageExpression": "'image ' + (has(self.image) ? 'set' : 'unset')"},
+        {"rule": "!(self.replicas in [3, 4])"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=3))
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: image unset",
+                                 "spec: Invalid value: failed rule: !(self.replicas in [3, 4])"]

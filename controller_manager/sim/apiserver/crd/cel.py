@@ -78,6 +78,11 @@ class CELCompileError(ValueError):
     """A rule that does not compile; the message is cel-go's ``issues.String()`` form."""
 
 
+class CELResultTypeError(CELCompileError):
+    """A rule (or message expression) whose result is known, from the schema and the operators, to be of
+    another type than it must be."""
+
+
 # --- values ----------------------------------------------------------------------------------------------
 
 
@@ -580,11 +585,90 @@ def _parse(text: str) -> Any:
         raise CELCompileError(_issue(text, line, column, detail)) from None
 
 
-def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False) -> Compiled:
-    """A rule ready to run; :class:`CELCompileError` with cel-go's issue text when it does not compile."""
+def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, result: str = "bool") -> Compiled:
+    """A rule (``result`` "bool") or message expression ("string") ready to run; :class:`CELCompileError`
+    with cel-go's issue text when it does not compile, :class:`CELResultTypeError` when it is known to give
+    another type."""
     tree = _parse(text)
-    uses_old_self = _check(tree, text, schema if schema is None or not root else _root_schema(schema))
+    typed = schema if schema is None or not root else _root_schema(schema)
+    uses_old_self = _check(tree, text, typed)
+    found = _static_type(tree, typed)
+    if found is not None and found != result:
+        raise CELResultTypeError("cel expression must evaluate to a bool" if result == "bool"
+                                 else "messageExpression must evaluate to a string")
     return Compiled(_ENV.program(tree, functions=_library()), uses_old_self)
+
+
+_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
+                       "member", "primary"})
+_SCHEMA_TYPES = {"integer": "int", "number": "double", "string": "string", "boolean": "bool", "array": "list",
+                 "object": "map"}
+_BOOL_METHODS = frozenset({"all", "exists", "exists_one", "contains", "startsWith", "endsWith", "matches",
+                           "isSorted", "hasValue", "isLessThan", "isGreaterThan", "isInteger"})
+_METHOD_TYPES = {"size": "int", "map": "list", "filter": "list", "indexOf": "int", "lastIndexOf": "int",
+                 "charAt": "string", "lowerAscii": "string", "upperAscii": "string", "replace": "string",
+                 "split": "list", "substring": "string", "trim": "string", "join": "string", "format": "string",
+                 "find": "string", "findAll": "list", "getScheme": "string", "getHost": "string",
+                 "getHostname": "string", "getPort": "string", "getEscapedPath": "string", "getQuery": "map",
+                 "sign": "int", "compareTo": "int", "asInteger": "int", "asApproximateFloat": "double"}
+_FUNCTION_TYPES = {"has": "bool", "matches": "bool", "isURL": "bool", "isQuantity": "bool", "size": "int",
+                   "int": "int", "uint": "uint", "double": "double", "string": "string", "bool": "bool"}
+
+
+def _static_type(node: Any, schema: Obj | None) -> str | None:
+    """The CEL type an expression is known to have (None when it depends on what is not declared)."""
+    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if isinstance(node, lark.Token):
+        return None
+    data, children = node.data, node.children
+    if data in ("conditionalor", "conditionaland", "relation") and len(children) == 2:
+        return "bool"
+    if data in ("addition", "multiplication") and len(children) == 2:
+        # arithmetic and concatenation: a well-typed one is of its operands' type
+        operator = children[0]
+        left = operator.children[0] if isinstance(operator, lark.Tree) and operator.children else None
+        return _static_type(children[1], schema) or _static_type(left, schema)
+    if data == "expr" and len(children) == 3:
+        left, right = _static_type(children[1], schema), _static_type(children[2], schema)
+        return left if left == right else None
+    if data == "unary" and len(children) == 2 and isinstance(children[0], lark.Tree):
+        return "bool" if children[0].data == "unary_not" else None
+    if data == "literal":
+        text = str(children[0])
+        if text in ("true", "false"):
+            return "bool"
+        if text == "null":
+            return "null_type"
+        if text[:1] in "\"'" or text[:2].lower() in ("r'", 'r"'):
+            return "string"
+        return "double" if any(c in text for c in ".eE") and not text.lower().startswith("0x") else "int"
+    if data == "member_dot_arg":
+        name = str(children[1])
+        return "bool" if name in _BOOL_METHODS else _METHOD_TYPES.get(name)
+    if data == "ident_arg":
+        return _FUNCTION_TYPES.get(str(children[0]))
+    if data in ("member_dot", "ident"):
+        selected = _selected_schema(node, schema)
+        return _SCHEMA_TYPES.get(str(selected.get("type"))) if selected is not None and \
+            not selected.get("x-kubernetes-int-or-string") else None
+    return None
+
+
+def _selected_schema(node: Any, schema: Obj | None) -> Obj | None:
+    """The schema of ``self``/``oldSelf`` or of a field chain selected from it."""
+    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if not isinstance(node, lark.Tree) or schema is None:
+        return None
+    if node.data == "ident":
+        return schema if str(node.children[0]) == SELF else None
+    if node.data == "member_dot":
+        parent = _selected_schema(node.children[0], schema)
+        props = _obj(parent.get("properties")) if parent is not None else {}
+        sub = props.get(str(node.children[1]))
+        return sub if isinstance(sub, dict) else None
+    return None
 
 
 def _check(tree: Any, text: str, schema: Obj | None) -> bool:
@@ -755,16 +839,16 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
         try:
             compiled = compile_rule(str(rule.get("rule")), schema, root=root)
         except CELCompileError as e:
-            errs.append(FieldError(fe.INVALID, f"{rpath}.rule", f"compilation failed: {e}",
-                                   fe.GoRepr(_go_rule(rule))))
+            detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
+            errs.append(FieldError(fe.INVALID, f"{rpath}.rule", detail, fe.GoRepr(_go_rule(rule))))
             continue
         expression = str(rule.get("messageExpression") or "")
         if expression.strip():
             try:
-                compile_rule(expression, schema, root=root)
+                compile_rule(expression, schema, root=root, result="string")
             except CELCompileError as e:
-                errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression",
-                                       f"messageExpression compilation failed: {e}", fe.GoRepr(_go_rule(rule))))
+                detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
+                errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))
         if rule.get("optionalOldSelf") is not None and not compiled.uses_old_self:
             errs.append(fe.invalid(f"{rpath}.optionalOldSelf", rule["optionalOldSelf"],
                                    "may not be set if oldSelf is not used in rule"))
@@ -860,7 +944,8 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
         try:
             compiled = compile_rule(text, schema, root=root)
         except CELCompileError as e:
-            errs.append(fe.invalid(shown_path, _type_of(schema), f"rule compile error: compilation failed: {e}"))
+            detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
+            errs.append(fe.invalid(shown_path, _type_of(schema), f"rule compile error: {detail}"))
             continue
         optional = bool(rule.get("optionalOldSelf"))
         if compiled.uses_old_self and old is None and not optional:
@@ -932,7 +1017,7 @@ def _message(rule: Obj, activation: dict[str, Any], schema: Obj, root: bool) -> 
     expression = str(rule.get("messageExpression") or "")
     if expression.strip():
         try:
-            compiled = compile_rule(expression, schema, root=root)
+            compiled = compile_rule(expression, schema, root=root, result="string")
         except CELCompileError:
             compiled = None
         if compiled is not None:
