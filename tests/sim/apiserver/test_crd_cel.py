@@ -199,3 +199,25 @@ async def test_bool_results_of_any_shape_compile(client: Client) -> None:
     assert code == 422, status
     assert _messages(status) == ["spec: Invalid value: image unset",
                                  "spec: Invalid value: failed rule: !(self.replicas in [3, 4])"]
+
+
+async def test_unchanged_values_are_ratcheted_on_update(client: Client) -> None:
+    """A rule added after an object was written does not block updates that leave the offending value as it
+    was (CRDValidationRatcheting); a changed value is checked."""
+    body = crd_with_rules([], extra_props={"limits": {"type": "object", "properties": {
+        "max": {"type": "integer"}}}})
+    await _create_crd(client, body)
+    code, created = await client.post(CRONTABS, crontab("a", replicas=2, limits={"max": 1}))
+    assert code == 201, created
+    _, stored_crd = await client.get(f"{CRDS}/crontabs.stable.example.com")
+    spec = stored_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["limits"]["x-kubernetes-validations"] = [{"rule": "self.max > 5", "message": "max too low"}]
+    code, updated = await client.put(f"{CRDS}/crontabs.stable.example.com", stored_crd)
+    assert code == 200, updated
+    code, body = await client.patch(f"{CRONTABS}/a", {"spec": {"replicas": 3}})
+    assert code == 200, body  # limits unchanged: ratcheted
+    code, status = await client.patch(f"{CRONTABS}/a", {"spec": {"limits": {"max": 2}}})
+    assert code == 422, status
+    assert _messages(status) == ["spec.limits: Invalid value: max too low"]
+    code, status = await client.post(CRONTABS, crontab("b", limits={"max": 1}))
+    assert code == 422, status

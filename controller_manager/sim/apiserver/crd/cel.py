@@ -891,17 +891,25 @@ def validate(schema: Obj, obj: Obj, old: Obj | None) -> list[FieldError]:
     object giving ``oldSelf``."""
     errs: list[FieldError] = []
     _validate_node(_root_schema(schema), _root_value(obj), _root_value(old) if old is not None else None, "",
-                   errs, root=True)
+                   errs, root=True, unchanged=old is not None and _same(obj, old))
     return errs
 
 
+def _same(value: Any, old: Any) -> bool:
+    """Whether an update left a value as it was (JSON equality: ``1`` is not ``1.0`` or ``true``)."""
+    return type(value) is type(old) and orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        old, option=orjson.OPT_SORT_KEYS)
+
+
 def _validate_node(schema: Obj, value: Any, old: Any, path: str, errs: list[FieldError], *,
-                   root: bool = False) -> None:
+                   root: bool = False, unchanged: bool | None = None) -> None:
     if value is None:
         return
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
-        _evaluate(schema, rules, value, old, path, errs, root=root)
+        if unchanged is None:
+            unchanged = old is not None and _same(value, old)
+        _evaluate(schema, rules, value, old, path, errs, root=root, unchanged=unchanged)
     if isinstance(value, dict):
         props = _obj(schema.get("properties"))
         extra = _schema_or_none(schema.get("additionalProperties"))
@@ -933,7 +941,10 @@ def _type_of(schema: Obj) -> str:
 
 
 def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, errs: list[FieldError], *,
-              root: bool) -> None:
+              root: bool, unchanged: bool) -> None:
+    """``unchanged``: an update left the value as it was: a failing rule that does not use ``oldSelf`` is
+    ratcheted (upstream's CRDValidationRatcheting: a warning, not an error), so objects written before a
+    rule was added stay updatable."""
     shown_path = path or "<nil>"
     self_value = to_cel(value, schema)
     old_value = to_cel(old, schema) if old is not None else None
@@ -957,7 +968,7 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
         if error is not None:
             errs.append(_eval_error(shown_path, schema, rule, error))
             continue
-        if result is True:
+        if result is True or (unchanged and not compiled.uses_old_self):
             continue
         if not isinstance(result, bool):
             errs.append(fe.invalid(shown_path, _type_of(schema), f"'no such overload': call arguments did not match "

@@ -166,12 +166,12 @@ def validate_object(res: Resource, obj: Obj) -> list[FieldError]:
 
 def validate_rules(res: Resource, obj: Obj, old: Obj | None, errs: list[FieldError]) -> list[FieldError]:
     """The version's ``x-kubernetes-validations`` rules on ``obj`` (``old``: the object an update replaces),
-    after the schema's own errors ``errs``: a wrong type or an unsupported value anywhere stops them, with
-    upstream's one error saying so."""
+    after the schema's own errors ``errs``: a wrong type, an unsupported or missing value, or a too long one
+    anywhere stops them, with upstream's one error saying so."""
     schema = schema_of(res)
     if schema is None:
         return []
-    if any(e.type in (fe.NOT_SUPPORTED, fe.TYPE_INVALID) for e in errs):
+    if any(e.type in (fe.NOT_SUPPORTED, fe.REQUIRED, fe.TOO_LONG, fe.TOO_MANY, fe.TYPE_INVALID) for e in errs):
         return [fe.invalid("<nil>", None, "some validation rules were not checked because the object was invalid; "
                                           "correct the existing errors to complete validation")]
     return cel.validate(schema, obj, old)
