@@ -527,6 +527,7 @@ def _optional_value(o: Optional) -> Any:
     return o.value
 
 
+@functools.cache
 def _library() -> dict[str, Callable[..., Any]]:
     base = celpy_evaluation.base_functions
     ops = {"_<_": _compare(lambda a, b: a < b, base["_<_"]), "_<=_": _compare(lambda a, b: a <= b, base["_<=_"]),
@@ -585,10 +586,31 @@ def _parse(text: str) -> Any:
         raise CELCompileError(_issue(text, line, column, detail)) from None
 
 
+_COMPILED: dict[tuple[str, int, bool, str], tuple[Obj | None, Compiled | CELCompileError]] = {}
+_COMPILED_MAX = 4096
+
+
 def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, result: str = "bool") -> Compiled:
     """A rule (``result`` "bool") or message expression ("string") ready to run; :class:`CELCompileError`
     with cel-go's issue text when it does not compile, :class:`CELResultTypeError` when it is known to give
-    another type."""
+    another type. Compiled once per rule text and schema (stored schemas are never mutated; the cache keeps
+    the schema it was keyed by alive, so its id stays its own)."""
+    key = (text, id(schema), root, result)
+    cached = _COMPILED.get(key)
+    if cached is None:
+        try:
+            outcome: Compiled | CELCompileError = _compile(text, schema, root, result)
+        except CELCompileError as e:
+            outcome = e
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        cached = _COMPILED[key] = (schema, outcome)
+    if isinstance(cached[1], CELCompileError):
+        raise type(cached[1])(str(cached[1]))
+    return cached[1]
+
+
+def _compile(text: str, schema: Obj | None, root: bool, result: str) -> Compiled:
     tree = _parse(text)
     typed = schema if schema is None or not root else _root_schema(schema)
     uses_old_self = _check(tree, text, typed)
@@ -890,7 +912,7 @@ def validate(schema: Obj, obj: Obj, old: Obj | None) -> list[FieldError]:
     """The errors of the rules of ``schema`` (a version's openAPIV3Schema) on ``obj``, an update's ``old``
     object giving ``oldSelf``."""
     errs: list[FieldError] = []
-    _validate_node(_root_schema(schema), _root_value(obj), _root_value(old) if old is not None else None, "",
+    _validate_node(schema, _root_value(obj), _root_value(old) if old is not None else None, "",
                    errs, root=True, unchanged=old is not None and _same(obj, old))
     return errs
 
