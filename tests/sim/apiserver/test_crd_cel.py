@@ -221,3 +221,32 @@ async def test_unchanged_values_are_ratcheted_on_update(client: Client) -> None:
     assert _messages(status) == ["spec.limits: Invalid value: max too low"]
     code, status = await client.post(CRONTABS, crontab("b", limits={"max": 1}))
     assert code == 422, status
+
+
+LIBRARY_RULES = [
+    "self.ts < timestamp('2030-01-01T00:00:00Z')", "self.d > duration('1s')", "self.r > 1 && self.r == 2",
+    "self.l.sum() == 6 && self.l.max() == 3 && self.l.min() == 1", "self.m.all(k, k.startsWith('a'))",
+    "self.l.exists_one(x, x == 2)", "self.s.find('[0-9]+') == '123'", "self.s.findAll('[a-z]').size() == 3",
+    "self.s.replace('a', 'b') == 'bbc123'", "'%d-%s'.format([1, 'x']) == '1-x'", "self.s.charAt(0) == 'a'",
+    "self.s.substring(0, 3) == 'abc'", "self.s.split('1')[0] == 'abc'",
+    "isURL('https://x.io/a') && url('https://x.io:8443/a?q=1').getPort() == '8443'",
+    "quantity('1.5').asApproximateFloat() == 1.5", "isQuantity('1Gi') && !isQuantity('x')",
+    "quantity('2Gi').compareTo(quantity('1Gi')) == 1", "self.l.indexOf(2) == 1 && self.l.lastIndexOf(9) == -1",
+    "['a', 'b'].join('-') == 'a-b'", "self.l.isSorted()", "string(self.r) == '2'", "type(self.s) == string",
+    "int('5') == 5", "self.s.lowerAscii().upperAscii() == 'ABC123'", "self.s.indexOf('c') == 2",
+    "self.s.trim() == self.s", "size(self.m) == 1",
+]
+
+
+async def test_the_kubernetes_cel_library(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([{"rule": rule} for rule in LIBRARY_RULES], extra_props={
+        "ts": {"type": "string", "format": "date-time"}, "d": {"type": "string", "format": "duration"},
+        "r": {"type": "number"}, "l": {"type": "array", "items": {"type": "integer"}},
+        "m": {"type": "object", "additionalProperties": {"type": "string"}}, "s": {"type": "string"}}))
+    good = {"ts": "2024-01-01T00:00:00Z", "d": "5s", "r": 2, "l": [1, 2, 3], "m": {"ab": "x"}, "s": "abc123"}
+    code, body = await client.post(CRONTABS, crontab("a", **good))
+    assert code == 201, body  # every rule holds
+    code, status = await client.post(CRONTABS, crontab("b", **{**good, "l": [3, 2, 1], "d": "500ms", "r": 2.5}))
+    assert code == 422, status
+    assert _messages(status) == [f"spec: Invalid value: failed rule: {rule}" for rule in (
+        "self.d > duration('1s')", "self.r > 1 && self.r == 2", "self.l.isSorted()", "string(self.r) == '2'")]

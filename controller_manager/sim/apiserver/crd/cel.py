@@ -175,10 +175,13 @@ class _NoOverload(TypeError):
 
 
 def _num(value: Any) -> float | int | None:
+    """A number as a plain Python one (celpy's own types refuse to compare across int and double)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float):
-        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
     return None
 
 
@@ -538,6 +541,10 @@ def _library() -> dict[str, Callable[..., Any]]:
 
 def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], Any]:
     def equal(left: Any, right: Any) -> Any:
+        # ``string`` names the type as well as the conversion (overridden here for doubles' text)
+        left, right = (celtypes.StringType if v is _cel_string else v for v in (left, right))
+        if isinstance(left, type) or isinstance(right, type):
+            return celtypes.BoolType((left is right) != negate)
         a, b = _num(left), _num(right)
         if a is not None and b is not None and type(left) is not type(right):
             return celtypes.BoolType((a == b) != negate)
