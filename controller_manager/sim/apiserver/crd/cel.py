@@ -59,7 +59,7 @@ from controller_manager.api import quantity as k8s_quantity
 from controller_manager.sim.apiserver import validation_errors as fe
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
-__all__ = ["check_schema", "validate"]
+__all__ = ["check_schema", "has_rules", "validate"]
 
 Obj = dict[str, Any]
 
@@ -913,6 +913,17 @@ def _field_path(text: str, schema: Obj) -> str | None:
 
 
 # --- evaluating rules on custom resources -----------------------------------------------------------------
+
+
+def has_rules(schema: Any) -> bool:
+    """Whether a schema holds any ``x-kubernetes-validations`` (upstream builds no CEL validator otherwise)."""
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("x-kubernetes-validations"):
+        return True
+    children = [*_obj(schema.get("properties")).values(), schema.get("items"), schema.get("additionalProperties"),
+                *(schema.get("allOf") if isinstance(schema.get("allOf"), list) else ())]
+    return any(has_rules(child) for child in children)
 
 
 def validate(schema: Obj, obj: Obj, old: Obj | None) -> list[FieldError]:

@@ -169,7 +169,7 @@ def validate_rules(res: Resource, obj: Obj, old: Obj | None, errs: list[FieldErr
     after the schema's own errors ``errs``: a wrong type, an unsupported or missing value, or a too long one
     anywhere stops them, with upstream's one error saying so."""
     schema = schema_of(res)
-    if schema is None:
+    if schema is None or not cel.has_rules(schema):
         return []
     if any(e.type in (fe.NOT_SUPPORTED, fe.REQUIRED, fe.TOO_LONG, fe.TOO_MANY, fe.TYPE_INVALID) for e in errs):
         return [fe.invalid("<nil>", None, "some validation rules were not checked because the object was invalid; "
