@@ -921,8 +921,9 @@ def has_rules(schema: Any) -> bool:
         return False
     if schema.get("x-kubernetes-validations"):
         return True
+    all_of = schema.get("allOf")
     children = [*_obj(schema.get("properties")).values(), schema.get("items"), schema.get("additionalProperties"),
-                *(schema.get("allOf") if isinstance(schema.get("allOf"), list) else ())]
+                *(all_of if isinstance(all_of, list) else [])]
     return any(has_rules(child) for child in children)
 
 
