@@ -21,6 +21,8 @@ Guarantees:
   ``Invalid value`` (the value for a scalar, omitted for an object or list), ``Forbidden``, ``Required``,
   ``Duplicate value``; the detail is ``messageExpression``'s result, else ``message``, else ``failed rule:
   <rule>``. A rule that fails to evaluate is ``Invalid value: "<type>": <error> evaluating rule: <rule>``.
+  On update, a failing rule that does not use ``oldSelf`` on a value the update left unchanged is
+  ratcheted (CRDValidationRatcheting; upstream warns, kube-sim drops it).
 - The library: ``size``/``has``/``all``/``exists``/``exists_one``/``map``/``filter`` (CEL's own); lists'
   ``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``, ``lastIndexOf``; strings' ``charAt``, ``indexOf``,
   ``lastIndexOf``, ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``,
@@ -29,7 +31,7 @@ Guarantees:
   ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``, ``sub``, ``compareTo``,
   ``isLessThan``, ``isGreaterThan``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
-Not done: cel-go's static type checker (a rule of the wrong result type is found when it runs, not when
+Not done: rules inside ``allOf``, cel-go's full static type checker (a rule of the wrong result type is found when it runs, not when
 the CRD is written), cost estimation and budgets, ``ip()``/``cidr()``, optional field selection
 (``self.?x``), and cel-go's exact syntax-error texts (the position is the same; the wording is
 cel-python's).
