@@ -31,10 +31,10 @@ Guarantees:
   ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``, ``sub``, ``compareTo``,
   ``isLessThan``, ``isGreaterThan``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
-Not done: rules inside ``allOf``, cel-go's full static type checker (a rule of the wrong result type is found when it runs, not when
-the CRD is written), cost estimation and budgets, ``ip()``/``cidr()``, optional field selection
-(``self.?x``), and cel-go's exact syntax-error texts (the position is the same; the wording is
-cel-python's).
+Not done: rules inside ``allOf``; cel-go's full static type checker (only undeclared names and functions,
+undefined fields and a result type evident from the operators and the schema are found when the CRD is
+written; other type errors show when a rule runs); cost estimation and budgets; ``ip()``/``cidr()``; optional
+field selection (``self.?x``); cel-go's exact syntax-error texts (the wording is cel-python's).
 """
 
 from __future__ import annotations
