@@ -27,8 +27,7 @@ import orjson
 from controller_manager.api import quantity
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors, gojson, protobuf, schema, yamlbody
-from controller_manager.sim.apiserver.crd import fields as crd_fields
-from controller_manager.sim.apiserver.crd import is_definition, structural
+from controller_manager.sim.apiserver.crd import structural
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -239,13 +238,6 @@ def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None 
         strict += json_strict
         if number_texts:
             obj = _plain_numbers(obj)
-    elif is_definition(res):
-        try:
-            obj, unknown = crd_fields.decode(body)  # a kind the generated schema lacks: its fields listed by hand
-        except crd_fields.FieldTypeError as e:
-            raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {res.kind}: {e}') \
-                from None
-        strict += unknown
     else:
         obj, unknown = structural.decode(res, body)  # a custom resource: pruned and defaulted
         strict += unknown

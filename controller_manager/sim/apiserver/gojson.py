@@ -17,7 +17,10 @@ gives kube-sim the same two steps over plain dicts, driven by :mod:`schema`:
 
 Values of the custom types keep upstream's own rules: ``metav1.Time`` at second precision (a zero time
 is ``null``), ``MicroTime`` at microseconds, ``Duration`` as Go prints it, ``Quantity`` canonical,
-``IntOrString`` as int or string, ``RawExtension``/``FieldsV1``/``interface{}`` as given.
+``IntOrString`` as int or string, ``RawExtension``/``FieldsV1``/``interface{}`` (and apiextensions' ``JSON``)
+as given. apiextensions' ``JSONSchemaPropsOrBool``/``OrArray``/``OrStringArray`` are a schema or a bool/a list of
+schemas/a list of strings; their UnmarshalJSON reads a nested schema with a plain (case-sensitive, not strict)
+decode, so fields unknown there are dropped without a report, as upstream drops them.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api import quantity
+from controller_manager.sim.apiserver import schema
 from controller_manager.sim.apiserver.schema import OMIT, Field, Struct, Type, zero_json
 
 __all__ = ["GoTypeError", "decode", "format_duration", "normalize", "parse_duration", "parse_json_strict"]
@@ -539,7 +543,8 @@ class _Walk:
 _MISSING = object()
 
 # Custom types whose UnmarshalJSON sees a JSON null (a non-pointer one decodes it to its zero value).
-_NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1"})
+_NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1", "schemaorbool",
+                         "schemaorarray", "schemaorstringarray"})
 @functools.lru_cache(maxsize=4096)
 def _time_text(value: str, micro: bool) -> str | None:
     return _time(value, micro)  # the same few timestamps recur in every object written within a second
@@ -552,6 +557,49 @@ _CUSTOM: dict[str, Callable[[Any], Any]] = {
     "quantity": _quantity,
     "intorstring": _int_or_string,
 }
+
+
+# --- apiextensions' JSON schema "or" types ----------------------------------------------------------------
+
+_SCHEMA_PROPS = schema.APIEXTENSIONS + "JSONSchemaProps"
+
+
+def _schema_props(value: Any) -> dict[str, Any]:
+    """A nested JSONSchemaProps as the "or" types' UnmarshalJSON reads it: its own json.Unmarshal call
+    (type errors name the value from its top; unknown fields are dropped, not reported)."""
+    return _Walk(report=False).struct(value, schema.struct(_SCHEMA_PROPS), "v1.JSONSchemaProps")
+
+
+def _schema_or_bool(value: Any) -> dict[str, Any] | bool:
+    if isinstance(value, dict):
+        return _schema_props(value)
+    if isinstance(value, bool):
+        return value
+    raise GoTypeError("boolean or JSON schema expected")
+
+
+def _schema_or_array(value: Any) -> dict[str, Any] | list[dict[str, Any]] | None:
+    # Anything but an object or a non-empty array is the zero value, which is written as null.
+    if isinstance(value, dict):
+        return _schema_props(value)
+    if isinstance(value, list) and value:
+        return [_schema_props({} if item is None else item) for item in value]
+    return None
+
+
+def _schema_or_string_array(value: Any) -> dict[str, Any] | list[str] | None:
+    if isinstance(value, dict):
+        return _schema_props(value)
+    if isinstance(value, list) and value:
+        for item in value:
+            if not isinstance(item, str) and item is not None:
+                raise GoTypeError(f"json: cannot unmarshal {_json_kind(item)} into Go value of type string")
+        return ["" if item is None else item for item in value]
+    return None
+
+
+_CUSTOM.update(schemaorbool=_schema_or_bool, schemaorarray=_schema_or_array,
+               schemaorstringarray=_schema_or_string_array)
 
 
 def _null_to_zero(item: Any, elem: Type) -> Any:

@@ -330,6 +330,7 @@ class ApiServer:
         if errs is None:
             errs = validation.validate(res, obj, old) + validation.validate_status(res, obj, old, subresource) \
                 + structural.validate_object(res, obj)
+            errs += structural.validate_rules(res, obj, old, errs)
         if errs:
             raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
 
