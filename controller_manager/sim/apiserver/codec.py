@@ -131,14 +131,31 @@ def _number(text: str) -> float:
     return number
 
 
+class _NumberReader:
+    """:func:`_number` for one body, remembering whether it kept any text (so a body without such numbers,
+    the usual one, needs no walk to find them)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept = False
+
+    def __call__(self, text: str) -> float:
+        number = _number(text)
+        if type(number) is gojson.JSONNumber:
+            self.kept = True
+        return number
+
+
 def _parse_number_texts(raw: bytes, keep_duplicates: bool) -> Any:
     """Quantity.UnmarshalJSON parses a number's literal bytes, as encoding/json hands a field with its own
     unmarshaller the raw value; such numbers are kept with their text until :func:`typed` has decoded the
     body, which turns any left outside quantities back into plain floats."""
     if not keep_duplicates and _NUMBER_TEXT_HINT.search(raw) is None:
         return orjson.loads(raw)
-    value = gojson.parse_json_strict(raw, _number)
-    if not _has_number_text(value):
+    reader = _NumberReader()
+    value = gojson.parse_json_strict(raw, reader)
+    if not reader.kept:
         return value
     if not isinstance(value, dict):
         return _plain_numbers(value)

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import orjson
 
 from controller_manager.api import quantity
@@ -78,6 +79,46 @@ def parse_json_strict(raw: bytes | str, parse_float: Callable[[str], float] | No
     that repeats a key anywhere is a :class:`_DuplicateKeys` at its top too (so :func:`decode` knows not to
     take parts of it as equal to a stored object's). ``parse_float`` reads numbers with a fraction or an
     exponent (see :class:`JSONNumber`). Raises ``ValueError`` on malformed input."""
+    if isinstance(raw, bytes):
+        value = _parse_without_duplicates(raw, parse_float)
+        if value is not _MAYBE_DUPLICATES:
+            return value
+    return _parse_recording_duplicates(raw, parse_float)
+
+
+_MAYBE_DUPLICATES: Any = object()
+_SPACED_COLONS = (b" :", b"\n:", b"\t:", b"\r:")
+_PLAIN_DECODER = msgspec.json.Decoder()
+
+
+def _parse_without_duplicates(raw: bytes, parse_float: Callable[[str], float] | None) -> Any:
+    """The common body, parsed in C. msgspec keeps the last of repeated keys silently, so the body is known to
+    have none when it names as many members as its re-encoding does. A member is counted by its key's closing
+    quote and colon (``":``) once escaped backslashes and quotes are taken out (so every quote left delimits a
+    string); whitespace before a colon (which compact and pretty-printed JSON alike avoid) would hide one, so
+    such a body goes the slow way. A value string starting with a colon counts in both texts alike, and a
+    dropped duplicate lowers the re-encoded count. What msgspec refuses and Python's json reads (NaN, a lone
+    surrogate escape, a float beyond range) goes the slow way too, to be read or refused as before."""
+    if any(space in raw for space in _SPACED_COLONS):
+        return _MAYBE_DUPLICATES
+    try:
+        value = (_PLAIN_DECODER if parse_float is None else msgspec.json.Decoder(float_hook=parse_float)).decode(raw)
+    except msgspec.DecodeError:
+        return _MAYBE_DUPLICATES
+    try:
+        again = orjson.dumps(value, default=float)  # (a JSONNumber is a float)
+    except TypeError:  # an integer beyond 64 bits
+        return _MAYBE_DUPLICATES
+    return value if _members(raw) == _members(again) else _MAYBE_DUPLICATES
+
+
+def _members(text: bytes) -> int:
+    if b"\\" in text:
+        text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return text.count(b'":')
+
+
+def _parse_recording_duplicates(raw: bytes | str, parse_float: Callable[[str], float] | None) -> Any:
     repeated = False
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
