@@ -87,35 +87,24 @@ def parse_json_strict(raw: bytes | str, parse_float: Callable[[str], float] | No
 
 
 _MAYBE_DUPLICATES: Any = object()
-_SPACED_COLONS = (b" :", b"\n:", b"\t:", b"\r:")
 _PLAIN_DECODER = msgspec.json.Decoder()
 
 
 def _parse_without_duplicates(raw: bytes, parse_float: Callable[[str], float] | None) -> Any:
     """The common body, parsed in C. msgspec keeps the last of repeated keys silently, so the body is known to
-    have none when it names as many members as its re-encoding does. A member is counted by its key's closing
-    quote and colon (``":``) once escaped backslashes and quotes are taken out (so every quote left delimits a
-    string); whitespace before a colon (which compact and pretty-printed JSON alike avoid) would hide one, so
-    such a body goes the slow way. A value string starting with a colon counts in both texts alike, and a
-    dropped duplicate lowers the re-encoded count. What msgspec refuses and Python's json reads (NaN, a lone
-    surrogate escape, a float beyond range) goes the slow way too, to be read or refused as before."""
-    if any(space in raw for space in _SPACED_COLONS):
+    have none when it holds as many colons as its re-encoding does: each member brings one (whitespace around
+    it changes nothing), strings hold theirs literally in both texts, and a dropped duplicate takes at least
+    its own away. A ``\\u`` escape could spell a colon the re-encoding writes plainly, so such a body goes the
+    slow way; so does what msgspec refuses and Python's json reads (NaN, a lone surrogate, a float beyond
+    range), to be read or refused as before."""
+    if b"\\u" in raw:
         return _MAYBE_DUPLICATES
     try:
         value = (_PLAIN_DECODER if parse_float is None else msgspec.json.Decoder(float_hook=parse_float)).decode(raw)
-    except msgspec.DecodeError:
-        return _MAYBE_DUPLICATES
-    try:
         again = orjson.dumps(value, default=float)  # (a JSONNumber is a float)
-    except TypeError:  # an integer beyond 64 bits
+    except (msgspec.DecodeError, TypeError):  # TypeError: an integer beyond 64 bits
         return _MAYBE_DUPLICATES
-    return value if _members(raw) == _members(again) else _MAYBE_DUPLICATES
-
-
-def _members(text: bytes) -> int:
-    if b"\\" in text:
-        text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
-    return text.count(b'":')
+    return value if raw.count(b":") == again.count(b":") else _MAYBE_DUPLICATES
 
 
 def _parse_recording_duplicates(raw: bytes | str, parse_float: Callable[[str], float] | None) -> Any:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from controller_manager.sim.apiserver import codec, gojson
 
-_KEYS = st.sampled_from(["a", "b", "k:", ':"', "x\\", 'q"', "", "é", "a b", '\\"', ":"])
+_KEYS = st.sampled_from(["a", "b", "k:", "\\u003a", "\u003a", ':"', "x\\", 'q"', "", "é", "a b", '\\"', ":"])
 _STRINGS = st.one_of(_KEYS, st.text(max_size=6), st.sampled_from(['":', '\\":', "2026-01-01T00:00:00Z", "1e3"]))
 _NUMBERS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70),
                      st.sampled_from(["1e3", "1.500", "-0.0", "0.5", "1E-2", "12345678901234567890123", "1e400"]))
@@ -25,6 +25,8 @@ _NUMBERS = st.one_of(st.integers(min_value=-(2**70), max_value=2**70),
 def _text(draw: st.DrawFn, depth: int) -> str:
     kind = draw(st.integers(0, 5 if depth < 3 else 2))
     if kind == 0:
+        if draw(st.integers(0, 4)) == 0:
+            return draw(st.sampled_from(['"\\u003a"', '"a\\u003Ab"', '"\\\\u003a"']))  # colons spelled as escapes
         return json.dumps(draw(_STRINGS), ensure_ascii=draw(st.booleans()))
     if kind == 1:
         number = draw(_NUMBERS)
