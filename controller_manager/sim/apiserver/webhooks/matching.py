@@ -108,6 +108,8 @@ def webhooks(api: ApiServer, *, mutating: bool) -> list[Webhook]:
     res = MUTATINGWEBHOOKCONFIGURATIONS if mutating else VALIDATINGWEBHOOKCONFIGURATIONS
     if api.lookup(res.group, res.version, res.plural) is None:  # a server built without admissionregistration
         return []
+    if not api.store(res).objects:  # the usual case, checked on every write
+        return []
     configs = sorted((s.obj for s in api.store(res).iter_from(None)), key=lambda o: str(o["metadata"]["name"]))
     return [Webhook(str(c["metadata"]["name"]), hook, mutating)
             for c in configs for hook in c.get("webhooks") or () if isinstance(hook, Mapping)]
@@ -164,7 +166,7 @@ def matched_resource(hook: Webhook, req: Request, *, any_operation: bool = False
 
 def may_apply(api: ApiServer, res: Resource, subresource: str, namespace: str, *, mutating: bool) -> bool:
     """Whether any webhook's rules could match a create or update of ``res`` (objects not looked at yet)."""
-    if is_exempt(res):
+    if is_exempt(res) or not webhooks(api, mutating=mutating):
         return False
     for operation in ("CREATE", "UPDATE"):
         req = Request(res, subresource, namespace, operation)
