@@ -252,6 +252,19 @@ class _Builder:
             node = child
         node.members.add(path[-1])
 
+    def node(self, path: Path) -> _Builder:
+        """The builder of the set under ``path`` (made as needed)."""
+        node = self
+        for pe in path:
+            node = node.child(pe)
+        return node
+
+    def child(self, pe: PathElement) -> _Builder:
+        found = self.children.get(pe)
+        if found is None:
+            found = self.children[pe] = _Builder()
+        return found
+
     def freeze(self) -> Set:
         children = {}
         for pe, child in self.children.items():
@@ -389,29 +402,12 @@ class _Compare:
 
     def added_tree(self, value: Any, atom: Atom, path: Path) -> None:
         """walk(MISSING, value): the path and every path under it are added (the common case of a create)."""
-        self.added.insert(path)
-        a = atom.deduce(value)
-        if a.map is not None:
-            if a.map.atomic or not isinstance(value, dict):
-                return
-            m = a.map
-            for key, val in value.items():
-                self.added_tree(val, m.child(key), (*path, ("f", key)))
+        if not path:
+            _add_under(self.added, value, atom)
             return
-        if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
-            return
-        counts: dict[PathElement, list[Any]] = {}
-        for item in value:
-            try:
-                counts.setdefault(item_element(a.list, item), []).append(item)
-            except TypedError:
-                continue
-        elem = a.list.elem()
-        for pe, items in counts.items():
-            if len(items) == 1:
-                self.added_tree(items[0], elem, (*path, pe))
-            else:
-                self.added.insert((*path, pe))
+        node = self.added.node(path[:-1])
+        node.members.add(path[-1])
+        _add_under(node.child(path[-1]), value, atom)
 
     def same_order(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> bool:
         """The usual update of a keyed list: the same items in the same order, some of them changed. Then only
@@ -513,6 +509,37 @@ class _Compare:
                 if lv:
                     self.walk(lv[0], MISSING, elem, item_path)
                 self.added.insert(item_path)
+
+
+def _add_under(node: _Builder, value: Any, atom: Atom) -> None:
+    """Add every path under ``value`` to ``node`` (the builder of the set under the value's own path), as
+    ToFieldSet would list them: built in place, so no path is walked again from the root."""
+    a = atom.deduce(value)
+    if a.map is not None:
+        if a.map.atomic or not isinstance(value, dict):
+            return
+        m = a.map
+        members = node.members
+        for key, val in value.items():
+            pe = ("f", key)
+            members.add(pe)
+            child_atom = m.child(key)
+            if isinstance(val, dict | list):
+                _add_under(node.child(pe), val, child_atom)
+        return
+    if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
+        return
+    counts: dict[PathElement, list[Any]] = {}
+    for item in value:
+        try:
+            counts.setdefault(item_element(a.list, item), []).append(item)
+        except TypedError:
+            continue
+    elem = a.list.elem()
+    for pe, items in counts.items():
+        node.members.add(pe)
+        if len(items) == 1 and isinstance(items[0], dict | list):
+            _add_under(node.child(pe), items[0], elem)
 
 
 def equal(a: Any, b: Any) -> bool:
