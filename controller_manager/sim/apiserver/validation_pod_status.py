@@ -17,6 +17,7 @@ Guarantees, in upstream's order (metadata is checked by :func:`validation.valida
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -134,6 +135,7 @@ def _resource_claim_statuses(status: Mapping[str, Any], spec: Mapping[str, Any])
     return errs
 
 
+@functools.lru_cache(maxsize=4096)  # every status write of a pod checks the same few addresses
 def _parse_sloppy(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """netutils.ParseIPSloppy: Go's old net.ParseIP, which reads IPv4 octets with leading zeros as decimal."""
     m = _V4_SLOPPY.fullmatch(text)
