@@ -10,6 +10,7 @@ terminationGracePeriodSeconds, schedulingGates and added tolerations may change)
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -66,11 +67,22 @@ def _list(value: Any) -> list[Any]:
 
 # --- metadata -----------------------------------------------------------------------------------------
 
+# Label keys and values repeat across every object one template makes: their checks are remembered.
+@functools.lru_cache(maxsize=8192)
+def _label_key_messages(key: str) -> tuple[str, ...]:
+    return tuple(is_label_key(key))
+
+
+@functools.lru_cache(maxsize=8192)
+def _label_value_messages(value: str) -> tuple[str, ...]:
+    return tuple(is_label_value(value))
+
+
 def validate_labels(labels: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for key, value in sorted(_dict(labels).items()):
-        errs.extend(invalid(path, key, msg) for msg in is_label_key(str(key)))
-        errs.extend(invalid(path, value, msg) for msg in is_label_value(str(value)))
+        errs.extend(invalid(path, key, msg) for msg in _label_key_messages(str(key)))
+        errs.extend(invalid(path, value, msg) for msg in _label_value_messages(str(value)))
     return errs
 
 
@@ -78,7 +90,7 @@ def validate_annotations(annotations: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     total = 0
     for key, value in sorted(_dict(annotations).items()):
-        errs.extend(invalid(path, key, msg) for msg in is_label_key(str(key).lower()))
+        errs.extend(invalid(path, key, msg) for msg in _label_key_messages(str(key).lower()))
         total += len(str(key).encode()) + len(str(value).encode())
     if total > ANNOTATIONS_MAX_BYTES:
         errs.append(FieldError("FieldValueTooLong", path, f"may not be more than {ANNOTATIONS_MAX_BYTES} bytes"))
