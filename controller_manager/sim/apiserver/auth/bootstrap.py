@@ -575,6 +575,12 @@ def _viewer_objects() -> tuple[Obj, Obj]:
     return role, binding
 
 
+def node_rules() -> list[Obj]:
+    """The ``system:node`` ClusterRole's rules: what the Node authorizer allows every node outside the kinds it
+    decides by relationship (NodeRules)."""
+    return next(rules for name, rules, _labels, _agg in _cluster_roles() if name == "system:node")
+
+
 @functools.cache
 def _encoded_policy() -> bytes:
     """The cluster-scoped policy, built once per process (every ApiServer starts with a fresh copy)."""
