@@ -105,3 +105,34 @@ async def test_the_aggregated_roles_hold_the_union_of_their_sources(client: Clie
 
 def _key(rule: dict[str, Any]) -> str:
     return json.dumps(rule, sort_keys=True)
+
+
+EXPECTED_NAMESPACE_ROLES = {(i["namespace"], i["name"]): i for i in _items("namespace-roles.yaml")}
+EXPECTED_NAMESPACE_BINDINGS = {(i["namespace"], i["name"]): i for i in _items("namespace-role-bindings.yaml")}
+
+
+async def _served_in(client: Client, plural: str) -> dict[tuple[str, str], dict[str, Any]]:
+    code, body = await client.get(f"{RBAC}/{plural}", params={"labelSelector": "kubernetes.io/bootstrapping"})
+    assert code == 200, body
+    return {(item["metadata"]["namespace"], item["metadata"]["name"]): item for item in body["items"]}
+
+
+async def test_the_bootstrap_roles_in_kube_system_and_kube_public_are_upstreams(client: Client) -> None:
+    served = await _served_in(client, "roles")
+    assert sorted(served) == sorted(EXPECTED_NAMESPACE_ROLES)
+    for key, want in EXPECTED_NAMESPACE_ROLES.items():
+        role = served[key]
+        assert role["metadata"]["labels"] == LABELS, key
+        assert role["metadata"]["annotations"] == ANNOTATIONS, key
+        assert role["rules"] == want["rules"], key
+
+
+async def test_the_bootstrap_role_bindings_in_kube_system_and_kube_public_are_upstreams(client: Client) -> None:
+    served = await _served_in(client, "rolebindings")
+    assert sorted(served) == sorted(EXPECTED_NAMESPACE_BINDINGS)
+    for key, want in EXPECTED_NAMESPACE_BINDINGS.items():
+        binding = served[key]
+        assert binding["metadata"]["labels"] == LABELS, key
+        assert binding["metadata"]["annotations"] == ANNOTATIONS, key
+        assert binding["roleRef"] == {"apiGroup": RBAC_GROUP, "kind": "Role", "name": want["role"]}, key
+        assert binding["subjects"] == want["subjects"], key

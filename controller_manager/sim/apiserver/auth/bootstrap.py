@@ -484,8 +484,8 @@ def _cluster_bindings() -> list[tuple[str, str, list[Obj]]]:
     ]
 
 
-# Roles upstream creates in kube-system and kube-public (namespace_policy.go): leader election and the
-# bootstrap-signer's and token-cleaner's access.
+# Roles upstream creates in kube-system and kube-public (namespace_policy.go): leader election (Leases and, for
+# coordinated leader election, LeaseCandidates) and the bootstrap-signer's and token-cleaner's access.
 def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
     """(namespace, Role name, rules, RoleBinding name, the binding's subjects)."""
     def sa(name: str) -> Obj:
@@ -494,6 +494,8 @@ def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
     def user(name: str) -> Obj:
         return {"kind": "User", "apiGroup": RBAC_GROUP, "name": name}
 
+    leader_locking = [rule("create get list update watch", "coordination.k8s.io", "leases"),
+                      rule("create get list update watch", "coordination.k8s.io", "leasecandidates")]
     return [
         ("kube-system", "extension-apiserver-authentication-reader",
          [rule("get list watch", "-", "configmaps", "extension-apiserver-authentication")],
@@ -508,13 +510,10 @@ def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
         ("kube-system", "system:controller:token-cleaner",
          [rule("delete get list watch", "-", "secrets"), events_rule()], "system:controller:token-cleaner",
          [sa("token-cleaner")]),
-        ("kube-system", "system::leader-locking-kube-controller-manager",
-         [rule("watch", "-", "configmaps"),
-          rule("get update", "-", "configmaps", "kube-controller-manager")],
+        ("kube-system", "system::leader-locking-kube-controller-manager", leader_locking,
          "system::leader-locking-kube-controller-manager",
-         [user("system:kube-controller-manager"), sa("kube-controller-manager")]),
-        ("kube-system", "system::leader-locking-kube-scheduler",
-         [rule("watch", "-", "configmaps"), rule("get update", "-", "configmaps", "kube-scheduler")],
+         [user("system:kube-controller-manager"), sa("kube-controller-manager"), sa("leader-election-controller")]),
+        ("kube-system", "system::leader-locking-kube-scheduler", leader_locking,
          "system::leader-locking-kube-scheduler", [user("system:kube-scheduler"), sa("kube-scheduler")]),
         ("kube-public", "system:controller:bootstrap-signer",
          [rule("get list watch", "-", "configmaps"),
