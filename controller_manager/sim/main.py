@@ -7,6 +7,11 @@ Guarantees:
   the admin token (user ``admin``, group ``system:masters``; a ``kube-sim-viewer`` context reads only).
   A request without credentials is ``system:anonymous`` and RBAC denies it (403), unless
   ``--anonymous-admin`` serves such requests as the admin.
+- Pods are admitted as kube-apiserver admits them by default, the ServiceAccount plugin included: a pod needs
+  its ServiceAccount (``default`` unless named), which kube-controller-manager's serviceaccount controller
+  creates in each namespace, and gets the projected token volume. Without such a controller running,
+  ``--no-service-account-admission`` turns the plugin off (the in-process ``SimCluster`` and ``ApiServer`` keep
+  it off unless asked).
 - SIGTERM or SIGINT stops the cluster cleanly and exits 0. Bad flags print one error line on
   stderr and exit 2; a failure to start exits 1.
 - Runs on uvloop when it is importable.
@@ -80,6 +85,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "which may read only /healthz, /livez, /readyz and /version)")
     p.add_argument("--no-scheduler", action="store_true", help="run no scheduler")
     p.add_argument("--no-kubelets", action="store_true", help="run no kubelets (and so no nodes)")
+    p.add_argument("--no-service-account-admission", action="store_true",
+                   help="admit pods without the ServiceAccount admission plugin (default: on, as kube-apiserver; "
+                        "pods then need their ServiceAccount, made by a controller-manager's serviceaccount "
+                        "controller)")
     p.add_argument("--faults", default="", metavar="SPEC",
                    help="faults to inject, e.g. 'error:code=500:p=0.05,latency:seconds=0.01,slow-watch:seconds=2'")
     p.add_argument("--node-status-update-frequency", type=_positive_float, default=10.0, metavar="SECONDS")
@@ -121,6 +130,7 @@ async def serve(args: argparse.Namespace) -> None:
                          kubeconfig_path=args.kubeconfig, kubelet_config=config, tls=True,
                          anonymous_admin=args.anonymous_admin)
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
+    cluster.api.options.service_account_admission = not args.no_service_account_admission
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:

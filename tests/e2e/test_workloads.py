@@ -134,9 +134,16 @@ async def test_a_restart_mid_scale_up_ends_with_exactly_the_replicas(
     replicas = 60
     # A tight client-side rate limit (as on a busy cluster): the scale-up then queues its creates and events
     # for seconds, well past the 2 s renew deadline, in the controllers' token bucket.
-    flags = ("--controllers=deployment,replicaset", "--kube-api-qps=10", "--kube-api-burst=10")
+    # The serviceaccount controller makes the namespace's "default" ServiceAccount, without which kube-sim (as
+    # kube-apiserver, its ServiceAccount admission on) refuses the pods.
+    flags = ("--controllers=deployment,replicaset,serviceaccount", "--kube-api-qps=10", "--kube-api-burst=10")
     first = await start_manager(processes, sim, *flags, name="manager-1", https=https)
     await https.wait_role(first, "leader")
+
+    async def default_account() -> bool:
+        return (await kubectl("get", "serviceaccount", "default"))[0] == 0
+
+    await wait_until(default_account, what='the "default" ServiceAccount')
     manifest = processes.directory / "big.json"
     manifest.write_text(deployment("big", replicas))
 

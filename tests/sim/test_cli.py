@@ -186,3 +186,57 @@ def test_webhook_service_flag() -> None:
     args = parse_args(["--webhook-service", "hook.hooks.svc:443=127.0.0.1:8443",
                        "--webhook-service", "other.ns.svc:9443=localhost:1"])
     assert dict(args.webhook_service) == {"hook.hooks.svc:443": "127.0.0.1:8443", "other.ns.svc:9443": "localhost:1"}
+
+
+_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+
+
+def _admin_and_ca(kubeconfig: Path) -> tuple[str, str]:
+    config = yaml.safe_load(kubeconfig.read_text())
+    ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    return next(u["user"]["token"] for u in config["users"] if u["name"] == "kube-sim-admin"), ca
+
+
+async def _post_pod(url: str, kubeconfig: Path) -> tuple[int, dict[str, object]]:
+    admin, ca = _admin_and_ca(kubeconfig)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl.create_default_context(cadata=ca))
+                                     ) as session:
+        headers = {"Authorization": f"Bearer {admin}"}
+        async with session.post(f"{url}/api/v1/namespaces/default/pods", json=_POD, headers=headers) as resp:
+            return resp.status, await resp.json()
+
+
+async def test_service_account_admission_is_on_as_in_kube_apiserver(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    proc, url = await _ready("--nodes", "0", "--no-kubelets", "--port", "0", "--kubeconfig", str(kubeconfig))
+    try:
+        code, body = await _post_pod(url, kubeconfig)
+        assert code == 403
+        assert body["message"] == ('pods "p" is forbidden: error looking up service account default/default: '
+                                   'serviceaccount "default" not found')
+        code, out = await _run(KUBECTL, "create", "serviceaccount", "default",
+                               env={"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)})
+        assert code == 0, out
+        code, body = await _post_pod(url, kubeconfig)
+        assert code == 201, body
+        spec = body["spec"]
+        assert isinstance(spec, dict)
+        assert spec["serviceAccountName"] == "default"
+        assert [v["name"][:16] for v in spec["volumes"]] == ["kube-api-access-"]
+    finally:
+        await _stop(proc)
+
+
+async def test_service_account_admission_can_be_turned_off(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    proc, url = await _ready("--nodes", "0", "--no-kubelets", "--port", "0", "--kubeconfig", str(kubeconfig),
+                             "--no-service-account-admission")
+    try:
+        code, body = await _post_pod(url, kubeconfig)
+        assert code == 201, body
+        spec = body["spec"]
+        assert isinstance(spec, dict)
+        assert "volumes" not in spec
+    finally:
+        await _stop(proc)

@@ -46,6 +46,7 @@ from controller_manager.sim.apiserver import (
     webhooks,
     yamlbody,
 )
+from controller_manager.sim.apiserver.auth import noderestriction
 from controller_manager.sim.apiserver.crd import list_kind
 from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
@@ -147,6 +148,9 @@ _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": 
                  "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
 
 
+_LISTS = frozenset({"list", "watch", "deletecollection"})
+
+
 class _Handlers:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
@@ -186,7 +190,7 @@ class _Handlers:
             self.auth.check_path(user, "get" if request.method == "HEAD" else request.method.lower(), request.path)
             return self._non_resource(request, info, accept)
         self.auth.check_resource(user, info.verb, info.group, info.resource, info.subresource, info.namespace,
-                                 info.name)
+                                 info.name, request.query.get("fieldSelector", "") if info.verb in _LISTS else "")
         res = self.api.lookup(info.group, info.version, info.resource)
         if res is None or info.extra_parts:
             raise errors.path_not_found()
@@ -419,9 +423,11 @@ class _Handlers:
             if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
                 return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
             if sub == "token" and res.kind == "ServiceAccount" and namespace:
+                self._restrict(request, res, "CREATE", sub, namespace, name, body if isinstance(body, dict) else {})
                 return _response(encode(self.auth.token_request(namespace, name, body)), 201)
             hooked: list[str] = []
             if sub in ("binding", "eviction") and namespace and isinstance(body, dict):
+                self._restrict(request, res, "CREATE", sub, namespace, name, body)
                 body, hooked = await self._admitted_subresource(request, res, info, namespace, body, None, dry_run,
                                                                 manager)
             if sub == "binding" and namespace:
@@ -437,6 +443,9 @@ class _Handlers:
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
             if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
                 decoded.obj = certificates.with_requester(decoded.obj, request[_USER].as_user_info())
+            self._restrict(request, res, "CREATE", "", namespace or "",
+                           str((decoded.obj.get("metadata") or {}).get("name") or "")
+                           if isinstance(decoded.obj, dict) else "", decoded.obj)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             obj = decoded.obj
             created, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
@@ -461,6 +470,8 @@ class _Handlers:
                                          else "the object provided is not a JSON object")
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
+            self._restrict(request, res, "UPDATE" if current is not None else "CREATE", sub or "", namespace or "",
+                           name, decoded.obj, current)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             new = fieldmanager.keep_reset(body, decoded.obj)
             updated, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
@@ -479,6 +490,8 @@ class _Handlers:
 
             def decode(patched: Obj, stored: Obj) -> Obj:
                 decoded = codec.typed(res, patched, validation, stored)
+                self._restrict(request, res, "UPDATE" if stored else "CREATE", sub or "", namespace or "", name,
+                               decoded.obj, stored or None)
                 self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
                 warnings.extend(decoded.warnings)
                 return fieldmanager.keep_reset(patched, decoded.obj)
@@ -597,6 +610,12 @@ class _Handlers:
         return _with_warnings(_response(encode(subresources.update_scale(
             self.api, res, namespace, info.name, scale, dry_run=dry_run, field_manager=manager))), hooked)
 
+    def _restrict(self, request: web.Request, res: Resource, operation: str, subresource: str, namespace: str,
+                  name: str, obj: Any, old: Obj | None = None) -> None:
+        """NodeRestriction, the first admission plugin to see a node's write."""
+        noderestriction.admit(self.api, request[_USER], operation, res, subresource, namespace, name,
+                              obj if isinstance(obj, dict) else None, old)
+
     async def _admitted_delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                                name: str, body: Any, dry_run: bool) -> list[str]:
         """The admission webhooks of a DELETE of ``name`` (none when it is absent: the delete then answers 404)."""
@@ -606,6 +625,7 @@ class _Handlers:
             current = self.api.get(res, namespace if res.namespaced else None, name)
         except errors.StatusError:
             return []
+        self._restrict(request, res, "DELETE", "", namespace or "", name, None, current)
         ns = name if res.group == "" and res.plural == "namespaces" else namespace or ""
         attrs = webhooks.Attributes(res, "", ns, name, request[_USER].as_user_info(), dry_run)
         await webhooks.admit_delete(self.api, attrs, current)

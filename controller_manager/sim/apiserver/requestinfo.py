@@ -3,13 +3,17 @@
 ``/api/v1/namespaces/ns/pods/name/status`` -> verb, group "", version v1, namespace ns, resource pods,
 name, subresource status. ``/api/v1/namespaces/ns`` is the namespace object itself; ``status`` and
 ``finalize`` after a namespace name are its subresources. The deprecated ``/watch/`` prefix and
-``?watch=true`` make a list a watch.
+``?watch=true`` make a list a watch; a list or watch (by GET without a name) whose field selector requires
+``metadata.name`` to be one name is for that name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from controller_manager.api.fields import parse_field_selector
+from controller_manager.api.selectors import InvalidSelector
 
 _VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -31,6 +35,17 @@ class RequestInfo:
 
 def _truthy(value: Any) -> bool:
     return str(value).lower() in ("1", "true")
+
+
+def _selected_name(selector: str) -> str:
+    """The name a field selector requires exactly (``metadata.name=x``), when it is a valid path segment."""
+    try:
+        name = parse_field_selector(selector).requires_exact_match("metadata.name") if selector else None
+    except InvalidSelector:
+        return ""
+    if not name or name in (".", "..") or "/" in name or "%" in name:
+        return ""
+    return name
 
 
 def parse(method: str, path: str, query: Any) -> RequestInfo:
@@ -69,6 +84,10 @@ def parse(method: str, path: str, query: Any) -> RequestInfo:
         info.verb = "watch"
     elif verb == "get" and not info.name:
         info.verb = "watch" if _truthy(query.get("watch", "")) else "list"
+        # A list or watch of one object by its name is authorized as a request for that name.
+        selected = _selected_name(query.get("fieldSelector", ""))
+        if selected:
+            info.name = selected
     elif verb == "delete" and not info.name:
         info.verb = "deletecollection"
     else:

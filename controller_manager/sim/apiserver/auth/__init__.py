@@ -8,9 +8,11 @@ Guarantees:
   else (an unknown, expired or revoked token, another scheme) is 401.
 - ``Impersonate-User``/``-Group``/``-Uid``/``-Extra-*`` headers act as that user once the requester may
   ``impersonate`` each part (users, groups, serviceaccounts, uids, userextras), else 403.
-- Every request by a user outside ``system:masters`` is decided by the RBAC authorizer (:mod:`rbac`) over the
-  stored Roles, ClusterRoles and bindings, which start as the bootstrap policy (:mod:`bootstrap`); denials are
-  403 Statuses in the real wording.
+- Every request by a user outside ``system:masters`` is decided as ``--authorization-mode=Node,RBAC`` decides:
+  the Node authorizer (:mod:`node`) for kubelets, then the RBAC authorizer (:mod:`rbac`) over the stored Roles,
+  ClusterRoles and bindings, which start as the bootstrap policy (:mod:`bootstrap`); denials are 403 Statuses in
+  the real wording. A node's writes then pass NodeRestriction (:mod:`noderestriction`, called by the HTTP
+  layer). There is no client-certificate authentication: a kubelet's identity is reached by impersonation.
 - The review kinds and TokenRequest are answered by :mod:`reviews`; the issuer's OIDC discovery document and
   key set at ``/.well-known/openid-configuration`` and ``/openid/v1/jwks``.
 """
@@ -21,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from controller_manager.api.fields import parse_field_selector
 from controller_manager.api.resources import CLUSTERROLES
+from controller_manager.api.selectors import InvalidSelector
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import escalation, reviews, tokens
 from controller_manager.sim.apiserver.auth.aggregation import Aggregator
@@ -158,9 +162,9 @@ class Auth:
             raise forbidden(attrs, decision.reason)
 
     def check_resource(self, user: User, verb: str, group: str, resource: str, subresource: str, namespace: str,
-                       name: str) -> None:
+                       name: str, field_selector: str = "") -> None:
         attrs = Attributes(user, verb, True, group=group, resource=resource, subresource=subresource,
-                           namespace=namespace, name=name)
+                           namespace=namespace, name=name, fields=_exact_fields(field_selector))
         decision = self.authorizer.authorize(attrs)
         if not decision.allowed:
             raise forbidden(attrs, decision.reason)
@@ -221,6 +225,18 @@ class Auth:
         """Called by the server after each stored write: ClusterRole writes re-aggregate."""
         if resource_kind == CLUSTERROLES.kind and group == CLUSTERROLES.group:
             self.aggregator.reconcile()
+
+
+def _exact_fields(selector: str) -> dict[str, str]:
+    """A field selector's exact-match requirements (a selector that does not parse requires none here; the
+    list itself refuses it)."""
+    if not selector:
+        return {}
+    try:
+        parsed = parse_field_selector(selector)
+    except InvalidSelector:
+        return {}
+    return {f: v for f, op, v in parsed.requirements if op != "!="}
 
 
 def _requested(groups: list[str], uid: str | None, extra: dict[str, tuple[str, ...]]) -> str:

@@ -10,8 +10,9 @@ Guarantees:
   upstream puts in kube-system and kube-public.
 - kube-sim's own viewer token gets read access through ``kube-sim:viewer`` (a ClusterRole and binding that
   are kube-sim's, not upstream's), so RBAC alone decides for it too.
-- Rules are listed as upstream builds them; aggregated roles start empty and are filled by
-  :mod:`aggregation`.
+- Rules are listed as upstream builds them with default feature gates (each rule's lists sorted, as upstream's
+  rule builder leaves them); aggregated roles start empty and are filled by :mod:`aggregation`.
+  tests/sim/apiserver/test_bootstrap_policy.py holds this against upstream's bootstrappolicy testdata.
 """
 
 from __future__ import annotations
@@ -40,16 +41,17 @@ READ_UPDATE = "get list watch update patch"
 
 
 def rule(verbs: str, groups: str, resources: str, names: str = "") -> Obj:
-    """A resource rule; each argument is a space-separated list ("-" names the core group "")."""
-    out: Obj = {"verbs": verbs.split(), "apiGroups": ["" if g == "-" else g for g in groups.split()],
-                "resources": resources.split()}
+    """A resource rule; each argument is a space-separated list ("-" names the core group ""). Each list is
+    sorted, as upstream's rule builder leaves them."""
+    out: Obj = {"verbs": sorted(verbs.split()), "apiGroups": sorted("" if g == "-" else g for g in groups.split()),
+                "resources": sorted(resources.split())}
     if names:
-        out["resourceNames"] = names.split()
+        out["resourceNames"] = sorted(names.split())
     return out
 
 
 def urls(verbs: str, paths: str) -> Obj:
-    return {"verbs": verbs.split(), "nonResourceURLs": paths.split()}
+    return {"verbs": sorted(verbs.split()), "nonResourceURLs": sorted(paths.split())}
 
 
 def events_rule() -> Obj:
@@ -84,7 +86,7 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
             rule(WRITE, "-", "pods pods/attach pods/proxy pods/exec pods/portforward"),
             rule("create", "-", "pods/eviction"),
             rule(WRITE, "-", "replicationcontrollers replicationcontrollers/scale serviceaccounts services "
-                             "services/proxy persistentvolumeclaims configmaps secrets"),
+                             "services/proxy persistentvolumeclaims configmaps secrets events"),
             rule("create", "-", "serviceaccounts/token"),
             rule(WRITE, "apps", "statefulsets statefulsets/scale daemonsets deployments deployments/scale "
                                 "deployments/rollback replicasets replicasets/scale"),
@@ -94,6 +96,7 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
                                       "replicasets replicasets/scale replicationcontrollers/scale networkpolicies"),
             rule(WRITE, "policy", "poddisruptionbudgets"),
             rule(WRITE, "networking.k8s.io", "networkpolicies ingresses"),
+            rule(READ_WRITE, "coordination.k8s.io", "leases"),
         ], edit_label, []),
         ("system:aggregate-to-view", [
             rule(READ, "-", "pods replicationcontrollers replicationcontrollers/scale serviceaccounts services "
@@ -115,7 +118,7 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
             rule(READ, "networking.k8s.io", "ingresses ingresses/status networkpolicies"),
         ], view_label, []),
         ("system:heapster", [rule(READ, "-", "events pods nodes namespaces"),
-                             rule(READ, "extensions apps", "deployments")], {}, []),
+                             rule(READ, "extensions", "deployments")], {}, []),
         ("system:node", [
             rule("create", "authentication.k8s.io", "tokenreviews"),
             rule("create", "authorization.k8s.io", "subjectaccessreviews localsubjectaccessreviews"),
@@ -123,12 +126,12 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
             rule("create get list watch", "-", "nodes"),
             rule("update patch", "-", "nodes/status"),
             rule("update patch", "-", "nodes"),
-            rule("create update patch", "- events.k8s.io", "events"),
+            rule("create update patch", "-", "events"),
             rule(READ, "-", "pods"),
             rule("create delete", "-", "pods"),
             rule("update patch", "-", "pods/status"),
             rule("create", "-", "pods/eviction"),
-            rule("get", "-", "configmaps secrets"),
+            rule(READ, "-", "configmaps secrets"),
             rule("get", "-", "persistentvolumeclaims persistentvolumes"),
             rule("get", "-", "endpoints"),
             rule("create get list watch", "certificates.k8s.io", "certificatesigningrequests"),
@@ -136,15 +139,14 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
             rule("get", "storage.k8s.io", "volumeattachments"),
             rule("create", "-", "serviceaccounts/token"),
             rule("get update patch", "-", "persistentvolumeclaims/status"),
-            rule("get", "storage.k8s.io", "csidrivers"),
+            rule(READ, "storage.k8s.io", "csidrivers"),
             rule("get create update patch delete", "storage.k8s.io", "csinodes"),
             rule(READ, "node.k8s.io", "runtimeclasses"),
         ], {}, []),
         ("system:node-problem-detector", [rule("get", "-", "nodes"), rule("patch", "-", "nodes/status"),
                                           events_rule()], {}, []),
-        ("system:kubelet-api-admin", [rule("get list watch proxy", "-", "nodes"),
-                                      rule("*", "-", "nodes/proxy nodes/metrics nodes/stats nodes/log "
-                                                     "nodes/spec nodes/configz nodes/healthz nodes/pods")], {}, []),
+        ("system:kubelet-api-admin", [rule(READ, "-", "nodes"), rule("proxy", "-", "nodes"),
+                                      rule("*", "-", "nodes/proxy nodes/metrics nodes/stats nodes/log")], {}, []),
         ("system:node-bootstrapper", [rule("create get list watch", "certificates.k8s.io",
                                            "certificatesigningrequests")], {}, []),
         ("system:auth-delegator", [rule("create", "authentication.k8s.io", "tokenreviews"),
@@ -188,23 +190,22 @@ def _cluster_roles() -> list[tuple[str, list[Obj], dict[str, str], list[str]]]:
             rule("approve", "certificates.k8s.io", "signers", "kubernetes.io/kube-apiserver-client-kubelet")],
          {}, []),
         ("system:service-account-issuer-discovery", [
-            urls("get", "/.well-known/openid-configuration /.well-known/openid-configuration/ /openid/v1/jwks "
-                        "/openid/v1/jwks/")], {}, []),
+            urls("get", "/.well-known/openid-configuration /openid/v1/jwks")], {}, []),
         ("system:node-proxier", [rule("list watch", "-", "services endpoints"), rule("get list watch", "-", "nodes"),
                                  events_rule(), rule("list watch", "discovery.k8s.io", "endpointslices")], {}, []),
         ("system:kube-scheduler", [
             events_rule(),
             rule("create", "coordination.k8s.io", "leases"),
             rule("get update", "coordination.k8s.io", "leases", "kube-scheduler"),
-            rule("delete get list watch", "-", "nodes"),
-            rule(READ, "-", "pods"),
+            rule(READ, "-", "nodes"),
+            rule("delete get list watch", "-", "pods"),
             rule("create", "-", "bindings pods/binding"),
             rule("patch update", "-", "pods/status"),
-            rule(READ, "- apps", "replicationcontrollers services"),
+            rule(READ, "-", "replicationcontrollers services"),
             rule(READ, "apps extensions", "replicasets"),
             rule(READ, "apps", "statefulsets"),
             rule(READ, "policy", "poddisruptionbudgets"),
-            rule(READ_UPDATE, "-", "persistentvolumeclaims persistentvolumes"),
+            rule(READ, "-", "persistentvolumeclaims persistentvolumes"),
             rule("create", "authentication.k8s.io", "tokenreviews"),
             rule("create", "authorization.k8s.io", "subjectaccessreviews"),
             rule(READ, "storage.k8s.io", "csinodes"),
@@ -228,6 +229,17 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("get create delete list watch", "storage.k8s.io", "volumeattachments"),
             rule("get list watch", "storage.k8s.io", "csidrivers"),
             rule("get list watch", "storage.k8s.io", "csinodes"),
+        ]),
+        ("certificate-controller", [
+            rule("get list watch delete", "certificates.k8s.io", "certificatesigningrequests"),
+            rule("update", "certificates.k8s.io",
+                 "certificatesigningrequests/status certificatesigningrequests/approval"),
+            rule("approve", "certificates.k8s.io", "signers", "kubernetes.io/kube-apiserver-client-kubelet"),
+            rule("sign", "certificates.k8s.io", "signers",
+                 "kubernetes.io/kube-apiserver-client kubernetes.io/kube-apiserver-client-kubelet "
+                 "kubernetes.io/kubelet-serving kubernetes.io/legacy-unknown"),
+            rule("create", "authorization.k8s.io", "subjectaccessreviews"),
+            events_rule(),
         ]),
         ("clusterrole-aggregation-controller", [rule("escalate get list patch update watch", RBAC_GROUP,
                                                      "clusterroles")]),
@@ -257,6 +269,14 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("get list watch update", "-", "pods"),
             events_rule(),
         ]),
+        ("device-taint-eviction-controller", [
+            rule("get list watch delete", "-", "pods"),
+            rule("update patch", "-", "pods/status"),
+            rule(READ, "resource.k8s.io", "resourceclaims"),
+            rule(READ, "resource.k8s.io", "resourceslices"),
+            rule(READ, "resource.k8s.io", "deviceclasses"),
+            events_rule(),
+        ]),
         ("disruption-controller", [
             rule("get list watch", "extensions apps", "deployments"),
             rule("get list watch", "apps extensions", "replicasets"),
@@ -264,8 +284,8 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("get list watch", "policy", "poddisruptionbudgets"),
             rule("get list watch", "apps", "statefulsets"),
             rule("update", "policy", "poddisruptionbudgets/status"),
-            rule("get", "*", "*/scale"),
             rule("patch update", "-", "pods/status"),
+            rule("get", "*", "*/scale"),
             events_rule(),
         ]),
         ("endpoint-controller", [
@@ -284,14 +304,7 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("get list watch", "-", "services endpoints"),
             rule("update", "-", "services/finalizers"),
             rule("update", "-", "endpoints/finalizers"),
-            rule("get list create update delete", "discovery.k8s.io", "endpointslices"),
-            events_rule(),
-        ]),
-        ("expand-controller", [
-            rule("get list watch update patch", "-", "persistentvolumes"),
-            rule("update patch", "-", "persistentvolumeclaims/status"),
-            rule("get list watch", "-", "persistentvolumeclaims"),
-            rule("get", "-", "endpoints services"),
+            rule("get list watch create update delete", "discovery.k8s.io", "endpointslices"),
             events_rule(),
         ]),
         ("ephemeral-volume-controller", [
@@ -300,15 +313,21 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("get list watch create", "-", "persistentvolumeclaims"),
             events_rule(),
         ]),
+        ("expand-controller", [
+            rule("get list watch update patch", "-", "persistentvolumes"),
+            rule("update patch", "-", "persistentvolumeclaims/status"),
+            rule("get list watch", "-", "persistentvolumeclaims"),
+            events_rule(),
+        ]),
         ("generic-garbage-collector", [rule("get list watch patch update delete", "*", "*"), events_rule()]),
         ("horizontal-pod-autoscaler", [
             rule("get list watch", "autoscaling", "horizontalpodautoscalers"),
             rule("update", "autoscaling", "horizontalpodautoscalers/status"),
             rule("get update", "*", "*/scale"),
-            rule("list", "-", "pods"),
-            rule("list", "metrics.k8s.io", "pods"),
-            rule("get list", "custom.metrics.k8s.io", "*"),
-            rule("get list", "external.metrics.k8s.io", "*"),
+            rule("list watch", "-", "pods"),
+            rule("list watch", "metrics.k8s.io", "pods"),
+            rule("get list watch", "custom.metrics.k8s.io", "*"),
+            rule("get list watch", "external.metrics.k8s.io", "*"),
             events_rule(),
         ]),
         ("job-controller", [
@@ -317,6 +336,10 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("update", "batch", "jobs/finalizers"),
             rule("list watch create delete patch", "-", "pods"),
             events_rule(),
+        ]),
+        ("legacy-service-account-token-cleaner", [
+            rule("get", "-", "configmaps", "kube-apiserver-legacy-service-account-token-tracking"),
+            rule("patch delete", "-", "secrets"),
         ]),
         ("namespace-controller", [
             rule("get list watch delete", "-", "namespaces"),
@@ -337,17 +360,21 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("update", "-", "persistentvolumeclaims/status"),
             rule("list watch get create delete", "-", "pods"),
             rule("get list watch", "storage.k8s.io", "storageclasses"),
-            rule("get create delete", "-", "endpoints"),
-            rule("get create delete", "-", "services"),
-            rule("get", "-", "secrets"),
-            rule("get", "-", "nodes"),
-            rule("watch", "-", "events"),
+            rule("list watch", "-", "nodes"),
             events_rule(),
+            rule("watch", "-", "events"),
         ]),
         ("pod-garbage-collector", [
             rule("list watch delete", "-", "pods"),
             rule("get list watch", "-", "nodes"),
             rule("patch", "-", "pods/status"),
+        ]),
+        ("pv-protection-controller", [rule("get list watch update", "-", "persistentvolumes"), events_rule()]),
+        ("pvc-protection-controller", [
+            rule("get list watch update", "-", "persistentvolumeclaims"),
+            rule("update", "-", "persistentvolumeclaims/status"),
+            rule("list watch get", "-", "pods"),
+            events_rule(),
         ]),
         ("replicaset-controller", [
             rule("get list watch update", "apps extensions", "replicasets"),
@@ -363,14 +390,38 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("list watch patch create delete", "-", "pods"),
             events_rule(),
         ]),
+        ("resource-claim-controller", [
+            rule("get list watch", "-", "pods"),
+            rule("update", "-", "pods/finalizers"),
+            rule("get list watch create delete", "resource.k8s.io", "resourceclaims"),
+            rule("update patch", "resource.k8s.io", "resourceclaims resourceclaims/status"),
+            rule("update patch", "-", "pods/status"),
+            events_rule(),
+            rule("update patch", "resource.k8s.io", "resourceclaims/binding"),
+        ]),
         ("resourcequota-controller", [
             rule("list watch", "*", "*"),
             rule("update", "-", "resourcequotas/status"),
             events_rule(),
         ]),
+        ("root-ca-cert-publisher", [rule("create update", "-", "configmaps"), events_rule()]),
         ("route-controller", [rule("list watch", "-", "nodes"), rule("patch", "-", "nodes/status"),
                               events_rule()]),
+        ("selinux-warning-controller", [
+            events_rule(),
+            rule(READ, "-", "persistentvolumes"),
+            rule(READ, "-", "persistentvolumeclaims"),
+            rule(READ, "-", "pods"),
+            rule(READ, "storage.k8s.io", "csidrivers"),
+        ]),
         ("service-account-controller", [rule("create", "-", "serviceaccounts"), events_rule()]),
+        ("service-cidrs-controller", [
+            rule("get list watch patch update", "networking.k8s.io", "servicecidrs"),
+            rule("patch update", "networking.k8s.io", "servicecidrs/finalizers"),
+            rule("patch update", "networking.k8s.io", "servicecidrs/status"),
+            rule("get list watch", "networking.k8s.io", "ipaddresses"),
+            events_rule(),
+        ]),
         ("service-controller", [
             rule("get list watch", "-", "services"),
             rule("patch update", "-", "services/status"),
@@ -389,46 +440,17 @@ def _controller_roles() -> list[tuple[str, list[Obj]]]:
             rule("update", "-", "pods/finalizers"),
             events_rule(),
         ]),
-        ("ttl-controller", [rule("update patch list watch", "-", "nodes"), events_rule()]),
-        ("certificate-controller", [
-            rule("get list watch delete", "certificates.k8s.io", "certificatesigningrequests"),
-            rule("update", "certificates.k8s.io",
-                 "certificatesigningrequests/status certificatesigningrequests/approval"),
-            rule("approve", "certificates.k8s.io", "signers",
-                 "kubernetes.io/kube-apiserver-client-kubelet kubernetes.io/kubelet-serving"),
-            rule("sign", "certificates.k8s.io", "signers",
-                 "kubernetes.io/kube-apiserver-client kubernetes.io/kube-apiserver-client-kubelet "
-                 "kubernetes.io/kubelet-serving kubernetes.io/legacy-unknown"),
-            rule("create", "authorization.k8s.io", "subjectaccessreviews"),
-            events_rule(),
-        ]),
-        ("pvc-protection-controller", [
-            rule("get list watch update", "-", "persistentvolumeclaims"),
-            rule("list watch get", "-", "pods"),
-            events_rule(),
-        ]),
-        ("pv-protection-controller", [rule("get list watch update", "-", "persistentvolumes"), events_rule()]),
         ("ttl-after-finished-controller", [rule("get list watch delete", "batch", "jobs"), events_rule()]),
-        ("root-ca-cert-publisher", [rule("create update", "-", "configmaps"), events_rule()]),
-        ("legacy-service-account-token-cleaner", [
-            rule("get", "-", "configmaps", "kube-apiserver-legacy-service-account-token-tracking"),
-            rule("patch delete", "-", "secrets"),
-        ]),
+        ("ttl-controller", [rule("update patch list watch", "-", "nodes"), events_rule()]),
         ("validatingadmissionpolicy-status-controller", [
             rule("get list watch", "admissionregistration.k8s.io", "validatingadmissionpolicies"),
             rule("get patch update", "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
             events_rule(),
         ]),
-        ("service-cidrs-controller", [
-            rule("get list watch patch update", "networking.k8s.io", "servicecidrs"),
-            rule("patch update", "networking.k8s.io", "servicecidrs/finalizers"),
-            rule("patch update", "networking.k8s.io", "servicecidrs/status"),
-            rule("get list watch", "networking.k8s.io", "ipaddresses"),
-            events_rule(),
-        ]),
-        ("taint-eviction-controller", [
-            rule("patch", "-", "pods/status"),
-            rule("list get delete", "-", "pods"),
+        ("volumeattributesclass-protection-controller", [
+            rule(READ, "-", "persistentvolumeclaims"),
+            rule(READ, "-", "persistentvolumes"),
+            rule("get list watch update", "storage.k8s.io", "volumeattributesclasses"),
             events_rule(),
         ]),
     ]
@@ -462,8 +484,8 @@ def _cluster_bindings() -> list[tuple[str, str, list[Obj]]]:
     ]
 
 
-# Roles upstream creates in kube-system and kube-public (namespace_policy.go): leader election and the
-# bootstrap-signer's and token-cleaner's access.
+# Roles upstream creates in kube-system and kube-public (namespace_policy.go): leader election (Leases and, for
+# coordinated leader election, LeaseCandidates) and the bootstrap-signer's and token-cleaner's access.
 def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
     """(namespace, Role name, rules, RoleBinding name, the binding's subjects)."""
     def sa(name: str) -> Obj:
@@ -472,6 +494,8 @@ def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
     def user(name: str) -> Obj:
         return {"kind": "User", "apiGroup": RBAC_GROUP, "name": name}
 
+    leader_locking = [rule("create get list update watch", "coordination.k8s.io", "leases"),
+                      rule("create get list update watch", "coordination.k8s.io", "leasecandidates")]
     return [
         ("kube-system", "extension-apiserver-authentication-reader",
          [rule("get list watch", "-", "configmaps", "extension-apiserver-authentication")],
@@ -486,13 +510,10 @@ def _namespace_roles() -> list[tuple[str, str, list[Obj], str, list[Obj]]]:
         ("kube-system", "system:controller:token-cleaner",
          [rule("delete get list watch", "-", "secrets"), events_rule()], "system:controller:token-cleaner",
          [sa("token-cleaner")]),
-        ("kube-system", "system::leader-locking-kube-controller-manager",
-         [rule("watch", "-", "configmaps"),
-          rule("get update", "-", "configmaps", "kube-controller-manager")],
+        ("kube-system", "system::leader-locking-kube-controller-manager", leader_locking,
          "system::leader-locking-kube-controller-manager",
-         [user("system:kube-controller-manager"), sa("kube-controller-manager")]),
-        ("kube-system", "system::leader-locking-kube-scheduler",
-         [rule("watch", "-", "configmaps"), rule("get update", "-", "configmaps", "kube-scheduler")],
+         [user("system:kube-controller-manager"), sa("kube-controller-manager"), sa("leader-election-controller")]),
+        ("kube-system", "system::leader-locking-kube-scheduler", leader_locking,
          "system::leader-locking-kube-scheduler", [user("system:kube-scheduler"), sa("kube-scheduler")]),
         ("kube-public", "system:controller:bootstrap-signer",
          [rule("get list watch", "-", "configmaps"),
@@ -551,6 +572,12 @@ def _viewer_objects() -> tuple[Obj, Obj]:
                "roleRef": _role_ref("ClusterRole", VIEWER_ROLE),
                "subjects": [{"kind": "User", "apiGroup": RBAC_GROUP, "name": "viewer"}]}
     return role, binding
+
+
+def node_rules() -> list[Obj]:
+    """The ``system:node`` ClusterRole's rules: what the Node authorizer allows every node outside the kinds it
+    decides by relationship (NodeRules)."""
+    return next(rules for name, rules, _labels, _agg in _cluster_roles() if name == "system:node")
 
 
 @functools.cache

@@ -16,12 +16,14 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.resources import CLUSTERROLEBINDINGS, CLUSTERROLES, ROLEBINDINGS, ROLES
 from controller_manager.sim.apiserver import errors
+from controller_manager.sim.apiserver.auth import bootstrap
+from controller_manager.sim.apiserver.auth.node import NodeAuthorizer
 from controller_manager.sim.apiserver.auth.users import User
 
 if TYPE_CHECKING:
@@ -43,6 +45,9 @@ class Attributes:
     subresource: str = ""
     namespace: str = ""
     name: str = ""
+    # A list's or watch's field selector's exact-match requirements (field -> value), as the authorizers see
+    # them (AuthorizeWithSelectors).
+    fields: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,12 @@ class _Grant:
 
 
 class Authorizer:
+    """The authorizer chain of a kubeadm cluster's kube-apiserver: the ``system:masters`` superuser check, then
+    ``--authorization-mode=Node,RBAC``."""
+
     def __init__(self, api: ApiServer) -> None:
         self.api = api
+        self.node = NodeAuthorizer(api, bootstrap.node_rules(), rule_allows)
 
     def _objects(self, res: Any, namespace: str | None) -> Iterator[Obj]:
         for stored in self.api.store(res).iter_from(namespace):
@@ -146,14 +155,18 @@ class Authorizer:
     def authorize(self, attrs: Attributes) -> Decision:
         if attrs.user.privileged:
             return Decision(True)
+        node_allowed, node_reason = self.node.authorize(attrs)
+        if node_allowed:
+            return Decision(True, node_reason)
         errs: list[str] = []
         for grant in self._grants(attrs.user, attrs.namespace if attrs.resource_request else "", errs):
             if any(rule_allows(attrs, rule) for rule in grant.rules):
                 return Decision(True, f"RBAC: allowed by {grant.source}")
-        reason = ""
+        reasons = [node_reason] if node_reason else []
         if errs:
-            reason = "RBAC: " + (errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
-        return Decision(False, reason)
+            reasons.append("RBAC: " + (errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"))
+        # No authorizer had an opinion: their reasons, one a line (the union authorizer).
+        return Decision(False, "\n".join(reasons))
 
     def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[Obj], list[str]]:
         """(resourceRules, nonResourceRules, evaluation errors) as SelfSubjectRulesReview reports them."""

@@ -22,6 +22,7 @@ from controller_manager.api.meta import format_time
 from controller_manager.api.resources import SERVICEACCOUNTS
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import tokens
+from controller_manager.sim.apiserver.auth.node import node_identity
 from controller_manager.sim.apiserver.auth.rbac import Attributes, Authorizer
 from controller_manager.sim.apiserver.auth.users import ADMIN, VIEWER, User
 
@@ -149,6 +150,8 @@ def self_subject_rules_review(authorizer: Authorizer, review: Obj, user: User) -
     if not namespace:
         raise errors.bad_request("no namespace on request")
     resource_rules, non_resource_rules, errs = authorizer.rules_for(user, namespace)
+    if node_identity(user)[1]:  # the Node authorizer, first in the chain, cannot list a node's rules
+        errs = ["node authorizer does not support user rule resolution", *errs]
     status: Obj = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": bool(errs)}
     if errs:
         status["evaluationError"] = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
