@@ -31,13 +31,11 @@ from aiohttp import web
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     auth,
-    certificates,
     codec,
     compression,
     discovery,
     errors,
     fieldmanager,
-    metrics_api,
     openapi,
     protowire,
     request_options,
@@ -48,6 +46,7 @@ from controller_manager.sim.apiserver import (
 from controller_manager.sim.apiserver.crd import list_kind
 from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
+from controller_manager.sim.apiserver.registry import strategy_for
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
 from controller_manager.sim.apiserver.watch import Watcher
@@ -195,8 +194,8 @@ class _Handlers:
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
-        if res.group == metrics_api.GROUP:  # computed from the simulated usage, not stored
-            return self._resource_metrics(request, res, info, ns or None)
+        if strategy_for(res).computed:  # (metrics.k8s.io) computed on each read, not stored
+            return self._computed(request, res, info, ns or None)
         if info.verb in ("watch", "list"):
             opts = request_options.list_options(request.query, watch=info.verb == "watch")
             if info.verb == "watch":
@@ -206,15 +205,12 @@ class _Handlers:
             return self._list(request, res, ns or None, accept)
         return await self._object(request, res, info, ns or None, accept)
 
-    def _resource_metrics(self, request: web.Request, res: Resource, info: RequestInfo,
-                          namespace: str | None) -> web.Response:
+    def _computed(self, request: web.Request, res: Resource, info: RequestInfo,
+                  namespace: str | None) -> web.Response:
         if info.subresource:
             raise errors.path_not_found()
-        if info.verb == "get":
-            return _response(encode(metrics_api.get(self.api, res, namespace, info.name)))
-        q = request.query
-        return _response(encode(metrics_api.list_metrics(self.api, res, namespace, q.get("labelSelector"),
-                                                         q.get("fieldSelector"))))
+        return _response(encode(strategy_for(res).read(self.api, res, info.verb, namespace, info.name,
+                                                       request.query)))
 
     # --- non-resource paths -----------------------------------------------------------------------
 
@@ -410,21 +406,18 @@ class _Handlers:
             return _response(raw)
         if verb == "create":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
-            if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
-                return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
-            if sub == "token" and res.kind == "ServiceAccount" and namespace:
-                return _response(encode(self.auth.token_request(namespace, name, body)), 201)
-            if sub == "binding" and namespace:
-                return _response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)), 201)
-            if sub == "eviction" and namespace:
-                return _response(encode(subresources.evict(api, namespace, name, body, dry_run=dry_run)), 201)
+            kind = strategy_for(res)
+            # Reviews, TokenRequests, bindings and evictions: answered by the kind, the body never stored.
+            answer = kind.answer_create(api, res, sub, namespace, name, body, request[_USER], dry_run)
+            if answer is not None:
+                return _response(encode(answer), 201)
             if sub is not None or name:
                 raise errors.method_not_allowed()
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
-            if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
-                decoded.obj = certificates.with_requester(decoded.obj, request[_USER].as_user_info())
+            if isinstance(decoded.obj, dict):
+                decoded.obj = kind.on_create_request(decoded.obj, request[_USER])
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
             return _with_warnings(_response(encode(created), 201), decoded.warnings)

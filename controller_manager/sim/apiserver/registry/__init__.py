@@ -1,0 +1,68 @@
+"""Each kind's registry rules, as upstream's ``pkg/registry/<group>/<kind>/strategy.go``: one
+:class:`~.base.Strategy` per kind, in a module per API group; :func:`strategy_for` finds a resource's.
+
+Where a kind's rules live:
+
+- the generic store (every kind's default): :mod:`.base`
+- core/v1 (Pod, Service, Namespace, Node, PersistentVolume[Claim], ReplicationController, ServiceAccount,
+  Event, Endpoints, LimitRange): :mod:`.core`
+- apps/v1: :mod:`.apps`; batch/v1: :mod:`.batch`; policy/v1: :mod:`.policy`; autoscaling: :mod:`.autoscaling`
+- discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; scheduling.k8s.io:
+  :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`
+- admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
+- events.k8s.io: :mod:`.events`; the review kinds of authentication/authorization.k8s.io:
+  :mod:`.authentication`; metrics.k8s.io: :mod:`.metrics`
+- CustomResourceDefinitions and every custom resource: :mod:`.apiextensions`
+
+Defaulting (``defaults``) and the per-kind validation functions (``validation`` and the modules it names)
+stay beside the types they check, as upstream's ``pkg/apis/<group>``; a strategy calls them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver.crd.resource import CustomResource
+from controller_manager.sim.apiserver.registry import (
+    admissionregistration,
+    apiextensions,
+    apps,
+    authentication,
+    autoscaling,
+    batch,
+    certificates,
+    coordination,
+    core,
+    discovery,
+    events,
+    metrics,
+    networking,
+    policy,
+    rbac,
+    scheduling,
+)
+from controller_manager.sim.apiserver.registry.base import Strategy, Write
+
+__all__ = ["GENERIC", "Strategy", "Write", "status_reset_meta", "strategy_for"]
+
+GENERIC = Strategy()
+_BY_KIND: dict[tuple[str, str], Strategy] = {}
+for _module in (core, apps, batch, policy, autoscaling, discovery, networking, scheduling, coordination, rbac,
+                admissionregistration, certificates, events, authentication, metrics, apiextensions):
+    for _strategy in _module.STRATEGIES:
+        assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
+        _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy
+
+
+def strategy_for(res: Resource) -> Strategy:
+    """The strategy of ``res``'s kind: custom resources share one, unlisted kinds get the generic store's."""
+    if isinstance(res, CustomResource):
+        return apiextensions.CUSTOM_RESOURCE
+    return _BY_KIND.get((res.group, res.kind), GENERIC)
+
+
+@functools.cache
+def status_reset_meta() -> dict[str, tuple[str, ...]]:
+    """The metadata each kind's status strategy resets, by kind (for readers that only know the kind)."""
+    return {s.kind: s.status_reset_meta for s in _BY_KIND.values() if s.status_reset_meta}
