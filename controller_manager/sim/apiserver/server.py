@@ -7,8 +7,9 @@ Guarantees:
 - Create fills uid, creationTimestamp, generation and a generateName suffix; refuses existing names
   (409 AlreadyExists), missing namespaces (404) and namespaces being terminated (403).
 - Update with a stale resourceVersion is a 409 Conflict; without one it is unconditional. Status and
-  spec are each only written through their own endpoint; each kind's rules are its strategy's (:mod:`registry`). An update that
-  removes the last finalizer of an object marked for deletion deletes it.
+  spec are each only written through their own endpoint. An update that removes the last finalizer of an
+  object marked for deletion deletes it.
+- Every kind-dependent step is the kind's strategy's (:mod:`registry`): this module holds no kind.
 - Deletion follows ``registry.Store.Delete`` (see :mod:`deletion`); ``dry_run`` runs every check and
   stores nothing.
 - The in-process calls are the same code the HTTP face uses. Single objects returned are private
