@@ -5,17 +5,20 @@ Where a kind's rules live:
 
 - the generic store (every kind's default): :mod:`.base`
 - core/v1 (Pod, Service, Namespace, Node, PersistentVolume[Claim], ReplicationController, ServiceAccount,
-  Event, Endpoints, LimitRange): :mod:`.core`
+  Event, Endpoints, LimitRange, ResourceQuota, PodTemplate): :mod:`.core`
 - apps/v1: :mod:`.apps`; batch/v1: :mod:`.batch`; policy/v1: :mod:`.policy`; autoscaling: :mod:`.autoscaling`
 - discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; scheduling.k8s.io:
-  :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`
+  :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`;
+  storage.k8s.io: :mod:`.storage`
 - admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
 - events.k8s.io: :mod:`.events`; the review kinds of authentication/authorization.k8s.io:
   :mod:`.authentication`; metrics.k8s.io: :mod:`.metrics`
 - CustomResourceDefinitions and every custom resource: :mod:`.apiextensions`
 
-Defaulting (``defaults``) and the per-kind validation functions (``validation`` and the modules it names)
-stay beside the types they check, as upstream's ``pkg/apis/<group>``; a strategy calls them.
+A strategy names its kind's validation (name rule and field rules) and calls the functions that implement
+it, which stay beside the types they check (``validation``, ``validation_pods``, ``validation_workloads``,
+``storage_kinds``, ``networking``...), as upstream's ``pkg/apis/<group>/validation``. Defaulting
+(``defaults``) runs before any strategy step, as upstream's scheme defaulting does.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from controller_manager.sim.apiserver.registry import (
     policy,
     rbac,
     scheduling,
+    storage,
 )
 from controller_manager.sim.apiserver.registry.base import Strategy, Write
 
@@ -49,7 +53,7 @@ __all__ = ["GENERIC", "Strategy", "Write", "status_reset_meta", "strategy_for"]
 GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
 for _module in (core, apps, batch, policy, autoscaling, discovery, networking, scheduling, coordination, rbac,
-                admissionregistration, certificates, events, authentication, metrics, apiextensions):
+                storage, admissionregistration, certificates, events, authentication, metrics, apiextensions):
     for _strategy in _module.STRATEGIES:
         assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
         _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy

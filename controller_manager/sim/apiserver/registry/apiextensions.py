@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import validation
 from controller_manager.sim.apiserver.crd import definition, structural
 from controller_manager.sim.apiserver.crd import scale as crd_scale
 from controller_manager.sim.apiserver.crd.registry import view as crd_view
@@ -72,7 +71,7 @@ class CustomResourceStrategy(Strategy):
         return w.api.crds.prepare_update(w.res, super().prepare_for_update(w, new, old), old, w.subresource)
 
     def validate(self, w: Write, obj: Obj, old: Obj | None) -> list[FieldError]:
-        return validation.validate(w.res, obj, old) + structural.validate_object(w.res, obj)
+        return self.field_errors(w.res, obj, old) + structural.validate_object(w.res, obj)
 
     def admit_create(self, w: Write) -> None:
         w.api.crds.admit(w.res, "create")

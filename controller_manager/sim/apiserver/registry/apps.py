@@ -9,8 +9,16 @@ strategy resets labels; Deployments, ReplicaSets and StatefulSets serve ``/scale
 
 from __future__ import annotations
 
+from controller_manager.sim.apiserver import validation
 from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry.base import Strategy, Write
+from controller_manager.sim.apiserver.validation_errors import FieldError
+from controller_manager.sim.apiserver.validation_workloads import (
+    validate_daemonset,
+    validate_deployment,
+    validate_replicaset,
+    validate_statefulset,
+)
 
 # appsv1.DeprecatedTemplateGeneration: where apps/v1 shows a DaemonSet's internal spec.templateGeneration.
 TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
@@ -26,6 +34,9 @@ class DeploymentStrategy(_Workload):
     kind = "Deployment"
     has_scale = True
 
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.apps_errors(validate_deployment, self.kind, obj, old)
+
     def generation_changed(self, new: Obj, old: Obj, *, main: bool) -> bool:
         annotations = (new.get("metadata") or {}).get("annotations")
         return super().generation_changed(new, old, main=main) or (
@@ -36,14 +47,23 @@ class ReplicaSetStrategy(_Workload):
     kind = "ReplicaSet"
     has_scale = True
 
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.apps_errors(validate_replicaset, self.kind, obj, old)
+
 
 class StatefulSetStrategy(_Workload):
     kind = "StatefulSet"
     has_scale = True
 
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.apps_errors(validate_statefulset, self.kind, obj, old)
+
 
 class DaemonSetStrategy(_Workload):
     kind = "DaemonSet"
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.apps_errors(validate_daemonset, self.kind, obj, old)
 
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
         out = super().prepare_for_create(w, obj)

@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
+from controller_manager.sim.apiserver import hpa
+from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry.base import Strategy
+from controller_manager.sim.apiserver.validation_errors import FieldError
 
 
 class HorizontalPodAutoscalerStrategy(Strategy):
     group = "autoscaling"
     kind = "HorizontalPodAutoscaler"
     tracks_generation = True
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return hpa.validate(obj, old)
 
 
 STRATEGIES: tuple[Strategy, ...] = (HorizontalPodAutoscalerStrategy(),)

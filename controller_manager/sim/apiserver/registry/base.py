@@ -27,6 +27,7 @@ from controller_manager.sim.apiserver import errors, validation
 from controller_manager.sim.apiserver.objects import Obj, Stored
 from controller_manager.sim.apiserver.strategy import has_status
 from controller_manager.sim.apiserver.validation_errors import FieldError
+from controller_manager.sim.apiserver.validation_pods import NameFn, name_is_dns_subdomain
 from controller_manager.sim.apiserver.watch import View
 
 if TYPE_CHECKING:
@@ -236,9 +237,25 @@ class Strategy:
 
     # --- validation --------------------------------------------------------------------------------
 
+    def name_rule(self, obj: Obj) -> NameFn:
+        """The form ``metadata.name`` must have (ValidateObjectMeta's name function)."""
+        return name_is_dns_subdomain
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        """The kind's own field rules (its ``pkg/apis/<group>/validation``), for a create or an update."""
+        return []
+
+    def field_errors(self, res: Resource, obj: Obj, old: Obj | None, *,
+                     subresource: str | None = None) -> list[FieldError]:
+        """ObjectMeta's checks by the kind's name rule, then (on the main resource) the kind's rules."""
+        errs = validation.object_meta_errors(res, obj, old, self.name_rule(obj))
+        if subresource is None:
+            errs.extend(self.validate_kind(obj, old))
+        return errs
+
     def validate(self, w: Write, obj: Obj, old: Obj | None) -> list[FieldError]:
-        """Validate / ValidateUpdate: the field errors of ``obj`` (over ``old`` for an update)."""
-        return validation.validate(w.res, obj, old)
+        """Validate / ValidateUpdate on a write: the field errors of ``obj`` (over ``old`` for an update)."""
+        return self.field_errors(w.res, obj, old)
 
     def check(self, w: Write, obj: Obj, old: Obj | None) -> None:
         errs = self.validate(w, obj, old)

@@ -33,11 +33,14 @@ from controller_manager.sim.apiserver import (
     service_cidrs,
     service_ips,
     storage_kinds,
+    validation,
 )
 from controller_manager.sim.apiserver.auth import serviceaccount_admission
 from controller_manager.sim.apiserver.objects import Obj, Stored
 from controller_manager.sim.apiserver.quota import pod_qos
 from controller_manager.sim.apiserver.registry.base import Strategy, Write, stored_objects
+from controller_manager.sim.apiserver.validation_errors import FieldError
+from controller_manager.sim.apiserver.validation_pods import NameFn, name_is_dns1035_label, name_is_dns_label
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.auth import User
@@ -59,6 +62,9 @@ class PodStrategy(Strategy):
     status_reset_meta = ("ownerReferences",)
     returns_deleted_object = True
     graceful_delete = True
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.pod_errors(obj, old)
 
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
         obj = _owned_copy(obj)
@@ -106,6 +112,12 @@ class ServiceStrategy(Strategy):
     allow_create_on_update = True
     returns_deleted_object = True
 
+    def name_rule(self, obj: Obj) -> NameFn:
+        return name_is_dns1035_label
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.service_errors(obj, old)
+
     def before_create(self, w: Write, obj: Obj) -> Obj:
         store = w.api.store(w.res)
         in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
@@ -129,6 +141,12 @@ class ServiceStrategy(Strategy):
 class NamespaceStrategy(Strategy):
     kind = "Namespace"
     returns_deleted_object = True
+
+    def name_rule(self, obj: Obj) -> NameFn:
+        return name_is_dns_label
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.namespace_errors(obj, old)
 
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
         out = dict(obj)
@@ -177,6 +195,9 @@ class NamespaceStrategy(Strategy):
 class NodeStrategy(Strategy):
     kind = "Node"
 
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.node_errors(obj, old)
+
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
         return {**obj, "metadata": dict(obj.get("metadata") or {})}  # the kubelet's status stays
 
@@ -184,6 +205,9 @@ class NodeStrategy(Strategy):
 class PersistentVolumeStrategy(Strategy):
     kind = "PersistentVolume"
     returns_deleted_object = True
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return storage_kinds.persistent_volume_errors(obj, old)
 
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
         return storage_kinds.prepare_pv(super().prepare_for_create(w, obj), None, w.now())
@@ -197,6 +221,9 @@ class PersistentVolumeClaimStrategy(Strategy):
     kind = "PersistentVolumeClaim"
     returns_deleted_object = True
 
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return storage_kinds.persistent_volume_claim_errors(obj, old)
+
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
         obj = _owned_copy(obj)
         storage_kinds.admit_claim(obj, stored_objects(api, STORAGECLASSES, None))
@@ -207,6 +234,9 @@ class ReplicationControllerStrategy(Strategy):
     kind = "ReplicationController"
     tracks_generation = True
     has_scale = True
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.replication_controller_errors(obj, old)
 
     def scale_selector(self, selector: Any) -> str:
         return str(selectors.from_set(selector or {}))
@@ -239,9 +269,26 @@ class LimitRangeStrategy(Strategy):
     kind = "LimitRange"
     allow_create_on_update = True
 
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return limitranger.validate(obj, old)
+
+
+class ResourceQuotaStrategy(Strategy):
+    kind = "ResourceQuota"
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.resource_quota_errors(obj, old)
+
+
+class PodTemplateStrategy(Strategy):
+    kind = "PodTemplate"
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return validation.pod_template_errors(obj, old)
+
 
 EVENT = EventStrategy()
 STRATEGIES: tuple[Strategy, ...] = (
     PodStrategy(), ServiceStrategy(), NamespaceStrategy(), NodeStrategy(), PersistentVolumeStrategy(),
     PersistentVolumeClaimStrategy(), ReplicationControllerStrategy(), ServiceAccountStrategy(), EVENT,
-    EndpointsStrategy(), LimitRangeStrategy())
+    EndpointsStrategy(), LimitRangeStrategy(), ResourceQuotaStrategy(), PodTemplateStrategy())
