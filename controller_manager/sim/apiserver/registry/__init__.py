@@ -24,6 +24,8 @@ it, which stay beside the types they check (``validation``, ``validation_pods``,
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver.crd.resource import CustomResource
@@ -48,7 +50,7 @@ from controller_manager.sim.apiserver.registry import (
 )
 from controller_manager.sim.apiserver.registry.base import Strategy, Write
 
-__all__ = ["GENERIC", "Strategy", "Write", "status_reset_meta", "strategy_for"]
+__all__ = ["GENERIC", "Strategy", "Write", "registered", "status_reset_meta", "strategy_for"]
 
 GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
@@ -64,6 +66,11 @@ def strategy_for(res: Resource) -> Strategy:
     if isinstance(res, CustomResource):
         return apiextensions.CUSTOM_RESOURCE
     return _BY_KIND.get((res.group, res.kind), GENERIC)
+
+
+def registered() -> Mapping[tuple[str, str], Strategy]:
+    """Every kind's own strategy, by (group, kind)."""
+    return MappingProxyType(_BY_KIND)
 
 
 @functools.cache
