@@ -249,8 +249,6 @@ class ApiServer:
         if not dry_run:
             store.put(stored)
             strategy_for(store.resource).after_write(self, store.resource, stored.obj)
-            if self.auth is not None:
-                self.auth.after_write(store.resource.kind, store.resource.group)
         return stored
 
     def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
@@ -259,8 +257,6 @@ class ApiServer:
             return existing
         removed = store.remove(key, self._next_rv()).new
         strategy_for(store.resource).after_remove(self, store.resource, removed.obj)
-        if self.auth is not None:
-            self.auth.after_write(store.resource.kind, store.resource.group)
         return removed
 
     # --- admission ----------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from controller_manager.api.resources import CLUSTERROLES
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import escalation, reviews, tokens
 from controller_manager.sim.apiserver.auth.aggregation import Aggregator
@@ -214,14 +213,6 @@ class Auth:
         if path == JWKS_PATH:
             return orjson.dumps(self.signer.jwks()), "application/jwk-set+json"
         return None
-
-    # --- ClusterRole aggregation --------------------------------------------------------------------
-
-    def after_write(self, resource_kind: str, group: str) -> None:
-        """Called by the server after each stored write: ClusterRole writes re-aggregate."""
-        if resource_kind == CLUSTERROLES.kind and group == CLUSTERROLES.group:
-            self.aggregator.reconcile()
-
 
 def _requested(groups: list[str], uid: str | None, extra: dict[str, tuple[str, ...]]) -> str:
     parts = [f"Impersonate-Group: {g}" for g in groups]
