@@ -162,8 +162,6 @@ def network_policy_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None)
     return errs
 
 
-
-
 # --- admission ------------------------------------------------------------------------------------------
 
 def default_class_name(classes: Iterable[Mapping[str, Any]], annotation: str) -> str | None:
