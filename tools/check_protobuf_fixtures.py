@@ -6,6 +6,11 @@ in Go's JSON form, :func:`gojson.normalize`) and that encoding the JSON gives ex
 
     python tools/check_protobuf_fixtures.py /path/to/kubernetes/api.git [--rev HEAD] [--dir testdata/HEAD]
 
+apiextensions-apiserver keeps the same for the CustomResourceDefinition kind (``pkg/apis/testdata/HEAD``); its
+v1beta1 fixtures fail as having no struct (v1beta1 is no longer served):
+
+    python tools/check_protobuf_fixtures.py /path/to/apiextensions-apiserver.git --dir pkg/apis/testdata/HEAD
+
 The fixtures are read from the git directory; nothing is copied into this repository.
 """
 

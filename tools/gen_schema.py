@@ -1,7 +1,8 @@
 """Generate kube-sim's API schema from upstream's Go type definitions.
 
-Reads the ``types.go`` files of k8s.io/api and of the parts of k8s.io/apimachinery the API types use
-(meta/v1, runtime, intstr, resource) from git directories, and writes
+Reads the ``types.go`` files of k8s.io/api, of the parts of k8s.io/apimachinery the API types use
+(meta/v1, runtime, intstr, resource) and of k8s.io/apiextensions-apiserver's apiextensions/v1 (the
+CustomResourceDefinition kind) from git directories, and writes
 ``controller_manager/sim/apiserver/schema/types.json``: for every struct, its fields in declaration
 order with JSON name, ``omitempty``, Go type (pointer, slice, map, named struct), inline embedding,
 protobuf field number and wire type, patch strategy and merge key, the ``+listType``/``+listMapKey``/
@@ -10,7 +11,10 @@ for every struct its ``+union``; for every ``+enum`` string type its constants' 
 kind, its group, version and struct. A new Kubernetes release is one run:
 
     python tools/gen_schema.py --api /path/to/kubernetes/api.git --apimachinery /path/to/apimachinery.git \
-        [--rev HEAD]
+        --apiextensions /path/to/apiextensions-apiserver.git --version v1.37.0 [--rev HEAD] \
+        [--apiextensions-rev HEAD]
+
+(apiextensions-apiserver is a separate repository: its revision is the one of the same release branch.)
 
 Only facts are extracted (names, numbers, tags, markers); no upstream text or code is kept.
 """
@@ -46,6 +50,19 @@ CUSTOM = {
     "k8s.io/apimachinery/pkg/api/resource.Quantity",
     "k8s.io/apimachinery/pkg/util/intstr.IntOrString",
     "k8s.io/apimachinery/pkg/runtime.RawExtension",
+    "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON",  # raw JSON, {raw = 1} in protobuf
+}
+# The API packages of apiextensions-apiserver, by import path (the CustomResourceDefinition kind).
+APIEXTENSIONS_PACKAGES = {
+    "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1": "pkg/apis/apiextensions/v1",
+}
+# Types whose JSON form is written by hand upstream (a schema or a bool, a schema or a list) but whose
+# protobuf form is generated: their fields (protobuf numbers, no JSON names) are described; the codec
+# knows each by name for JSON.
+CUSTOM_JSON = {
+    "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrArray",
+    "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrBool",
+    "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaPropsOrStringArray",
 }
 PRIMITIVES = {"string", "bool", "int", "int32", "int64", "uint32", "uint64", "float32", "float64", "byte"}
 # Go named types from outside the API packages that are plain strings on the wire.
@@ -56,6 +73,11 @@ _TAG = re.compile(r'(\w+):"([^"]*)"')
 _MARKER = re.compile(r"^//\s*\+([\w.:/-]+)(?:=(.*))?$")
 # A string constant: ``Name Type = "value"``, ``Name = Type("value")`` or ``Name Type = OtherConstant``.
 _CONST = re.compile(r'^(?:const\s+)?(\w+)(?:\s+([\w.]+))?\s*=\s*(?:([\w.]+)\()?("(?:[^"\\]|\\.)*"|`[^`]*`|[\w.]+)\)?\s*(?://.*)?$')
+
+
+def is_api_package(import_path: str) -> bool:
+    """Whether a package holds API types (every struct described, kinds found), not machinery."""
+    return import_path.startswith("k8s.io/api/") or import_path in APIEXTENSIONS_PACKAGES
 
 
 def openapi_name(import_path: str) -> str:
@@ -397,6 +419,13 @@ def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any
     options = set(opts.split(",")) if opts else set()
     inline = f.embedded and (not json_name or "inline" in options)
     type_str = resolver.resolve(f.type_expr, owner)
+    proto = f.tags.get("protobuf")
+    if type_str.lstrip("*").startswith("named:") and proto and proto.split(",")[2] == "rep":
+        # A named slice tagged as a repeated field (apiextensions' ValidationRules): its elements repeat in
+        # place in protobuf, with no wrapper message.
+        named = resolver.named(f.type_expr, owner)
+        assert named is not None
+        type_str = resolver.resolve(named.underlying, named)
     rec: dict[str, Any] = {"go": f.name or f.type_expr.rsplit(".", 1)[-1].lstrip("*"), "type": type_str,
                            "goType": go_display(f.type_expr.lstrip("*"), owner)}
     if inline:
@@ -405,7 +434,6 @@ def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any
         rec["json"] = json_name or f.name
     if "omitempty" in options:
         rec["omitempty"] = True
-    proto = f.tags.get("protobuf")
     if proto:
         parts = proto.split(",")
         rec["proto"] = [int(parts[1]), parts[0], parts[2] == "rep"]
@@ -436,20 +464,24 @@ def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any
     return rec
 
 
-def load(api: str, apimachinery: str, rev: str) -> tuple[dict[str, GoType], dict[str, str], dict[str, GoConst]]:
+def load(api: str, apimachinery: str, rev: str, apiextensions: str | None = None, apiextensions_rev: str = "HEAD",
+         ) -> tuple[dict[str, GoType], dict[str, str], dict[str, GoConst]]:
     types: dict[str, GoType] = {}
     consts: dict[str, GoConst] = {}
     groups: dict[str, str] = {}  # import path -> API group
-    packages: list[tuple[str, str, str]] = []  # (repo, dir, import path)
+    packages: list[tuple[str, str, str, str]] = []  # (repo, revision, dir, import path)
     for import_path, directory in APIMACHINERY_PACKAGES.items():
-        packages.append((apimachinery, directory, import_path))
+        packages.append((apimachinery, rev, directory, import_path))
     tree = subprocess.run(["git", "-C", api, "ls-tree", "-r", "--name-only", rev], check=True, capture_output=True,
                           text=True).stdout.split()
     for path in sorted({p.rsplit("/", 1)[0] for p in tree if p.endswith("/types.go")}):
-        packages.append((api, path, f"k8s.io/api/{path}"))
-    for repo, directory, import_path in packages:
-        for path in git_files(repo, rev, directory):
-            src = git_show(repo, rev, path)
+        packages.append((api, rev, path, f"k8s.io/api/{path}"))
+    if apiextensions is not None:
+        for import_path, directory in APIEXTENSIONS_PACKAGES.items():
+            packages.append((apiextensions, apiextensions_rev, directory, import_path))
+    for repo, repo_rev, directory, import_path in packages:
+        for path in git_files(repo, repo_rev, directory):
+            src = git_show(repo, repo_rev, path)
             for t in parse_go(src, import_path):
                 types[f"{import_path}.{t.name}"] = t
             for c in parse_consts(src, import_path):
@@ -460,15 +492,16 @@ def load(api: str, apimachinery: str, rev: str) -> tuple[dict[str, GoType], dict
     return types, groups, consts
 
 
-def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
-    types, groups, consts = load(api, apimachinery, rev)
+def generate(api: str, apimachinery: str, rev: str, apiextensions: str | None = None,
+             apiextensions_rev: str = "HEAD") -> dict[str, Any]:
+    types, groups, consts = load(api, apimachinery, rev, apiextensions, apiextensions_rev)
     resolver = Resolver(types, consts)
     out_types: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
     wrappers: set[str] = set()
     # Every struct of k8s.io/api, and the meta/v1 and runtime structs, with whatever they reference.
     pending = [q for q, t in types.items() if t.underlying == "struct" and q not in CUSTOM and (
-        t.package.startswith("k8s.io/api/") or t.package in ("k8s.io/apimachinery/pkg/apis/meta/v1",
+        is_api_package(t.package) or t.package in ("k8s.io/apimachinery/pkg/apis/meta/v1",
                                                              "k8s.io/apimachinery/pkg/runtime")
         or q == "k8s.io/apimachinery/pkg/version.Info")]
     pending = [q for q in pending if q.rsplit(".", 1)[-1][0].isupper()]
@@ -479,7 +512,7 @@ def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
             continue
         done.add(qualified)
         t = types[qualified]
-        if not t.package.startswith("k8s.io/api/") and not all("json" in f.tags for f in t.fields):
+        if not is_api_package(t.package) and not all("json" in f.tags for f in t.fields):
             continue  # machinery, not an API type (a Scheme, a serializer's options)
         fields = []
         for f in t.fields:
@@ -503,7 +536,7 @@ def generate(api: str, apimachinery: str, rev: str) -> dict[str, Any]:
         out_types[name] = entry
         embeds_type_meta = any(f.embedded and f.type_expr.endswith("TypeMeta") for f in t.fields)
         has_meta = any(f.tags.get("json", "").startswith("metadata") for f in t.fields)
-        if embeds_type_meta and has_meta and t.package.startswith("k8s.io/api/") and t.package in groups:
+        if embeds_type_meta and has_meta and is_api_package(t.package) and t.package in groups:
             version = t.package.rsplit("/", 1)[-1]
             group = groups[t.package]
             api_version = f"{group}/{version}" if group else version
@@ -533,14 +566,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--api", required=True, help="git directory of kubernetes/api")
     parser.add_argument("--apimachinery", required=True, help="git directory of kubernetes/apimachinery")
+    parser.add_argument("--apiextensions", required=True, help="git directory of kubernetes/apiextensions-apiserver")
     parser.add_argument("--rev", default="HEAD")
+    parser.add_argument("--apiextensions-rev", default="HEAD",
+                        help="the apiextensions-apiserver revision of the same release (its own repository)")
     parser.add_argument("--version", required=True, help="the Kubernetes release the revision is, e.g. v1.37.0")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    doc = generate(args.api, args.apimachinery, args.rev)
-    commits = {name: subprocess.run(["git", "-C", repo, "rev-parse", args.rev], check=True, capture_output=True,
+    doc = generate(args.api, args.apimachinery, args.rev, args.apiextensions, args.apiextensions_rev)
+    commits = {name: subprocess.run(["git", "-C", repo, "rev-parse", rev], check=True, capture_output=True,
                                     text=True).stdout.strip()
-               for name, repo in (("kubernetes/api", args.api), ("kubernetes/apimachinery", args.apimachinery))}
+               for name, repo, rev in (("kubernetes/api", args.api, args.rev),
+                                       ("kubernetes/apimachinery", args.apimachinery, args.rev),
+                                       ("kubernetes/apiextensions-apiserver", args.apiextensions,
+                                        args.apiextensions_rev))}
     doc = {"source": {"kubernetes": args.version, "commits": commits}, **doc}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False) + "\n")

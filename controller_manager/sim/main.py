@@ -58,6 +58,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _webhook_service(text: str) -> tuple[str, str]:
+    service, sep, address = text.partition("=")
+    host, _, port = service.rpartition(":")
+    addr_host, _, addr_port = address.rpartition(":")
+    if not sep or not host.endswith(".svc") or host.count(".") != 2 or not port.isdigit() or not addr_host \
+            or not addr_port.isdigit():
+        raise argparse.ArgumentTypeError(f"want <name>.<namespace>.svc:<port>=<host>:<port>, not {text!r}")
+    return service, address
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = _Parser(prog="kube-sim", description="A simulated Kubernetes cluster: API server, scheduler, kubelets.")
     p.add_argument("--nodes", type=_non_negative_int, default=3, help="number of nodes (default 3)")
@@ -74,6 +84,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="faults to inject, e.g. 'error:code=500:p=0.05,latency:seconds=0.01,slow-watch:seconds=2'")
     p.add_argument("--node-status-update-frequency", type=_positive_float, default=10.0, metavar="SECONDS")
     p.add_argument("--node-lease-renew-interval", type=_positive_float, default=10.0, metavar="SECONDS")
+    p.add_argument("--webhook-service", type=_webhook_service, action="append", default=[],
+                   metavar="NAME.NAMESPACE.svc:PORT=HOST:PORT",
+                   help="where an admission webhook given as that Service is reached (repeatable; kube-sim runs "
+                        "no pods to route to)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(argv)
     try:
@@ -106,6 +120,7 @@ async def serve(args: argparse.Namespace) -> None:
                          kubelets=not args.no_kubelets, port=args.port, host=args.host,
                          kubeconfig_path=args.kubeconfig, kubelet_config=config, tls=True,
                          anonymous_admin=args.anonymous_admin)
+    cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:

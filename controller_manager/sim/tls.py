@@ -66,7 +66,10 @@ def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
                          encipher_only=False, decipher_only=False)
 
 
-def generate(bind_host: str = "127.0.0.1", now: dt.datetime | None = None) -> ServingCert:
+def generate(bind_host: str = "127.0.0.1", now: dt.datetime | None = None,
+             dns_names: tuple[str, ...] = _DNS_NAMES) -> ServingCert:
+    """``dns_names``: the names the serving certificate is valid for (kube-sim's own by default; a test's
+    webhook server names its Service's ``<name>.<namespace>.svc``)."""
     now = now or dt.datetime.now(dt.UTC)
     stamp = int(now.timestamp())
     not_before, not_after = now - dt.timedelta(hours=1), now + dt.timedelta(days=365)
@@ -90,7 +93,7 @@ def generate(bind_host: str = "127.0.0.1", now: dt.datetime | None = None) -> Se
         bind_ip = None
     if bind_ip is not None:
         ips.add(bind_ip)
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in _DNS_NAMES]
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
     sans += [x509.IPAddress(ip) for ip in sorted(ips, key=str)]
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (

@@ -64,6 +64,8 @@ async def test_serves_until_signalled(tmp_path: Path, sig: signal.Signals) -> No
         pytest.param(["--port", "70000"], "--port", id="port-range"),
         pytest.param(["--bogus"], "unrecognized arguments", id="unknown-flag"),
         pytest.param(["--faults", "explode"], "--faults", id="bad-fault-spec"),
+        pytest.param(["--webhook-service", "hook.default:443=127.0.0.1:8443"], "--webhook-service",
+                     id="bad-webhook-service"),
     ],
 )
 async def test_bad_flags_one_error_line(args: list[str], needle: str) -> None:
@@ -176,3 +178,11 @@ async def test_anonymous_admin_serves_requests_without_credentials(tmp_path: Pat
             assert (await resp.json())["kind"] == "NamespaceList"
     finally:
         await _stop(proc)
+
+
+def test_webhook_service_flag() -> None:
+    from controller_manager.sim.main import parse_args
+
+    args = parse_args(["--webhook-service", "hook.hooks.svc:443=127.0.0.1:8443",
+                       "--webhook-service", "other.ns.svc:9443=localhost:1"])
+    assert dict(args.webhook_service) == {"hook.hooks.svc:443": "127.0.0.1:8443", "other.ns.svc:9443": "localhost:1"}

@@ -2,8 +2,8 @@
 ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding defaults and validation
 (``pkg/apis/admissionregistration/v1/defaults.go``, ``pkg/apis/admissionregistration/validation``).
 
-kube-sim only stores these: it calls no webhook and evaluates no CEL expression (so expressions are not
-compiled or type-checked either; an empty one is still refused).
+The webhooks are called by :mod:`webhooks`; no CEL expression is evaluated (policies are stored only, and
+expressions are not compiled or type-checked either; an empty one is still refused).
 
 Guarantees:
 - Webhooks default ``failurePolicy: Fail``, ``matchPolicy: Equivalent``, ``namespaceSelector``/``objectSelector``

@@ -43,7 +43,8 @@ def _dict(value: Any) -> Mapping[str, Any]:
 
 
 def _bytes_repr(raw: bytes) -> GoRepr:
-    return GoRepr("[]byte{" + ", ".join(f"0x{b:x}" for b in raw) + "}")
+    """A ``[]byte`` bad value: ``json.Marshal`` writes bytes as a base64 string."""
+    return GoRepr('"' + base64.b64encode(raw).decode("ascii") + '"')
 
 
 def _request_errors(request: Any) -> list[FieldError]:

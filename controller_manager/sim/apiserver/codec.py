@@ -17,16 +17,17 @@ Guarantees:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from controller_manager.api import quantity
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors, gojson, protobuf, schema, yamlbody
-from controller_manager.sim.apiserver.crd import fields as crd_fields
-from controller_manager.sim.apiserver.crd import is_definition, structural
+from controller_manager.sim.apiserver.crd import structural
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -62,11 +63,13 @@ def media_type(content_type: str) -> str:
 
 
 def parse(raw: bytes, content_type: str, *, keep_duplicates: bool, res: Resource | None = None,
-          expect: tuple[str, str] | None = None) -> Any:
+          expect: tuple[str, str] | None = None, number_texts: bool = False) -> Any:
     """The JSON value of a body (None when empty). ``keep_duplicates`` records repeated keys for strict
     decoding (see :func:`gojson.parse_json_strict`). A protobuf body is read into the same JSON shape; it is
     taken for built-in kinds only (``res``), and ``expect`` (apiVersion, kind) is what the request decodes
-    into when that is not ``res``'s kind (DeleteOptions, Scale, Eviction, Binding)."""
+    into when that is not ``res``'s kind (DeleteOptions, Scale, Eviction, Binding). ``number_texts``: the
+    body is an object of ``res``'s built-in kind, decoded straight from its bytes (a create or an update),
+    so its quantities given as JSON numbers read their literal text (see :func:`_parse_number_texts`)."""
     mime = media_type(content_type)
     if mime == PROTOBUF and res is not None and schema.kind(res.api_version, res.kind) is not None:
         return None if not raw else protobuf_body(raw, expect or (res.api_version, res.kind))
@@ -93,9 +96,107 @@ def parse(raw: bytes, content_type: str, *, keep_duplicates: bool, res: Resource
             return document
         return value
     try:
+        if number_texts and expect is None and res is not None and schema.kind(res.api_version, res.kind):
+            return _parse_number_texts(raw, keep_duplicates)
         return gojson.parse_json_strict(raw) if keep_duplicates else orjson.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {_json_error(e)}") from None
+
+
+# A number whose text may read differently as a Quantity than Go's float text does: an exponent, or a
+# fraction of three digits or more (a kept input text like "1.500"). A match inside a string only costs a
+# slower parse.
+_NUMBER_TEXT_HINT = re.compile(rb"[0-9][eE]|\.[0-9]{3}")
+
+
+class _NumberTextDocument(dict[str, Any]):
+    """A JSON body holding :class:`gojson.JSONNumber` values; ``body`` is the parsed top-level object as
+    it came (a ``_DuplicateKeys`` when keys repeat), which :func:`typed` decodes."""
+
+    body: dict[str, Any]
+
+
+def _number(text: str) -> float:
+    """A JSON number with a fraction or an exponent: a float, kept with its text when a Quantity reads the
+    text differently from the value (``1e3`` is ``1e3``, not ``1k``; ``1.500`` stays ``1.500``)."""
+    value = float(text)
+    try:
+        differs = quantity.canonicalize(text) != quantity.canonicalize(value)
+    except (ValueError, OverflowError):
+        differs = False  # not a quantity either way: only the value matters
+    if not differs:
+        return value
+    number = gojson.JSONNumber(value)
+    number.text = text
+    return number
+
+
+class _NumberReader:
+    """:func:`_number` for one body, remembering whether it kept any text (so a body without such numbers,
+    the usual one, needs no walk to find them)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept = False
+
+    def __call__(self, text: str) -> float:
+        number = _number(text)
+        if type(number) is gojson.JSONNumber:
+            self.kept = True
+        return number
+
+
+def _parse_number_texts(raw: bytes, keep_duplicates: bool) -> Any:
+    """Quantity.UnmarshalJSON parses a number's literal bytes, as encoding/json hands a field with its own
+    unmarshaller the raw value; such numbers are kept with their text until :func:`typed` has decoded the
+    body, which turns any left outside quantities back into plain floats."""
+    if not keep_duplicates and _NUMBER_TEXT_HINT.search(raw) is None:
+        return orjson.loads(raw)
+    reader = _NumberReader()
+    value = gojson.parse_json_strict(raw, reader)
+    if not reader.kept:
+        return value
+    if not isinstance(value, dict):
+        return _plain_numbers(value)
+    document = _NumberTextDocument(value)
+    document.body = value
+    return document
+
+
+def number_text(text: str) -> float:
+    """A JSON number's reader for bodies decoded straight into a kind (see :func:`_number`)."""
+    return _number(text)
+
+
+def with_number_texts(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` (a patched object) marked for :func:`typed` when it holds numbers kept with their text."""
+    if not _has_number_text(value):
+        return value
+    document = _NumberTextDocument(value)
+    document.body = value
+    return document
+
+
+def _has_number_text(value: Any) -> bool:
+    if type(value) is gojson.JSONNumber:
+        return True
+    if isinstance(value, dict):
+        return any(_has_number_text(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_number_text(v) for v in value)
+    return False
+
+
+def _plain_numbers(value: Any) -> Any:
+    """``value`` with every :class:`gojson.JSONNumber` left in it a plain float (raw and untyped fields)."""
+    if type(value) is gojson.JSONNumber:
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _plain_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_numbers(v) for v in value]
+    return value
 
 
 def protobuf_body(raw: bytes, expect: tuple[str, str]) -> dict[str, Any]:
@@ -132,6 +233,9 @@ def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None 
     resources) are taken as they are. ``old``: the stored object an update or patch replaces (a speed-up
     only: parts equal to it are not walked again)."""
     yaml_strict: list[str] = []
+    number_texts = isinstance(body, _NumberTextDocument)
+    if number_texts:
+        body = body.body
     if isinstance(body, _YAMLDocument):
         yaml_strict, body = body.strict_errors, dict(body)
     st = schema.kind(res.api_version, res.kind)
@@ -149,13 +253,8 @@ def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None 
             raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {res.kind}: {e}') \
                 from None
         strict += json_strict
-    elif is_definition(res):
-        try:
-            obj, unknown = crd_fields.decode(body)  # a kind the generated schema lacks: its fields listed by hand
-        except crd_fields.FieldTypeError as e:
-            raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {res.kind}: {e}') \
-                from None
-        strict += unknown
+        if number_texts:
+            obj = _plain_numbers(obj)
     else:
         obj, unknown = structural.decode(res, body)  # a custom resource: pruned and defaulted
         strict += unknown

@@ -17,7 +17,10 @@ gives kube-sim the same two steps over plain dicts, driven by :mod:`schema`:
 
 Values of the custom types keep upstream's own rules: ``metav1.Time`` at second precision (a zero time
 is ``null``), ``MicroTime`` at microseconds, ``Duration`` as Go prints it, ``Quantity`` canonical,
-``IntOrString`` as int or string, ``RawExtension``/``FieldsV1``/``interface{}`` as given.
+``IntOrString`` as int or string, ``RawExtension``/``FieldsV1``/``interface{}`` (and apiextensions' ``JSON``)
+as given. apiextensions' ``JSONSchemaPropsOrBool``/``OrArray``/``OrStringArray`` are a schema or a bool/a list of
+schemas/a list of strings; their UnmarshalJSON reads a nested schema with a plain (case-sensitive, not strict)
+decode, so fields unknown there are dropped without a report, as upstream drops them.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import orjson
 
 from controller_manager.api import quantity
+from controller_manager.sim.apiserver import schema
 from controller_manager.sim.apiserver.schema import OMIT, Field, Struct, Type, zero_json
 
 __all__ = ["GoTypeError", "decode", "format_duration", "normalize", "parse_duration", "parse_json_strict"]
@@ -61,10 +66,48 @@ class _DuplicateKeys(dict[str, Any]):
         self.duplicates = [k for i, (k, _) in enumerate(pairs) if any(k == p for p, _ in pairs[:i])]
 
 
-def parse_json_strict(raw: bytes | str) -> Any:
+class JSONNumber(float):
+    """A JSON number kept with its text, for the fields that read the text rather than the value:
+    ``Quantity.UnmarshalJSON`` parses the literal bytes, so ``1e3`` stays ``1e3`` where ``1000`` is ``1k``."""
+
+    __slots__ = ("text",)
+    text: str
+
+
+def parse_json_strict(raw: bytes | str, parse_float: Callable[[str], float] | None = None) -> Any:
     """Parse JSON keeping a record of repeated keys, for :func:`decode`'s duplicate-field errors. A body
     that repeats a key anywhere is a :class:`_DuplicateKeys` at its top too (so :func:`decode` knows not to
-    take parts of it as equal to a stored object's). Raises ``ValueError`` on malformed input."""
+    take parts of it as equal to a stored object's). ``parse_float`` reads numbers with a fraction or an
+    exponent (see :class:`JSONNumber`). Raises ``ValueError`` on malformed input."""
+    if isinstance(raw, bytes):
+        value = _parse_without_duplicates(raw, parse_float)
+        if value is not _MAYBE_DUPLICATES:
+            return value
+    return _parse_recording_duplicates(raw, parse_float)
+
+
+_MAYBE_DUPLICATES: Any = object()
+_PLAIN_DECODER = msgspec.json.Decoder()
+
+
+def _parse_without_duplicates(raw: bytes, parse_float: Callable[[str], float] | None) -> Any:
+    """The common body, parsed in C. msgspec keeps the last of repeated keys silently, so the body is known to
+    have none when it holds as many colons as its re-encoding does: each member brings one (whitespace around
+    it changes nothing), strings hold theirs literally in both texts, and a dropped duplicate takes at least
+    its own away. A ``\\u`` escape could spell a colon the re-encoding writes plainly, so such a body goes the
+    slow way; so does what msgspec refuses and Python's json reads (NaN, a lone surrogate, a float beyond
+    range), to be read or refused as before."""
+    if b"\\u" in raw:
+        return _MAYBE_DUPLICATES
+    try:
+        value = (_PLAIN_DECODER if parse_float is None else msgspec.json.Decoder(float_hook=parse_float)).decode(raw)
+        again = orjson.dumps(value, default=float)  # (a JSONNumber is a float)
+    except (msgspec.DecodeError, TypeError):  # TypeError: an integer beyond 64 bits
+        return _MAYBE_DUPLICATES
+    return value if raw.count(b":") == again.count(b":") else _MAYBE_DUPLICATES
+
+
+def _parse_recording_duplicates(raw: bytes | str, parse_float: Callable[[str], float] | None) -> Any:
     repeated = False
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -76,7 +119,7 @@ def parse_json_strict(raw: bytes | str) -> Any:
         return _DuplicateKeys(pairs)
 
     text = raw.decode() if isinstance(raw, bytes) else raw
-    value = json.JSONDecoder(object_pairs_hook=pairs_hook).decode(text)
+    value = json.JSONDecoder(object_pairs_hook=pairs_hook, parse_float=parse_float).decode(text)
     if repeated and type(value) is dict:
         value = _DuplicateKeys(list(value.items()))
     return value
@@ -191,6 +234,8 @@ def _quantity(value: Any) -> str:
         return "0"
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise GoTypeError(quantity.ERR_FORMAT_WRONG)
+    if type(value) is JSONNumber:
+        value = value.text  # the number's literal text, as UnmarshalJSON reads it
     try:
         return quantity.canonicalize(value)
     except ValueError as e:
@@ -470,7 +515,7 @@ class _Walk:
         if kind == "float64":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self.type_error(value, go_type)
-            return value
+            return float(value) if type(value) is JSONNumber else value
         raise AssertionError(f"unhandled type kind {kind}")
 
     def _field_name(self) -> str:
@@ -528,7 +573,8 @@ class _Walk:
 _MISSING = object()
 
 # Custom types whose UnmarshalJSON sees a JSON null (a non-pointer one decodes it to its zero value).
-_NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1"})
+_NULL_AWARE = frozenset({"time", "microtime", "quantity", "intorstring", "raw", "fieldsv1", "schemaorbool",
+                         "schemaorarray", "schemaorstringarray"})
 @functools.lru_cache(maxsize=4096)
 def _time_text(value: str, micro: bool) -> str | None:
     return _time(value, micro)  # the same few timestamps recur in every object written within a second
@@ -541,6 +587,49 @@ _CUSTOM: dict[str, Callable[[Any], Any]] = {
     "quantity": _quantity,
     "intorstring": _int_or_string,
 }
+
+
+# --- apiextensions' JSON schema "or" types ----------------------------------------------------------------
+
+_SCHEMA_PROPS = schema.APIEXTENSIONS + "JSONSchemaProps"
+
+
+def _schema_props(value: Any) -> dict[str, Any]:
+    """A nested JSONSchemaProps as the "or" types' UnmarshalJSON reads it: its own json.Unmarshal call
+    (type errors name the value from its top; unknown fields are dropped, not reported)."""
+    return _Walk(report=False).struct(value, schema.struct(_SCHEMA_PROPS), "v1.JSONSchemaProps")
+
+
+def _schema_or_bool(value: Any) -> dict[str, Any] | bool:
+    if isinstance(value, dict):
+        return _schema_props(value)
+    if isinstance(value, bool):
+        return value
+    raise GoTypeError("boolean or JSON schema expected")
+
+
+def _schema_or_array(value: Any) -> dict[str, Any] | list[dict[str, Any]] | None:
+    # Anything but an object or a non-empty array is the zero value, which is written as null.
+    if isinstance(value, dict):
+        return _schema_props(value)
+    if isinstance(value, list) and value:
+        return [_schema_props({} if item is None else item) for item in value]
+    return None
+
+
+def _schema_or_string_array(value: Any) -> dict[str, Any] | list[str] | None:
+    if isinstance(value, dict):
+        return _schema_props(value)
+    if isinstance(value, list) and value:
+        for item in value:
+            if not isinstance(item, str) and item is not None:
+                raise GoTypeError(f"json: cannot unmarshal {_json_kind(item)} into Go value of type string")
+        return ["" if item is None else item for item in value]
+    return None
+
+
+_CUSTOM.update(schemaorbool=_schema_or_bool, schemaorarray=_schema_or_array,
+               schemaorstringarray=_schema_or_string_array)
 
 
 def _null_to_zero(item: Any, elem: Type) -> Any:

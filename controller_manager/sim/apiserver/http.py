@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -41,6 +41,7 @@ from controller_manager.sim.apiserver import (
     request_options,
     subresources,
     tables,
+    webhooks,
     yamlbody,
 )
 from controller_manager.sim.apiserver.crd import list_kind
@@ -124,6 +125,7 @@ def _response(body: bytes, status: int = 200, content_type: str = JSON) -> web.R
 
 def _status_response(err: errors.StatusError) -> web.Response:
     resp = _response(encode(err.status), err.code)
+    _with_warnings(resp, getattr(err, "warnings", []))  # an admission webhook's, beside its refusal
     retry = (err.status.get("details") or {}).get("retryAfterSeconds")
     if retry:
         resp.headers["Retry-After"] = str(retry)
@@ -361,7 +363,7 @@ class _Handlers:
     # --- single objects ----------------------------------------------------------------------------
 
     async def _body(self, request: web.Request, patch: bool = False, res: Resource | None = None,
-                    expect: tuple[str, str] | None = None) -> Any:
+                    expect: tuple[str, str] | None = None, number_texts: bool = False) -> Any:
         """The body parsed by its media type (raw bytes for a patch); not yet decoded into its kind. ``res``:
         the resource, whose built-in kinds take protobuf; ``expect``: the kind read when not ``res``'s."""
         ctype = codec.media_type(request.headers.get("Content-Type", ""))
@@ -371,7 +373,7 @@ class _Handlers:
                 raise errors.unsupported_media_type(tuple(_PATCH_TYPES))
             return raw
         return codec.parse(raw, ctype, keep_duplicates=request.query.get("fieldValidation") != "Ignore", res=res,
-                           expect=expect)
+                           expect=expect, number_texts=number_texts)
 
     async def _object(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
                       accept: _Accept) -> web.Response:
@@ -405,12 +407,20 @@ class _Handlers:
                                           include_object=q.get("includeObject", "Metadata")))
             return _response(raw)
         if verb == "create":
-            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
             kind = strategy_for(res)
+            # A create or update body is decoded into its kind straight from its bytes (quantities read
+            # their numbers' text); the review kinds and subresources take theirs elsewhere.
+            typed_body = sub is None and kind.decodes_body
+            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""),
+                                    number_texts=typed_body)
+            hooked: list[str] = []
+            if sub in ("binding", "eviction") and namespace and isinstance(body, dict):
+                body, hooked = await self._admitted_subresource(request, res, info, namespace, body, None, dry_run,
+                                                                manager)
             # Reviews, TokenRequests, bindings and evictions: answered by the kind, the body never stored.
             answer = kind.answer_create(api, res, sub, namespace, name, body, request[_USER], dry_run)
             if answer is not None:
-                return _response(encode(answer), 201)
+                return _with_warnings(_response(encode(answer), 201), hooked)
             if sub is not None or name:
                 raise errors.method_not_allowed()
             if body is None:
@@ -419,13 +429,22 @@ class _Handlers:
             if isinstance(decoded.obj, dict):
                 decoded.obj = kind.on_create_request(decoded.obj, request[_USER])
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
-            created = api.create(res, decoded.obj, namespace, dry_run=dry_run, typed=True, field_manager=manager)
-            return _with_warnings(_response(encode(created), 201), decoded.warnings)
+            obj = decoded.obj
+            created, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
+                                                   api.create(res, obj, namespace, dry_run=dry_run or dry, typed=True,
+                                                              field_manager=manager))
+            return _with_warnings(_response(encode(created), 201), decoded.warnings + hooked)
         if verb == "update":
-            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""))
+            body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""),
+                                    number_texts=sub in (None, "status", "finalize", "approval"))
             if sub == "scale":
-                return _response(encode(subresources.update_scale(api, res, namespace, name, body, dry_run=dry_run,
-                                                                  field_manager=manager)))
+                hooked = []
+                if isinstance(body, dict):
+                    old = subresources.get_scale(api, res, namespace, name)
+                    body, hooked = await self._admitted_subresource(request, res, info, namespace, body, old,
+                                                                    dry_run, manager)
+                return _with_warnings(_response(encode(subresources.update_scale(
+                    api, res, namespace, name, body, dry_run=dry_run, field_manager=manager))), hooked)
             if sub not in (None, "status", "finalize", "approval"):
                 raise errors.method_not_allowed()
             if not isinstance(body, dict):
@@ -434,9 +453,13 @@ class _Handlers:
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
             decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
-            updated = api.update(res, fieldmanager.keep_reset(body, decoded.obj), subresource=sub, dry_run=dry_run,
-                                 namespace=namespace, name=name, field_manager=manager, typed=True)
-            return _with_warnings(_response(encode(updated), 200 if current is not None else 201), decoded.warnings)
+            new = fieldmanager.keep_reset(body, decoded.obj)
+            updated, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
+                                                   api.update(res, new, subresource=sub, dry_run=dry_run or dry,
+                                                              namespace=namespace, name=name, field_manager=manager,
+                                                              typed=True))
+            return _with_warnings(_response(encode(updated), 200 if current is not None else 201),
+                                  decoded.warnings + hooked)
         if verb == "patch":
             body = await self._body(request, patch=True)
             if sub not in (None, "status", "scale", "approval"):
@@ -451,22 +474,40 @@ class _Handlers:
                 warnings.extend(decoded.warnings)
                 return fieldmanager.keep_reset(patched, decoded.obj)
 
+            if sub == "scale" and _PATCH_TYPES[ctype] != "apply":
+                scaled = await self._patched_scale(request, res, info, namespace, body, _PATCH_TYPES[ctype], dry_run,
+                                                   manager)
+                if scaled is not None:
+                    return scaled
             if _PATCH_TYPES[ctype] == "apply" and sub != "scale":
-                applied, was_created = apply.apply(api, res, namespace, name, body, manager=manager,
-                                               force=q.get("force", "").lower() in ("1", "t", "true"),
-                                               subresource=sub, dry_run=dry_run, decode=decode)
-                return _with_warnings(_response(encode(applied), 201 if was_created else 200), warnings)
-            patched = api.patch(res, namespace, name, body, _PATCH_TYPES[ctype], subresource=sub, dry_run=dry_run,
-                                decode=decode if sub != "scale" else None, field_manager=manager)
-            return _with_warnings(_response(encode(patched)), warnings)
+                was: list[bool] = []
+
+                def apply_once(dry: bool) -> Obj:
+                    applied, was_created = apply.apply(api, res, namespace, name, body, manager=manager,
+                                                       force=q.get("force", "").lower() in ("1", "t", "true"),
+                                                       subresource=sub, dry_run=dry_run or dry, decode=decode)
+                    was[:] = [was_created]
+                    return applied
+
+                applied, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, apply_once)
+                return _with_warnings(_response(encode(applied), 201 if was[0] else 200),
+                                      list(dict.fromkeys(warnings)) + hooked)
+            patched, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
+                                                   api.patch(res, namespace, name, body, _PATCH_TYPES[ctype],
+                                                             subresource=sub, dry_run=dry_run or dry,
+                                                             decode=decode if sub != "scale" else None,
+                                                             field_manager=manager,
+                                                             force=q.get("force", "").lower() in ("1", "t", "true")))
+            return _with_warnings(_response(encode(patched)), list(dict.fromkeys(warnings)) + hooked)
         if verb == "delete":
             if sub is not None:
                 raise errors.method_not_allowed()
             body = await self._body(request, res=res, expect=_DELETE_OPTIONS)
-            return _response(encode(self._delete(res, namespace, name, body, q, dry_run)))
+            hooked = await self._admitted_delete(request, res, info, namespace, name, body, dry_run)
+            return _with_warnings(_response(encode(self._delete(res, namespace, name, body, q, dry_run))), hooked)
         if verb == "deletecollection":
             body = await self._body(request, res=res, expect=_DELETE_OPTIONS)
-            return self._delete_collection(request, res, namespace, body, dry_run)
+            return await self._delete_collection(request, res, info, namespace, body, dry_run)
         raise errors.method_not_allowed()
 
     def _delete(self, res: Resource, namespace: str | None, name: str, body: Any, q: Any, dry_run: bool) -> Obj:
@@ -480,15 +521,18 @@ class _Handlers:
         return self.api.delete(res, namespace, name, grace_period_seconds=grace, propagation_policy=policy,
                                preconditions=opts.get("preconditions"), orphan_dependents=orphan, dry_run=dry_run)
 
-    def _delete_collection(self, request: web.Request, res: Resource, namespace: str | None, body: Any,
-                           dry_run: bool) -> web.Response:
+    async def _delete_collection(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                                 body: Any, dry_run: bool) -> web.Response:
         q = request.query
         result = self.api.list_page(res, namespace, label_selector=q.get("labelSelector") or None,
                                     field_selector=q.get("fieldSelector") or None)
         deleted: list[bytes] = []
+        hooked: list[str] = []
         for stored in result.items:
             meta = stored.obj["metadata"]
             try:
+                hooked += await self._admitted_delete(request, res, info, meta.get("namespace"), meta["name"], body,
+                                                      dry_run)
                 out = self._delete(res, meta.get("namespace"), meta["name"], body, q, dry_run)
             except errors.StatusError as e:
                 if e.code != 404:
@@ -496,7 +540,67 @@ class _Handlers:
                 continue
             deleted.append(encode(out))
         head = {"kind": list_kind(res), "apiVersion": res.api_version}
-        return _response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted))
+        return _with_warnings(_response(_list_bytes(head, ListResult([], self.api.current_rv()), deleted)), hooked)
+
+    # --- admission webhooks (webhooks.dispatch) ------------------------------------------------------------
+
+    async def _admitted(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                        dry_run: bool, manager: str, write: Callable[[bool], Obj]) -> tuple[Obj, list[str]]:
+        """``write(dry)`` run with the admission webhooks that apply; the object and the webhooks' warnings."""
+        # A Namespace's own path names it as the request's namespace too (RequestInfo), as webhooks are told.
+        ns = info.namespace if strategy_for(res).names_own_namespace else namespace or ""
+        attrs = webhooks.Attributes(res, info.subresource, ns, info.name, request[_USER].as_user_info(), dry_run,
+                                    manager)
+        return await webhooks.admit_write(self.api, attrs, write), attrs.warnings
+
+    def _subresource_attributes(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                                dry_run: bool, manager: str) -> webhooks.Attributes:
+        api_version, kind = _SUBRESOURCE_KINDS[info.subresource]
+        group, _, version = api_version.rpartition("/")
+        return webhooks.Attributes(res, info.subresource, namespace or "", info.name, request[_USER].as_user_info(),
+                                   dry_run, manager, kind=(group, version, kind))
+
+    async def _admitted_subresource(self, request: web.Request, res: Resource, info: RequestInfo,
+                                    namespace: str | None, body: Obj, old: Obj | None, dry_run: bool,
+                                    manager: str) -> tuple[Obj, list[str]]:
+        """pods/binding, pods/eviction (CREATE) and /scale (UPDATE over ``old``): the webhooks see (and may
+        change) the Binding, Eviction or Scale sent."""
+        attrs = self._subresource_attributes(request, res, info, namespace, dry_run, manager)
+        operation = "CREATE" if old is None else "UPDATE"
+        return await webhooks.admit_subresource(self.api, attrs, operation, body, old), attrs.warnings
+
+    async def _patched_scale(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                             body: bytes, patch_type: str, dry_run: bool, manager: str) -> web.Response | None:
+        """A /scale patch when webhooks may apply: the patched Scale through them, then written as an update
+        (None when no webhook applies: the patch then takes its usual way)."""
+        if not webhooks.may_apply(self.api, self._subresource_attributes(request, res, info, namespace, dry_run,
+                                                                         manager)):
+            return None
+        from controller_manager.sim.apiserver import patch as patching
+
+        current = subresources.get_scale(self.api, res, namespace, info.name)
+        try:
+            patched = patching.apply_patch(current, body, patch_type, "Scale")
+        except patching.PatchError as e:
+            raise errors.StatusError(e.status()) from None
+        scale, hooked = await self._admitted_subresource(request, res, info, namespace, patched, current, dry_run,
+                                                         manager)
+        return _with_warnings(_response(encode(subresources.update_scale(
+            self.api, res, namespace, info.name, scale, dry_run=dry_run, field_manager=manager))), hooked)
+
+    async def _admitted_delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                               name: str, body: Any, dry_run: bool) -> list[str]:
+        """The admission webhooks of a DELETE of ``name`` (none when it is absent: the delete then answers 404)."""
+        opts = body if isinstance(body, dict) else {}
+        dry_run = dry_run or "All" in (opts.get("dryRun") or [])
+        try:
+            current = self.api.get(res, namespace if res.namespaced else None, name)
+        except errors.StatusError:
+            return []
+        ns = name if strategy_for(res).names_own_namespace else namespace or ""  # (as in _admitted)
+        attrs = webhooks.Attributes(res, "", ns, name, request[_USER].as_user_info(), dry_run)
+        await webhooks.admit_delete(self.api, attrs, current)
+        return attrs.warnings
 
 
 def _as_protobuf(resp: web.Response, accept: _Accept) -> web.Response:

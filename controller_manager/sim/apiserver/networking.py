@@ -94,7 +94,7 @@ def ingress_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
     errs: list[FieldError] = []
     rules = spec.get("rules") or []
     if spec.get("defaultBackend") is None and not rules:
-        errs.append(invalid("spec", GoRepr("[]networking.IngressRule(nil)"),
+        errs.append(invalid("spec", GoRepr("null"),
                             "either `defaultBackend` or `rules` must be specified"))
     if spec.get("defaultBackend") is not None:
         errs.extend(_backend(_dict(spec["defaultBackend"]), "spec.defaultBackend"))
@@ -143,7 +143,7 @@ def network_policy_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None)
         if kind not in _POLICY_TYPES:
             errs.append(not_supported(f"spec.policyTypes[{i}]", kind, _POLICY_TYPES))
     if len(types) > 2:
-        errs.append(invalid("spec.policyTypes", GoRepr(str(types)), "may not specify more than two policyTypes"))
+        errs.append(invalid("spec.policyTypes", [str(t) for t in types], "may not specify more than two policyTypes"))
     for direction in ("ingress", "egress"):
         for i, rule in enumerate(spec.get(direction) or ()):
             for j, port in enumerate(_dict(rule).get("ports") or ()):

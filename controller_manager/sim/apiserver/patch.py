@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -65,12 +66,15 @@ def supports_strategic(kind: str) -> bool:
 
 
 def apply_patch(original: dict[str, Any], patch: bytes | str | dict[str, Any] | list[Any], patch_type: str,
-                kind: str) -> dict[str, Any]:
+                kind: str, parse_float: Callable[[str], float] | None = None) -> dict[str, Any]:
+    """``parse_float`` reads the numbers of a JSON or merge patch: json-patch keeps each value's raw bytes
+    (its lazy nodes), so a number reaches the typed decode as its literal text; a strategic merge patch works
+    on decoded maps, where a number is its float64 value."""
     ptype = PATCH_CONTENT_TYPES.get(patch_type.split(";")[0].strip(), patch_type)
     if ptype == "json":
-        return _object(json_patch(original, _decode(patch)))
+        return _object(json_patch(original, _decode(patch, parse_float)))
     if ptype == "merge":
-        return _object(json_merge_patch(original, _decode(patch)))
+        return _object(json_merge_patch(original, _decode(patch, parse_float)))
     if ptype == "strategic":
         doc = _object(_decode(patch))
         if not supports_strategic(kind):
@@ -102,10 +106,10 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def _decode(patch: bytes | str | dict[str, Any] | list[Any]) -> Any:
+def _decode(patch: bytes | str | dict[str, Any] | list[Any], parse_float: Callable[[str], float] | None = None) -> Any:
     if isinstance(patch, bytes | bytearray | str):
         try:
-            return json.loads(patch)
+            return json.loads(patch, parse_float=parse_float)
         except ValueError as e:
             raise PatchError(f"error decoding patch: {e}") from None
     return patch

@@ -12,7 +12,10 @@ from the Go type, as the generator derives them):
 - The custom types: ``metav1.Time``/``MicroTime`` are ``{seconds = 1, nanos = 2}`` (empty for a zero time),
   ``Duration`` ``{duration = 1}`` in nanoseconds, ``Quantity`` ``{string = 1}``, ``IntOrString``
   ``{type = 1, intVal = 2, strVal = 3}``, ``RawExtension`` and ``FieldsV1`` ``{raw = 1}`` holding JSON, a named
-  slice (``ExtraValue``) ``{items = 1}``.
+  slice (``ExtraValue``) ``{items = 1}``. apiextensions' ``JSON`` is ``{raw = 1}``, its JSON-schema "or" types
+  their generated messages (``JSONSchemaPropsOrBool`` ``{allows = 1, schema = 2}``, ``...OrArray`` ``{schema = 1,
+  jSONSchemas = 2}``, ``...OrStringArray`` ``{schema = 1, property = 2}``) for the one JSON value they stand
+  for; a ``float64`` is a ``double`` (fixed 64 bits), which Go's JSON writes without a ``.0`` when integral.
 - A top-level object travels in an envelope: ``k8s\\0`` then a ``runtime.Unknown`` ``{typeMeta = 1 {apiVersion =
   1, kind = 2}, raw = 2, contentEncoding = 3, contentType = 4}``.
 
@@ -28,6 +31,7 @@ import base64
 import binascii
 import calendar
 import functools
+import struct
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -45,15 +49,16 @@ _EPOCH_ZERO = -62135596800  # Go's zero time, 0001-01-01T00:00:00Z, in Unix seco
 
 # Value codes of the per-field tables.
 _STRING, _INT, _BOOL, _BYTES, _STRUCT, _TIME, _MICROTIME, _DURATION, _QUANTITY, _INTORSTR, _RAW, _FIELDSV1, \
-    _WRAPPER, _INLINE, _ANY, _INT32 = range(16)
+    _WRAPPER, _INLINE, _ANY, _INT32, _DOUBLE, _SCHEMA_OR = range(18)
 _SINGLE, _LIST, _MAP = range(3)
 _CODES = {"string": _STRING, "int32": _INT, "int64": _INT, "uint32": _INT, "uint64": _INT, "bool": _BOOL,
           "bytes": _BYTES, "struct": _STRUCT, "time": _TIME, "microtime": _MICROTIME, "duration": _DURATION,
           "quantity": _QUANTITY, "intorstring": _INTORSTR, "raw": _RAW, "fieldsv1": _FIELDSV1,
-          "wrapper": _WRAPPER, "any": _ANY}
+          "wrapper": _WRAPPER, "any": _ANY, "float64": _DOUBLE, "schemaorbool": _SCHEMA_OR,
+          "schemaorarray": _SCHEMA_OR, "schemaorstringarray": _SCHEMA_OR}
 _VARINT_CODES = frozenset({_INT, _INT32, _BOOL})
 # Messages whose JSON null is a zero value still written (as an empty message) in a list or map.
-_NULLABLE_MESSAGES = frozenset({_TIME, _MICROTIME, _RAW})
+_NULLABLE_MESSAGES = frozenset({_TIME, _MICROTIME, _RAW, _SCHEMA_OR})
 _ZERO_INTORSTR = b"\x08\x00\x10\x00\x1a\x00"
 # The bytes after the tag of a non-pointer field holding its zero value (JSON null or absent).
 _ZERO_FIELDS = {_STRING: b"\x00", _INT: b"\x00", _BOOL: b"\x00", _TIME: b"\x00",
@@ -100,7 +105,7 @@ def _tag(number: int, wire: int) -> bytes:
 class _Table:
     """One struct's fields for the encoder (in tag order) and the decoder (by whole tag)."""
 
-    __slots__ = ("enc", "encode", "fast", "go_names", "name", "nonpointer_tags")
+    __slots__ = ("enc", "encode", "fast", "fixed64", "go_names", "name", "nonpointer_tags")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -111,6 +116,8 @@ class _Table:
         self.go_names: dict[int, str] = {}  # field number -> Go field name (for Go's wrong-wire-type error)
         # whole tag (number << 3 | wire type) -> (json name, what to do (_D_*), sub-table or (code, sub))
         self.fast: dict[int, tuple[str, int, Any]] = {}
+        # whole tag -> (json name, repeated) of the double fields (wire type 1: read off the fast path)
+        self.fixed64: dict[int, tuple[str, bool]] = {}
         self.enc: Callable[[dict[str, Any]], bytearray] = self._first_encode  # compiled on first use
 
     def _first_encode(self, obj: dict[str, Any]) -> bytearray:
@@ -143,6 +150,8 @@ def _elem_sub(t: schema.Type) -> Any:
     if t.kind == "wrapper":
         assert t.elem is not None
         return _value_spec(t.elem)
+    if t.kind.startswith("schemaor"):
+        return t.kind, _table_ref(t.name)  # the JSON value's kind, the message's table
     return None
 
 
@@ -165,6 +174,8 @@ def _fill(table: _Table, st: schema.Struct) -> None:
         else:
             (code, sub), shape = _value_spec(t), _SINGLE
         wire = 0 if code in _VARINT_CODES and shape != _MAP else 2
+        if code == _DOUBLE and shape != _MAP:
+            wire = 1
         tag = _tag(f.proto, wire)
         # The decoder reads an int32 as Go does, keeping the varint's low 32 bits.
         decode_code = _INT32 if code == _INT and _scalar_kind(t) == "int32" else code
@@ -176,6 +187,9 @@ def _fill(table: _Table, st: schema.Struct) -> None:
                 table.nonpointer_tags.add(tag)
         table.encode.append((f.json, tag, code, shape, zero, sub))
         table.go_names[f.proto] = f.go
+        if wire == 1:
+            table.fixed64[f.proto << 3 | wire] = (f.json, shape == _LIST)
+            continue
         kind = _decode_kind(decode_code, shape)
         fast_sub = sub if kind in (_D_STRUCT, _D_LIST_STRUCT, _D_INLINE) else (
             decode_code if kind == _D_LIST_VARINT else (decode_code, sub))
@@ -271,6 +285,12 @@ def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -
         _len_delimited(out, tag, b"\x08" + _varint(gojson.parse_duration(value) & _MASK64))
     elif code in (_RAW, _FIELDSV1):
         _len_delimited(out, tag, b"" if value is None else b"\x0a" + _length_prefixed(orjson.dumps(value)))
+    elif code == _DOUBLE:
+        out += tag
+        out += struct.pack("<d", value)
+    elif code == _SCHEMA_OR:
+        kind, table = sub
+        _len_delimited(out, tag, _encode_struct(_schema_or_message(kind, value), table))
     elif code == _WRAPPER:
         item_code, item_sub = sub
         inner = bytearray()
@@ -279,6 +299,33 @@ def _encode_value(out: bytearray, tag: bytes, code: int, value: Any, sub: Any) -
         _len_delimited(out, tag, inner)
     else:
         raise ProtobufError(f"a value of {value!r} has no protobuf form")
+
+
+def _schema_or_message(kind: str, value: Any) -> dict[str, Any]:
+    """The generated message's fields of an apiextensions "or" value in its JSON form."""
+    if isinstance(value, dict):
+        return {"Allows": True, "Schema": value} if kind == "schemaorbool" else {"Schema": value}
+    if kind == "schemaorbool":
+        return {"Allows": bool(value)}
+    if isinstance(value, list) and value:
+        return {"JSONSchemas": value} if kind == "schemaorarray" else {"Property": value}
+    return {}
+
+
+def _schema_or_value(kind: str, message: dict[str, Any]) -> Any:
+    """An apiextensions "or" value in its JSON form, from its message's fields (as its MarshalJSON writes it)."""
+    schema_ = message.get("Schema")
+    if kind == "schemaorbool":
+        return schema_ if schema_ is not None else bool(message.get("Allows"))
+    listed = message.get("JSONSchemas" if kind == "schemaorarray" else "Property")
+    if listed:
+        return listed
+    return schema_
+
+
+def _double_json(value: float) -> float | int:
+    """A double as Go's JSON writes it: an integral value without a fraction."""
+    return int(value) if value.is_integer() and abs(value) < 1e21 else value
 
 
 def _length_prefixed(data: bytes) -> bytes:
@@ -533,7 +580,7 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
                 key, pos = _read_varint(buf, pos - 1, end)
         spec = fields.get(key)
         if spec is None:
-            pos = _unexpected_field(buf, pos, end, table, key)
+            pos = _unexpected_field(buf, pos, end, table, key, out)
             continue
         name, kind, sub = spec
         n = buf[pos]
@@ -621,9 +668,21 @@ def _decode_struct(buf: bytes, pos: int, end: int, table: _Table, out: dict[str,
     return out
 
 
-def _unexpected_field(buf: bytes, pos: int, end: int, table: _Table, key: int) -> int:
-    """A field the fast table does not have: an error for a known field of the wrong wire type (or a
-    malformed tag), else skipped as Go skips unknown fields. Returns where the next field starts."""
+def _unexpected_field(buf: bytes, pos: int, end: int, table: _Table, key: int, out: dict[str, Any]) -> int:
+    """A field the fast table does not have: a double (read into ``out``), an error for a known field of the
+    wrong wire type (or a malformed tag), else skipped as Go skips unknown fields. Returns where the next
+    field starts."""
+    double = table.fixed64.get(key)
+    if double is not None:
+        if pos + 8 > end:
+            raise ProtobufError(_EOF)
+        value = _double_json(struct.unpack_from("<d", buf, pos)[0])
+        name, repeated = double
+        if repeated:
+            out.setdefault(name, []).append(value)
+        else:
+            out[name] = value
+        return pos + 8
     number, wire = key >> 3, key & 7
     if number <= 0:
         raise ProtobufError(f"proto: {_go_name(table)}: illegal tag {number} (wire type {wire})")
@@ -718,6 +777,9 @@ def _decode_payload(buf: bytes, pos: int, end: int, code: int, sub: Any) -> Any:
             return orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError as e:
             raise ProtobufError(f"json: error calling MarshalJSON: {e}") from None
+    if code == _SCHEMA_OR:
+        kind, table = sub
+        return _schema_or_value(kind, _decode_struct(buf, pos, end, table, {}))
     if code == _WRAPPER:
         item_code, item_sub = sub
         items: list[Any] = []

@@ -25,7 +25,7 @@ import random
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import controller_manager.sim.apiserver.defaults as defaults
 import controller_manager.sim.apiserver.validation as validation
@@ -43,6 +43,7 @@ from controller_manager.sim.apiserver import (
     freshness,
     metrics_api,
     priority,
+    schema,
     service_cidrs,
     versions,
 )
@@ -75,9 +76,22 @@ class ApiServerOptions:
     git_version: str = "v1.37.0"
     bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
     service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
+    # Where admission webhooks given as a Service are dialled: "<name>.<namespace>.svc:<port>" -> "host:port"
+    # (kube-sim runs no pods to route to); see webhooks.calling.
+    webhook_service_addresses: dict[str, str] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public", "kube-node-lease")
     resources: tuple[Resource, ...] = field(
         default_factory=lambda: (*BUILTIN, *metrics_api.RESOURCES, CUSTOMRESOURCEDEFINITIONS))
+
+
+class WebhookPoint(Protocol):
+    """Where admission webhooks act in a write (:mod:`webhooks.dispatch` sets one while it runs a write):
+    ``mutating`` may replace the object after the built-in mutating admission, ``validating`` sees it after
+    validation, before storage. ``old_res`` is the resource whose form ``old`` is in."""
+
+    def mutating(self, res: Resource, obj: Obj, old: Obj | None, old_res: Resource) -> Obj: ...
+
+    def validating(self, res: Resource, obj: Obj, old: Obj | None, old_res: Resource) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -154,6 +168,7 @@ class ApiServer:
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size, 0))
         self.crds = CustomResources(self)
         self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
+        self.webhook_point: WebhookPoint | None = None  # set by webhooks.dispatch while it runs a write
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
@@ -301,9 +316,16 @@ class ApiServer:
         ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
         storage = versions.storage_of(res)
         if storage is not None:
-            obj = versions.to_storage(res, self._type_meta(res, obj))
-            return versions.from_storage(res, self.create(storage, obj, namespace, dry_run=dry_run,
-                                                          field_manager=field_manager, managed_fields=managed_fields))
+            # managedFields record the version the client wrote (the field manager of the request's version).
+            obj = self._type_meta(res, obj)
+            if managed_fields is fieldmanager.MISSING and field_manager is not None:
+                incoming = (obj.get("metadata") or {}).get("managedFields", fieldmanager.MISSING)
+                managed_fields = fieldmanager.track_update(res, None, versions.served_defaults(res, obj),
+                                                           manager=field_manager, subresource="", incoming=incoming,
+                                                           now=format_time(self.clock.now()))
+            return versions.from_storage(res, self.create(storage, versions.to_storage(res, obj), namespace,
+                                                          dry_run=dry_run, field_manager=field_manager,
+                                                          managed_fields=managed_fields))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -326,6 +348,8 @@ class ApiServer:
         # mutating admission adds: upstream records managedFields before admission runs).
         defaulted = obj
         obj = admission.mutate(self, res, obj, namespace)
+        if self.webhook_point is not None:
+            obj = self.webhook_point.mutating(res, obj, None, res)
         kind = strategy_for(res)
         write = Write(self, res, namespace)
         obj = kind.before_create(write, obj)
@@ -333,6 +357,8 @@ class ApiServer:
         stored_res = kind.storage(res)
         kind.admit_create(write)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
+        if self.webhook_point is not None:
+            self.webhook_point.validating(stored_res, obj, None, stored_res)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
         obj = codec.normalize(store.resource, obj, body)
         if managed_fields is fieldmanager.MISSING and field_manager is not None:
@@ -435,7 +461,7 @@ class ApiServer:
     def update(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
                namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
                managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
-               typed: bool = False) -> Obj:
+               typed: bool = False, served: Resource | None = None) -> Obj:
         """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
         ``typed``: ``obj`` is the body as :func:`codec.typed` decoded it (see :meth:`create`).
         ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
@@ -446,7 +472,8 @@ class ApiServer:
             obj = versions.to_storage(res, self._type_meta(res, obj))
             return versions.from_storage(res, self.update(
                 storage, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
-                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource))
+                field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource,
+                served=res))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -475,11 +502,15 @@ class ApiServer:
                 [validation_errors.invalid("metadata.resourceVersion", 0, "must be specified for an update")]))
         obj = defaults.apply_defaults(res, obj)
         old = existing.obj
+        stored_res = kind.storage(res)
+        if self.webhook_point is not None:
+            obj = self.webhook_point.mutating(res, obj, old, stored_res)
         write = Write(self, res, namespace, subresource, existing.key)
         obj = kind.before_update(write, obj, old)
         new = kind.update_steps(write, obj, old)  # PrepareForUpdate and validation
-        stored_res = kind.storage(res)
         self.admit_namespace(res, namespace, name, create=False)
+        if self.webhook_point is not None:
+            self.webhook_point.validating(stored_res, new, old, stored_res)
         quota_usage = admission.validate(self, res, new, namespace, create=False,
                                          old=old if subresource is None else None)
         track: Callable[[Obj, Obj], Any] | None = None
@@ -490,7 +521,11 @@ class ApiServer:
             manager = field_manager
 
             def track(live: Obj, new: Obj) -> Any:
-                return fieldmanager.track_update(stored_res, live, new, manager=manager,
+                tracked = stored_res
+                if served is not None:  # written through another version: tracked in that version
+                    tracked = served
+                    live, new = versions.from_storage(served, live), versions.from_storage(served, new)
+                return fieldmanager.track_update(tracked, live, new, manager=manager,
                                                  subresource=manager_subresource or subresource or "",
                                                  incoming=incoming, now=format_time(self.clock.now()))
         written = self.write_update(stored_res, existing, new, dry_run, managed_fields=track, like=body)
@@ -548,12 +583,16 @@ class ApiServer:
         if patch_type == "apply":
             if not isinstance(patch, bytes | str):
                 patch = json.dumps(patch)
+            if subresource == "scale" and strategy_for(res).go_type:  # (a custom resource's Scale has none)
+                subresources.get_scale(self, res, namespace, name)  # 404 for kinds without /scale
+                return apply.apply_scale(self, res, namespace, name, patch, manager=field_manager or "",
+                                         force=force, dry_run=dry_run)
             return apply.apply(self, res, namespace, name, patch, manager=field_manager or "", force=force,
                                subresource=subresource, dry_run=dry_run, decode=decode)[0]
         if subresource == "scale":
             return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
                                             field_manager=field_manager)
-        if patch_type == "strategic" and not strategy_for(res).strategic_merge:
+        if patch_type == "strategic" and not strategy_for(res).go_type:  # no Go struct to read patch tags from
             raise errors.unsupported_media_type(("application/json-patch+json", "application/merge-patch+json",
                                                  "application/apply-patch+yaml"))
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
@@ -561,14 +600,18 @@ class ApiServer:
         if not _mentions_managed_fields(patch):
             # Left out of the copy the patch works on; the update then starts from the stored ones.
             original = fieldmanager.updater.without_managed_fields(original)
+        # A patch's numbers reach the typed decode as json-patch leaves them (their text), for built-in kinds.
+        texts = decode is not None and isinstance(patch, bytes | str) and strategy_for(res).go_type \
+            and schema.kind(res.api_version, res.kind) is not None
         try:
-            patched = patching.apply_patch(original, patch, patch_type, res.kind)
+            patched = patching.apply_patch(original, patch, patch_type, res.kind,
+                                           parse_float=codec.number_text if texts else None)
         except patching.PatchError as e:
             raise errors.StatusError(e.status()) from None
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         if decode is not None:
-            patched = decode(patched, existing.obj)
+            patched = decode(codec.with_number_texts(patched) if texts else patched, existing.obj)
         meta = patched.get("metadata")
         if isinstance(meta, dict) and meta.get("name") not in (None, name):
             raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the "

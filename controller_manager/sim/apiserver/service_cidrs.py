@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.resources import IPADDRESSES, SERVICECIDRS, Resource
 from controller_manager.sim.apiserver.service_ips import SERVICE_CIDR
-from controller_manager.sim.apiserver.validation_errors import FieldError, GoRepr, invalid, required
+from controller_manager.sim.apiserver.validation_errors import FieldError, GoRepr, go_json, invalid, required
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -121,7 +121,7 @@ def _leading_zeros(text: str) -> bool:
 
 
 def _spec_repr(cidrs: list[Any]) -> str:
-    return "networking.ServiceCIDRSpec{CIDRs:[]string{" + ", ".join(f'"{c}"' for c in cidrs) + "}}"
+    return go_json({"CIDRs": [str(c) for c in cidrs]})
 
 
 def _service_cidr_create(cidrs: list[Any]) -> list[FieldError]:
@@ -186,8 +186,11 @@ def ip_address_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> 
 
 
 def _ref_repr(ref: Any) -> str:
+    """An internal ``*networking.ParentReference`` (Go field names) as ``json.Marshal`` writes it."""
+    if ref is None:
+        return "null"
     r = _dict(ref)
-    return ("&networking.ParentReference{" + ", ".join(f'{k.capitalize()}:"{r.get(k, "")}"'
-                                                       for k in ("group", "resource", "namespace", "name")) + "}")
+    return go_json({k.capitalize(): str(r.get(k) or "") for k in ("group", "resource", "namespace", "name")},
+                   sort_keys=False)
 
 

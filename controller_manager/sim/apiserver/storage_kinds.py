@@ -32,13 +32,13 @@ from controller_manager.sim.apiserver.validation_errors import (
     GoRepr,
     duplicate,
     forbidden,
+    go_json,
     invalid,
     not_supported,
     required,
 )
 
 Obj = dict[str, Any]
-Rule = Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[FieldError]]
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 _ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
@@ -230,7 +230,7 @@ def volume_attachment_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | No
     if (source.get("persistentVolumeName") is None) == (source.get("inlineVolumeSpec") is None):
         errs.append(required("spec.source", "must specify exactly one of inlineVolumeSpec and persistentVolumeName"))
     if old is not None and spec != _dict(old.get("spec")):
-        errs.append(invalid("spec", GoRepr("storage.VolumeAttachmentSpec{...}"), "field is immutable"))
+        errs.append(invalid("spec", _attachment_spec_repr(spec), "field is immutable"))
     return errs
 
 
@@ -267,3 +267,13 @@ def csi_node_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
     return errs
 
 
+def _attachment_spec_repr(spec: Mapping[str, Any]) -> GoRepr:
+    """The internal storage.VolumeAttachmentSpec (Go field names) as ``json.Marshal`` writes it. An inline
+    volume spec (an internal PersistentVolumeSpec) is shown as ``{...}``: kube-sim does not render it."""
+    source = _dict(spec.get("source"))
+    pv = source.get("persistentVolumeName")
+    inline = GoRepr("null") if source.get("inlineVolumeSpec") is None else GoRepr("{...}")
+    shown = {"Attacher": str(spec.get("attacher") or ""),
+             "Source": {"PersistentVolumeName": None if pv is None else str(pv), "InlineVolumeSpec": inline},
+             "NodeName": str(spec.get("nodeName") or "")}
+    return GoRepr(go_json(shown, sort_keys=False))

@@ -24,6 +24,7 @@ from controller_manager.api.meta import format_time
 from controller_manager.api.resources import PODDISRUPTIONBUDGETS, PODS, Resource
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.deletion import DeleteOptions, delete
+from controller_manager.sim.apiserver.fieldmanager.typed import MISSING
 from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry import strategy_for
 
@@ -44,7 +45,8 @@ def get_scale(api: ApiServer, res: Resource, namespace: str | None, name: str) -
 
 
 def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, scale: Any, *,
-                 dry_run: bool = False, field_manager: str | None = None) -> Obj:
+                 dry_run: bool = False, field_manager: str | None = None, managed_fields: Any = MISSING) -> Obj:
+    """``managed_fields``: the parent's entries as server-side apply to the Scale left them."""
     _check_scale_kind(res)
     if not isinstance(scale, dict):
         raise errors.bad_request("the object provided is not a JSON object")
@@ -63,7 +65,7 @@ def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str
         raise errors.conflict(res.group, res.plural, name)
     updated = strategy_for(res).with_replicas(res, existing.obj, replicas)
     result = api.update(res, updated, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
-                        manager_subresource="scale")
+                        manager_subresource="scale", managed_fields=managed_fields)
     return strategy_for(res).scale_of(res, result)
 
 

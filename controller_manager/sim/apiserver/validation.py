@@ -8,8 +8,9 @@ its rules: those of pods, pod templates and metadata live in :mod:`validation_po
 EndpointSlice addresses) here, others beside their kind's defaults. Kinds without rules get the metadata
 checks only.
 
-A ``/status`` update (``subresource="status"``) checks metadata only: status strategies keep the
-stored spec, so spec rules and spec immutability do not apply.
+A ``/status`` update (``subresource="status"``) checks metadata only here; a status strategy may check the
+status itself (Pods: :mod:`validation_pod_status`, named by their strategy): status strategies keep the stored
+spec, so spec rules and spec immutability do not apply.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Guarantees:
 - :class:`FieldError` renders its body as ``field.Error.ErrorBody()`` does: the type's words, the bad
-  value printed the way Go's ``%q``/``%v``/``%#v`` would (``map[string]string{"app":"x"}``,
-  ``v1.LabelSelector{...}``), then ``: detail``; Required, Forbidden and TooLong omit the value.
+  value (``%v`` for numbers and booleans, ``%q`` for strings, ``json.Marshal`` for lists, maps and
+  structs: ``{"app":"x"}``, ``["a","b"]``), then ``: detail``; Required, Forbidden and TooLong omit the value.
 - :func:`invalid_status` builds the Status body: message ``<Kind>[.<group>] "<name>" is invalid: <errs>``
   (one error bare, several in ``[a, b]`` with duplicates dropped), reason ``Invalid``, code 422, details
   with name, group, kind and one cause per error (``reason`` = the error type, ``message`` = the body,
@@ -13,7 +13,9 @@ Guarantees:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from controller_manager.api.resources import Resource
@@ -97,70 +99,137 @@ def not_supported(path: str, value: Any, valid: list[str] | tuple[str, ...]) -> 
 
 
 def go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    """Go's ``%q`` (``strconv.Quote``): printable runes kept, others escaped as ``\\n``, ``\\x01``, ``\\u00ad``."""
+    out = ['"']
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _GO_NAMED_ESCAPES:
+            out.append(_GO_NAMED_ESCAPES[ch])
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_GO_NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+                     "\v": "\\v"}
+
+
+def go_float(value: float) -> str:
+    """Go's ``%v`` for a float64: the shortest digits, exponent form below 1e-4 or from 1e6 on (``1e+06``)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    digits = Decimal(repr(value))
+    exponent = digits.adjusted()
+    if value != 0 and (exponent < -4 or exponent >= 6):
+        mantissa = format(digits.scaleb(-exponent).normalize(), "f")
+        return f"{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    text = format(digits.normalize(), "f")
+    return "-0" if text == "0" and str(value).startswith("-") else text
+
+
+def _json_float(value: float) -> str:
+    """How ``encoding/json`` writes a float64: plain decimals, exponent form below 1e-6 or from 1e21 on."""
+    magnitude = abs(value)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        text = repr(value)  # shortest digits in e-notation, like strconv's 'e' with precision -1
+        mantissa, _, exp = text.partition("e")
+        sign, digits = exp[0], exp[1:].lstrip("0") or "0"
+        return f"{mantissa}e{sign}{digits}"
+    text = format(Decimal(repr(value)).normalize(), "f")
+    return text
+
+
+def go_json(value: Any, *, sort_keys: bool = True) -> str:
+    """``json.Marshal``'s text for a JSON-shaped value: compact, map keys sorted, ``<``, ``>`` and ``&`` escaped.
+
+    ``sort_keys=False`` keeps the dict order, for values that stand for Go structs (fields in declaration order).
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _json_float(value)
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, GoRepr):
+        return value.text
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda kv: str(kv[0])) if sort_keys else list(value.items())
+        return "{" + ",".join(f"{_json_string(str(k))}:{go_json(v, sort_keys=sort_keys)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(v, sort_keys=sort_keys) for v in value) + "]"
+    return _json_string(str(value))
+
+
+def _json_string(text: str) -> str:
+    quoted = json.dumps(text, ensure_ascii=False)
+    return (quoted.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def go_value(value: Any) -> str:
-    """How ``ErrorBody`` prints a bad value: ``%q`` for strings, ``%v`` for scalars, ``%#v`` otherwise."""
+    """How ``ErrorBody`` prints a bad value: ``%v`` for numbers and booleans, ``%q`` for strings, and
+    ``json.Marshal`` for everything else (lists, maps, structs; a nil pointer is ``null``)."""
     if isinstance(value, GoRepr):
         return value.text
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    return go_syntax(value)
-
-
-def go_syntax(value: Any) -> str:
-    """Go's ``%#v`` for the JSON shapes validation reports (string maps and lists)."""
-    if isinstance(value, dict):
-        if all(isinstance(v, str) for v in value.values()):
-            inner = ", ".join(f"{go_quote(str(k))}:{go_quote(v)}" for k, v in sorted(value.items()))
-            return f"map[string]string{{{inner}}}"
-        inner = ", ".join(f"{go_quote(str(k))}:{go_syntax(v)}" for k, v in sorted(value.items()))
-        return f"map[string]interface {{}}{{{inner}}}"
-    if isinstance(value, list):
-        if all(isinstance(v, str) for v in value):
-            return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
-        return "[]interface {}{" + ", ".join(go_syntax(v) for v in value) + "}"
-    return go_value(value)
+    return go_json(value)
 
 
 def string_map(value: Any) -> str:
-    """``map[string]string{...}``, or ``map[string]string(nil)`` for an absent map."""
-    if not value:
-        return "map[string]string(nil)" if value is None else "map[string]string{}"
-    return go_syntax(value)
+    """A ``map[string]string`` bad value as ``json.Marshal`` writes it: ``{"app":"x"}``; ``null`` when nil."""
+    if value is None:
+        return "null"
+    return go_json({str(k): str(v) for k, v in dict(value).items()})
 
 
 def label_selector_repr(selector: Any) -> GoRepr:
-    """A metav1.LabelSelector as ``%#v`` prints the dereferenced pointer."""
+    """A ``*metav1.LabelSelector`` bad value as ``json.Marshal`` writes it (empty fields omitted)."""
     if not isinstance(selector, dict):
         return GoRepr("null")
+    out: dict[str, Any] = {}
+    if selector.get("matchLabels"):
+        out["matchLabels"] = GoRepr(string_map(selector["matchLabels"]))
     exprs = selector.get("matchExpressions")
     if exprs:
-        items = []
+        items: list[Any] = []
         for e in exprs:
-            vals = e.get("values") if isinstance(e, dict) else None
-            vals_text = "[]string(nil)" if vals is None else go_syntax([str(v) for v in vals])
-            items.append(f'v1.LabelSelectorRequirement{{Key:{go_quote(str(e.get("key", "")))}, '
-                         f'Operator:{go_quote(str(e.get("operator", "")))}, Values:{vals_text}}}')
-        exprs_text = "[]v1.LabelSelectorRequirement{" + ", ".join(items) + "}"
-    else:
-        exprs_text = "[]v1.LabelSelectorRequirement(nil)"
-    return GoRepr(f"v1.LabelSelector{{MatchLabels:{string_map(selector.get('matchLabels'))}, "
-                  f"MatchExpressions:{exprs_text}}}")
+            e = e if isinstance(e, dict) else {}
+            item: dict[str, Any] = {"key": str(e.get("key", "")), "operator": str(e.get("operator", ""))}
+            if e.get("values"):
+                item["values"] = [str(v) for v in e["values"]]
+            items.append(item)
+        out["matchExpressions"] = items
+    return GoRepr(go_json(out, sort_keys=False))
 
 
 def int_or_string_repr(value: Any) -> GoRepr:
-    """An intstr.IntOrString value, which has no value-receiver String(), as ``%#v`` prints it."""
+    """An ``intstr.IntOrString`` bad value as its ``MarshalJSON`` writes it: ``"50%"`` or ``3``."""
     if isinstance(value, str):
-        return GoRepr(f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}")
-    return GoRepr(f'intstr.IntOrString{{Type:0, IntVal:{int(value or 0)}, StrVal:""}}')
+        return GoRepr(_json_string(value))
+    return GoRepr(str(int(value or 0)))
 
 
 def _aggregate(errors: list[FieldError]) -> str:

@@ -26,6 +26,7 @@ from controller_manager.sim.apiserver.validation_errors import (
     GoRepr,
     duplicate,
     forbidden,
+    go_json,
     invalid,
     not_supported,
     required,
@@ -110,21 +111,47 @@ def validate_object_meta(meta: Any, namespaced: bool, name_fn: NameFn) -> list[F
     return errs
 
 
+_BANNED_OWNERS = {("", "v1", "Event")}
+
+
+def _owner_reference_json(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """A metav1.OwnerReference in its JSON field order, ``controller``/``blockOwnerDeletion`` when set."""
+    out: dict[str, Any] = {key: str(ref.get(key) or "") for key in ("apiVersion", "kind", "name", "uid")}
+    for key in ("controller", "blockOwnerDeletion"):
+        if ref.get(key) is not None:
+            out[key] = bool(ref[key])
+    return out
+
+
 def _owner_references(refs: Any) -> list[FieldError]:
     errs: list[FieldError] = []
-    controllers: list[str] = []
-    for ref in _list(refs):
+    first_controller = ""
+    path = "metadata.ownerReferences"
+    for i, ref in enumerate(_list(refs)):
         r = _dict(ref)
-        for key in ("apiVersion", "kind", "name", "uid"):
+        api_version = str(r.get("apiVersion") or "")
+        group, _, version = api_version.rpartition("/")
+        if not api_version:
+            errs.append(required(f"{path}[{i}].apiVersion", "must not be empty"))
+        elif not version or api_version.count("/") > 1:
+            errs.append(invalid(f"{path}[{i}].apiVersion", api_version, "must be <group>/<version> or <version>"))
+        for key in ("kind", "name", "uid"):
             if not r.get(key):
-                errs.append(invalid("metadata.ownerReferences", GoRepr("v1.OwnerReference{...}"),
-                                    f"{key} must not be empty" if key != "uid" else "uid must not be empty"))
+                errs.append(required(f"{path}[{i}].{key}", "must not be empty"))
+        kind = str(r.get("kind") or "")
+        if (group, version, kind) in _BANNED_OWNERS:
+            gvk = f"{group}/{version}, Kind={kind}"
+            errs.append(invalid(f"{path}[{i}]", GoRepr(go_json(_owner_reference_json(r), sort_keys=False)),
+                                f"{gvk} is disallowed from being an owner"))
         if r.get("controller") is True:
-            controllers.append(str(r.get("name", "")))
-    if len(controllers) > 1:
-        errs.append(invalid("metadata.ownerReferences", GoRepr("[]v1.OwnerReference{...}"),
-                            "Only one reference can have Controller set to true. Found \"true\" in references for "
-                            + " and ".join(controllers)))
+            current = f"{kind}/{r.get('name') or ''}"
+            if first_controller:
+                shown = [_owner_reference_json(_dict(x)) for x in _list(refs)]
+                errs.append(invalid(path, GoRepr(go_json(shown, sort_keys=False)),
+                                    "Only one reference can have Controller set to true. Found \"true\" in "
+                                    f"references for {first_controller} and {current}"))
+            else:
+                first_controller = current
     return errs
 
 

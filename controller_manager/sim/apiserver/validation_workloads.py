@@ -22,6 +22,7 @@ from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     GoRepr,
     forbidden,
+    go_json,
     int_or_string_repr,
     invalid,
     label_selector_repr,
@@ -148,7 +149,7 @@ def validate_deployment(obj: Mapping[str, Any]) -> list[FieldError]:
                                     "may not be 0 when `maxSurge` is 0"))
             errs.extend(_over_100(r.get("maxUnavailable"), unavailable, pct_u, f"{path}.maxUnavailable"))
     else:
-        errs.append(not_supported("spec.strategy", GoRepr(f"apps.DeploymentStrategy{{Type:{_q(stype)}, ...}}"),
+        errs.append(not_supported("spec.strategy", _strategy_repr(strategy, ("MaxUnavailable", "MaxSurge")),
                                   ("Recreate", "RollingUpdate")))
     errs.extend(nonneg(spec.get("minReadySeconds"), "spec.minReadySeconds"))
     errs.extend(nonneg(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
@@ -160,8 +161,23 @@ def validate_deployment(obj: Mapping[str, Any]) -> list[FieldError]:
     return errs
 
 
-def _q(value: Any) -> str:
-    return '"' + str(value or "") + '"'
+def _strategy_repr(strategy: Mapping[str, Any], fields: tuple[str, ...]) -> GoRepr:
+    """An internal apps strategy struct (no JSON tags, so Go field names) as ``json.Marshal`` writes it."""
+    rolling = strategy.get("rollingUpdate")
+    rolling_repr: Any = None
+    if isinstance(rolling, Mapping):
+        rolling_repr = {name: int_or_string_repr(rolling.get(name[0].lower() + name[1:])) for name in fields}
+    return GoRepr(go_json({"Type": str(strategy.get("type") or ""), "RollingUpdate": rolling_repr}, sort_keys=False))
+
+
+def _sts_rolling_repr(rolling: Any) -> GoRepr:
+    """An internal ``*apps.RollingUpdateStatefulSetStrategy`` as ``json.Marshal`` writes it."""
+    if not isinstance(rolling, Mapping):
+        return GoRepr("null")
+    unavailable = rolling.get("maxUnavailable")
+    return GoRepr(go_json({"Partition": int(rolling.get("partition") or 0),
+                           "MaxUnavailable": None if unavailable is None else int_or_string_repr(unavailable)},
+                          sort_keys=False))
 
 
 def validate_replicaset(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -231,7 +247,7 @@ def validate_daemonset(obj: Mapping[str, Any]) -> list[FieldError]:
             elif unavailable == 0 and surge == 0:
                 errs.append(required(f"{rpath}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
     elif stype != "OnDelete":
-        errs.append(not_supported(path, GoRepr(f"apps.DaemonSetUpdateStrategy{{Type:{_q(stype)}, ...}}"),
+        errs.append(not_supported(path, _strategy_repr(strategy, ("MaxUnavailable", "MaxSurge")),
                                   ("RollingUpdate", "OnDelete")))
     errs.extend(nonneg(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
     return errs
@@ -251,13 +267,14 @@ def validate_statefulset(obj: Mapping[str, Any]) -> list[FieldError]:
         errs.append(required("spec.updateStrategy"))
     elif stype == "OnDelete":
         if strategy.get("rollingUpdate") is not None:
-            errs.append(invalid("spec.updateStrategy.rollingUpdate", GoRepr("apps.RollingUpdateStatefulSetStrategy"
-                                "{...}"), "only allowed for updateStrategy 'RollingUpdate'"))
+            errs.append(invalid("spec.updateStrategy.rollingUpdate", _sts_rolling_repr(strategy.get("rollingUpdate")),
+                                "only allowed for updateStrategy 'RollingUpdate'"))
     elif stype == "RollingUpdate":
         errs.extend(nonneg(_dict(strategy.get("rollingUpdate")).get("partition"),
                            "spec.updateStrategy.rollingUpdate.partition"))
     else:
-        errs.append(invalid("spec.updateStrategy", GoRepr(f"apps.StatefulSetUpdateStrategy{{Type:{_q(stype)}, ...}}"),
+        shown = {"Type": str(stype), "RollingUpdate": _sts_rolling_repr(strategy.get("rollingUpdate"))}
+        errs.append(invalid("spec.updateStrategy", GoRepr(go_json(shown, sort_keys=False)),
                             "must be 'RollingUpdate' or 'OnDelete'"))
     errs.extend(nonneg(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"))
     errs.extend(nonneg(spec.get("replicas"), "spec.replicas"))

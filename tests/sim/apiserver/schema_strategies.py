@@ -46,7 +46,9 @@ _SCALARS: dict[str, st.SearchStrategy[Any]] = {
     "intorstring": st.one_of(st.integers(-(2**31), 2**31 - 1), st.text(min_size=1, max_size=6)),
     "raw": _JSON_OBJECTS,
     "fieldsv1": _JSON_OBJECTS,
+    "float64": st.one_of(st.integers(-1000, 1000), st.floats(allow_nan=False, allow_infinity=False)),
 }
+_SCHEMA_PROPS = schema.APIEXTENSIONS + "JSONSchemaProps"
 
 
 def _value(t: schema.Type, depth: int) -> st.SearchStrategy[Any]:
@@ -58,6 +60,14 @@ def _value(t: schema.Type, depth: int) -> st.SearchStrategy[Any]:
     if t.kind == "map":
         assert t.elem is not None
         return st.dictionaries(_KEYS, _value(t.elem, depth), min_size=1, max_size=2)
+    # apiextensions' JSON-schema "or" types: a schema, or a bool / a list of schemas / a list of strings.
+    if t.kind == "schemaorbool":
+        return st.one_of(st.booleans(), objects(_SCHEMA_PROPS, depth - 1))
+    if t.kind == "schemaorarray":
+        return st.one_of(objects(_SCHEMA_PROPS, depth - 1),
+                         st.lists(objects(_SCHEMA_PROPS, depth - 1), min_size=1, max_size=2))
+    if t.kind == "schemaorstringarray":
+        return st.one_of(objects(_SCHEMA_PROPS, depth - 1), st.lists(_TEXT, min_size=1, max_size=2))
     return _SCALARS[t.kind]
 
 

@@ -1,5 +1,5 @@
 """admissionregistration.k8s.io/v1 kinds through the API: stored with upstream's defaults, refused with its
-validation messages (kube-sim stores them only: no webhook is called, no CEL is evaluated)."""
+validation messages (no CEL is evaluated; test_webhooks.py has the webhooks called)."""
 
 from __future__ import annotations
 

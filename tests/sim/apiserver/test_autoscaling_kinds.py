@@ -34,7 +34,7 @@ async def test_rc_validation(client: Client) -> None:
     status, body = await client.post(RCS, rc("bad", selector={"app": "other"}))
     assert status == 422
     assert body["message"] == ('ReplicationController "bad" is invalid: spec.template.metadata.labels: Invalid value: '
-                               'map[string]string{"app":"bad"}: `selector` does not match template `labels`')
+                               '{"app":"bad"}: `selector` does not match template `labels`')
     body = rc("never")
     body["spec"]["template"]["spec"]["restartPolicy"] = "Never"
     status, out = await client.post(RCS, body)

@@ -3,6 +3,7 @@ twice), get with printer columns, scale, patch, and delete of the CRD."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from tests.sim.apiserver.test_kubectl import Kubectl, kubectl
@@ -95,3 +96,37 @@ async def test_explain(kubectl: Kubectl, tmp_path: Path) -> None:
     assert "When the job runs." in out
     out = await kubectl("explain", "crontab.spec.cronSpec")
     assert "FIELD: cronSpec <string>" in out
+
+
+async def _fails(kubectl: Kubectl, *args: str) -> str:
+    proc = await kubectl.start(*args)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode != 0, f"kubectl {' '.join(args)} succeeded"
+    return err.decode()
+
+
+async def test_validation_rules_as_kubectl_reports_them(kubectl: Kubectl, tmp_path: Path) -> None:
+    """x-kubernetes-validations: a CR breaking a rule, an update breaking a transition rule, and a CRD whose
+    rule does not compile, each refused with the error kubectl prints for a real cluster's 422."""
+    with_rules = CRD.replace(
+        "              replicas: {type: integer, default: 1}\n",
+        "              replicas: {type: integer, default: 1}\n"
+        "            x-kubernetes-validations:\n"
+        "            - {rule: \"self.replicas <= 5\", message: \"at most 5 replicas\", fieldPath: .replicas}\n"
+        "            - {rule: \"self.cronSpec == oldSelf.cronSpec\", message: \"cronSpec is immutable\"}\n")
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(with_rules)
+    await kubectl("apply", "-f", str(crd_file))
+    cr = tmp_path / "cr.yaml"
+    cr.write_text(crontab("big", 7))
+    err = await _fails(kubectl, "apply", "-f", str(cr))
+    assert 'The CronTab "big" is invalid: spec.replicas: Invalid value: at most 5 replicas' in err, err
+    cr.write_text(crontab("ok", 2))
+    assert "crontab.stable.example.com/ok created" in await kubectl("apply", "-f", str(cr))
+    cr.write_text(crontab("ok", 3).replace("*/5 * * * *", "*/10 * * * *"))
+    err = await _fails(kubectl, "apply", "-f", str(cr))
+    assert 'The CronTab "ok" is invalid: spec: Invalid value: cronSpec is immutable' in err, err
+    crd_file.write_text(with_rules.replace("self.replicas <= 5", "self.replicaz <= 5"))
+    err = await _fails(kubectl, "apply", "-f", str(crd_file))
+    assert "x-kubernetes-validations[0].rule: Invalid value:" in err, err
+    assert "compilation failed: ERROR: <input>:1:5: undefined field 'replicaz'" in err, err

@@ -112,3 +112,23 @@ async def test_apply_merges_lists_by_the_published_merge_keys(kubectl: Kubectl) 
     assert "configured" in await kubectl("apply", "-f", "-", stdin=APPLIED.format(x="2"))
     env = await kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].env}")
     assert env == '[{"name":"XX","value":"2"},{"name":"YY","value":"1"},{"name":"ZZ","value":"3"}]'
+
+
+async def test_explain_custom_resource_definition(kubectl: Kubectl) -> None:
+    """The CRD kind is in the OpenAPI documents as the built-in kinds are (generated from apiextensions/v1)."""
+    out = await kubectl("explain", "crd.spec")
+    assert out.splitlines()[:3] == ["GROUP:      apiextensions.k8s.io", "KIND:       CustomResourceDefinition",
+                                    "VERSION:    v1"]
+    assert "FIELD: spec <CustomResourceDefinitionSpec>" in out
+    assert _fields(out) == {
+        "conversion": "<CustomResourceConversion>", "group": "<string> -required-",
+        "names": "<CustomResourceDefinitionNames> -required-", "preserveUnknownFields": "<boolean>",
+        "scope": "<string> -required-", "versions": "<[]CustomResourceDefinitionVersion> -required-"}
+    schema = await kubectl("explain", "customresourcedefinitions.spec.versions.schema.openAPIV3Schema")
+    fields = _fields(schema)
+    assert fields["properties"] == "<map[string]JSONSchemaProps>"
+    assert fields["x-kubernetes-validations"] == "<[]ValidationRule>"
+    assert fields["maximum"] == "<number>"
+    rule = _fields(await kubectl("explain", "crd.spec.versions.schema.openAPIV3Schema.x-kubernetes-validations"))
+    assert rule["rule"] == "<string> -required-"
+    assert rule["reason"] == "<string>"

@@ -182,3 +182,44 @@ def test_a_garbled_body_is_a_400_or_an_object(at: int, junk: bytes, cut: bool) -
     except errors.StatusError as e:
         code = e.code
     assert code in (0, 400)
+
+
+# --- apiextensions: the CustomResourceDefinition kind and its JSON schema types ------------------------------
+
+_PROPS = schema.APIEXTENSIONS + "JSONSchemaProps"
+_CRD = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
+
+
+def _crd_with(props: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "crontabs.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "crontabs", "kind": "CronTab"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": props}}]}}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(props=objects(_PROPS, 3))
+def test_json_schema_props_round_trip(props: dict[str, Any]) -> None:
+    """Every JSONSchemaProps form (raw JSON values, the "or" types, doubles) survives protobuf both ways."""
+    _round_trip("apiextensions.k8s.io/v1", "CustomResourceDefinition", _CRD, _crd_with(props))
+
+
+def test_crd_schema_special_forms_on_the_wire() -> None:
+    props = {"type": "object", "maximum": 5, "minimum": 1.5, "default": {"a": [1, "x"]}, "enum": [1, "x", None],
+             "additionalProperties": False, "items": [{"type": "string"}, {"type": "integer"}],
+             "dependencies": {"a": ["b"], "c": {"type": "object"}},
+             "x-kubernetes-validations": [{"rule": "self.a > 1", "message": "m"}]}
+    want = gojson.normalize({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                             **_crd_with(props)}, schema.struct(_CRD))
+    message = protobuf.encode_message(want["spec"]["versions"][0]["schema"]["openAPIV3Schema"], _PROPS)
+    assert b"\x49\x00\x00\x00\x00\x00\x00\x14\x40" in message  # maximum = 9, wire type 1: 5.0 little-endian
+    assert b"\xf2\x01\x02\x08\x00" in message  # additionalProperties = 30 {allows = 1: false}
+    assert b"\x42\x0f\x0a\x0d" + b'{"a":[1,"x"]}' in message  # default = 8 {raw = 1: the JSON}
+    got = gojson.normalize(protobuf.decode_object(protobuf.encode_object(want, _CRD)), schema.struct(_CRD))
+    assert got == want
+    decoded = got["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert decoded["maximum"] == 5
+    assert isinstance(decoded["maximum"], int)  # Go's JSON writes 5, not 5.0
+    assert decoded["items"] == [{"type": "string"}, {"type": "integer"}]
+    assert decoded["dependencies"] == {"a": ["b"], "c": {"type": "object"}}
+    assert decoded["enum"] == [1, "x", None]

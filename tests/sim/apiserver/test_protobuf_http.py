@@ -16,6 +16,7 @@ from controller_manager.api.resources import BUILTIN, Resource
 from controller_manager.clock import FakeClock
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app, gojson, protobuf, schema
 from tests.sim.apiserver.conftest import ADMIN, Client, configmap, deployment, pod
+from tests.sim.apiserver.test_crd import CRDS, crd
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 KUBECTL_ACCEPT = "application/vnd.kubernetes.protobuf,application/json"
@@ -334,3 +335,27 @@ async def test_patch_and_delete_answer_protobuf(client: Client) -> None:
     assert (code, ctype, _object(body)["spec"]["replicas"]) == (200, PROTOBUF, 2)
     code, ctype, body = await _call(client, "DELETE", f"{DEPLOY_URL}/d")
     assert (code, ctype, _object(body)["status"]) == (200, PROTOBUF, "Success")  # gone at once: a Status
+
+
+async def test_custom_resource_definitions_in_protobuf(client: Client) -> None:
+    """A CRD is a kind of the schema: a protobuf body creates it as a JSON body does, and it is served back in
+    protobuf (its JSON schema's raw values, "or" types and doubles included)."""
+    body = crd()
+    props = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    props["properties"]["replicas"].update(minimum=1, maximum=10.5, default=2)
+    props["properties"]["tags"] = {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}
+    props["additionalProperties"] = False
+    code, ctype, raw = await _call(client, "POST", CRDS, _wire(body))
+    assert (code, ctype) == (201, PROTOBUF), raw
+    created = _object(raw)
+    _, stored = await client.get(f"{CRDS}/{body['metadata']['name']}")
+    st_ = schema.kind("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    assert st_ is not None
+    assert gojson.normalize(created, st_)["spec"] == stored["spec"]
+    spec_schema = stored["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec_schema["properties"]["replicas"]["maximum"] == 10.5
+    assert spec_schema["properties"]["tags"]["items"] == {"type": "string", "enum": ["a", "b"]}
+    assert spec_schema["additionalProperties"] is False
+    code, ctype, raw = await _call(client, "GET", f"{CRDS}/{body['metadata']['name']}")
+    assert (code, ctype) == (200, PROTOBUF)
+    assert gojson.normalize(_object(raw), st_) == stored

@@ -104,8 +104,9 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
     return obj
 
 
-# Status fields upstream's status validation refuses when incomplete and kube-sim does not check yet (its
-# /status writes are checked for metadata only): drawn statuses leave them out. Each is a known gap.
+# Status fields upstream's status validation refuses when incomplete and kube-sim does not check yet (a Pod's
+# /status write is checked as ValidatePodStatusUpdate checks it, less the rules for these two DRA fields):
+# drawn statuses leave them out. Each is a known gap.
 STATUS_VALIDATION_GAPS = {"Pod": ("extendedResourceClaimStatus", "nodeAllocatableResourceClaimStatuses")}
 
 # Kinds whose validation accepts most well-typed objects: drawn creates must get through for these.

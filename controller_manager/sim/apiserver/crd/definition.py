@@ -5,8 +5,8 @@
 Guarantees:
 - Defaults: ``spec.names.singular`` is the lower-cased kind, ``listKind`` is ``<Kind>List``,
   ``spec.conversion`` is ``{strategy: None}``; a version's ``served`` and ``storage`` are written even when
-  false. (The kind has no entry in kube-sim's schema: :mod:`.fields` drops and reports unknown fields; the
-  values are otherwise stored as sent.)
+  false. (The body is decoded into the generated schema's CustomResourceDefinition as every built-in kind
+  is: :mod:`..codec` drops and reports unknown fields and answers 400 for a value of the wrong type.)
 - Create starts ``metadata.generation`` at 1 and the status empty but for ``storedVersions`` (the storage
   version); an update keeps the stored status and bumps the generation when the spec changes.
 - Validation answers 422 with upstream's messages for the name (``plural.group``), group, scope, versions
@@ -22,6 +22,7 @@ from typing import Any
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_dns1035_label, is_dns1123_subdomain
 from controller_manager.sim.apiserver import validation_errors as fe
+from controller_manager.sim.apiserver.crd import cel
 from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.validation_errors import FieldError
 from controller_manager.sim.apiserver.validation_pods import (
@@ -260,6 +261,8 @@ def _validate_version_schema(version: Obj, path: str) -> list[FieldError]:
     elif schema["type"] != "object":
         errs.append(fe.invalid(f"{spath}.type", schema["type"], "must be object at the root"))
     errs += _structural(schema, spath, root=True)
+    if not errs:
+        errs += cel.check_schema(schema, spath)  # x-kubernetes-validations: well-formed, and they compile
     return errs
 
 

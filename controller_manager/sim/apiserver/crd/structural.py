@@ -10,7 +10,8 @@ Guarantees:
   non-nullable fields without one.
 - :func:`validate_object` answers upstream's field errors: ``Invalid value: "string": spec.x in body must
   be of type integer: "string"``, ``Required value``, ``Unsupported value: ... supported values: ...``,
-  minimum/maximum, pattern, minLength/maxLength, minItems/maxItems.
+  minimum/maximum, pattern, minLength/maxLength, minItems/maxItems; :func:`validate_rules` then the
+  ``x-kubernetes-validations`` CEL rules (:mod:`.cel`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import validation_errors as fe
+from controller_manager.sim.apiserver.crd import cel
 from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
@@ -160,6 +162,19 @@ def validate_object(res: Resource, obj: Obj) -> list[FieldError]:
         if key not in obj:
             errs.append(fe.required(key))
     return errs
+
+
+def validate_rules(res: Resource, obj: Obj, old: Obj | None, errs: list[FieldError]) -> list[FieldError]:
+    """The version's ``x-kubernetes-validations`` rules on ``obj`` (``old``: the object an update replaces),
+    after the schema's own errors ``errs``: a wrong type, an unsupported or missing value, or a too long one
+    anywhere stops them, with upstream's one error saying so."""
+    schema = schema_of(res)
+    if schema is None or not cel.has_rules(schema):
+        return []
+    if any(e.type in (fe.NOT_SUPPORTED, fe.REQUIRED, fe.TOO_LONG, fe.TOO_MANY, fe.TYPE_INVALID) for e in errs):
+        return [fe.invalid("<nil>", None, "some validation rules were not checked because the object was invalid; "
+                                          "correct the existing errors to complete validation")]
+    return cel.validate(schema, obj, old)
 
 
 _GO_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}

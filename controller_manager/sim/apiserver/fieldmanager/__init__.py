@@ -25,7 +25,7 @@ from controller_manager.sim.apiserver.fieldmanager.managed import DecodeError, M
 from controller_manager.sim.apiserver.fieldmanager.typed import MISSING
 
 __all__ = ["FIELD_MANAGER_MAX_LENGTH", "MISSING", "conflict_error", "empty_object", "ignored_fields",
-           "kind_atom", "manager_name", "track_update", "validate_field_manager"]
+           "kind_atom", "manager_name", "other_versions", "track_update", "validate_field_manager"]
 
 FIELD_MANAGER_MAX_LENGTH = 128
 Obj = dict[str, Any]
@@ -86,6 +86,12 @@ def _go_quote(s: str) -> str:
 
 
 def kind_atom(res: Resource) -> typed.Atom:
+    """The kind's schema for field management: built-in kinds' from kube-sim's schema, a custom resource's
+    from its version's structural schema (the deduced, untyped one when it has none)."""
+    from controller_manager.sim.apiserver.crd.resource import CustomResource
+
+    if isinstance(res, CustomResource):
+        return typed.crd_atom(res.schema) if isinstance(res.schema, dict) else typed.UNTYPED
     return typed.kind_atom(res.api_version, res.kind)
 
 
@@ -135,6 +141,28 @@ def keep_reset(sent: Any, decoded: Obj) -> Obj:
     return decoded
 
 
+def other_versions(res: Resource, subresource: str) -> updater.OtherVersions | None:
+    """How a write to ``res`` compares in another served version of its kind (the managed fields'
+    VersionConverter): both objects converted, compared with that version's schema and reset fields. None
+    for kinds served in one version here (entries naming another version are compared in the writer's)."""
+    from controller_manager.sim.apiserver import versions
+
+    if not versions.multi_version(res):
+        return None
+
+    def for_write(live: Any, new: Any) -> updater.OtherVersion:
+        def compare_in(api_version: str) -> typed.Comparison | None:
+            old_in = versions.convert(res, live, api_version)
+            new_in = versions.convert(res, new, api_version)
+            if old_in is None or new_in is None:
+                return None
+            other_res = old_in[0]
+            return typed.compare(old_in[1], new_in[1], kind_atom(other_res)).excluding(
+                ignored_fields(other_res, subresource))
+        return compare_in
+    return for_write
+
+
 def track_update(res: Resource, live: Obj | None, new: Obj, *, manager: str, subresource: str, incoming: Any,
                  now: str) -> list[Obj] | None:
     """The managedFields of ``new`` after an Update operation by ``manager`` (FieldManager.UpdateNoErrors).
@@ -171,21 +199,22 @@ def track_update(res: Resource, live: Obj | None, new: Obj, *, manager: str, sub
         base = empty_object(res.api_version, res.kind)
         new = codec.normalize(res, new)
     result = updater.update(managed, base, new, kind_atom(res), manager=manager, api_version=res.api_version,
-                            subresource=subresource, ignored=ignored_fields(res, subresource), now=now)
+                            subresource=subresource, ignored=ignored_fields(res, subresource), now=now,
+                            other_for=other_versions(res, subresource))
     return managed_fields.encode(result)
 
 
 _SERVER_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName", "generation",
                           "managedFields", "resourceVersion"})
 _CREATED_CACHE_SIZE = 1024
-_created: OrderedDict[tuple[str, str, bytes], Set] = OrderedDict()
+_created: OrderedDict[tuple[str, str, int, bytes], Set] = OrderedDict()
 
 
 def _created_fields(res: Resource, new: Obj) -> Set:
     """What the creator of ``new`` owns. Objects made from one template (a ReplicaSet's pods) differ only in
     metadata nobody owns, so the answer is cached by the rest of the object."""
     meta = new.get("metadata") or {}
-    key = (res.api_version, res.kind,
+    key = (res.api_version, res.kind, id(kind_atom(res)),
            orjson.dumps({**new, "metadata": {k: v for k, v in meta.items() if k not in _SERVER_META}}))
     owned = _created.get(key)
     if owned is not None:

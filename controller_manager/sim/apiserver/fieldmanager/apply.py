@@ -2,7 +2,9 @@
 
 The configuration is merged into the live object (an absent object is created from it), ownership moves as
 :func:`updater.apply` decides, and the result goes through the ordinary create or update (defaults,
-strategy, validation, admission, dry run), carrying the managedFields computed here.
+strategy, validation, admission, dry run), carrying the managedFields computed here. An autoscaling/v1
+Scale applied to a built-in kind's ``/scale`` (:func:`apply_scale`) is applied to the Scale view, with the
+parent's managedFields mapped to it and back as apimachinery's ScaleHandler maps them.
 
 Failures as upstream answers them: undecodable YAML 400 ``error decoding YAML: ...``; another kind 400
 ``invalid object type: <gvk>``; managedFields in the configuration 400; conflicts 409 with
@@ -25,10 +27,11 @@ from controller_manager.sim.apiserver.fieldmanager import (
     ignored_fields,
     kind_atom,
     managed,
+    other_versions,
     typed,
     updater,
 )
-from controller_manager.sim.apiserver.fieldmanager.fieldpath import Set
+from controller_manager.sim.apiserver.fieldmanager.fieldpath import Path, Set, field
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -102,7 +105,8 @@ def apply(api: ApiServer, res: Resource, namespace: str | None, name: str, body:
     def run(force: bool) -> tuple[Any, managed.Managed]:
         return updater.apply(current, base, config, atom, manager=manager, api_version=res.api_version,
                              subresource=sub, force=force, ignored=ignored_fields(res, sub),
-                             now=format_time(api.clock.now()), empty=empty_object(res.api_version, res.kind))
+                             now=format_time(api.clock.now()), empty=empty_object(res.api_version, res.kind),
+                             other_for=other_versions(res, sub))
 
     try:
         try:
@@ -184,3 +188,93 @@ def _go_json(value: Any) -> str:
                     ("\u2029", "\\u2029")):
         text = text.replace(ch, esc)
     return text
+
+
+_SCALE_VERSION = "autoscaling/v1"
+_REPLICAS: Path = (field("spec"), field("replicas"))  # in the Scale and in each scalable kind's own version
+
+
+def scale_to_subresource(parent: managed.Managed, parent_version: str) -> managed.Managed:
+    """ScaleHandler.ToSubresource: each manager of the parent that owns its replicas owns the Scale's
+    ``spec.replicas`` (as autoscaling/v1), keeping its identity, applied flag and time."""
+    out = managed.Managed.empty()
+    for mid, vs in parent.fields.items():
+        if vs.api_version == parent_version and vs.set.has(_REPLICAS):
+            out.fields[mid] = managed.VersionedSet(Set.of(_REPLICAS), _SCALE_VERSION, vs.applied)
+            out.times[mid] = parent.times.get(mid)
+    return out
+
+
+def scale_to_parent(parent: managed.Managed, scale: managed.Managed, parent_version: str) -> managed.Managed:
+    """ScaleHandler.ToParent: parent managers that owned the replicas keep them only if the Scale's
+    managers still include them; new Scale managers owning ``spec.replicas`` own the parent's replicas. A
+    manager new to the parent gets no time (upstream takes times from the parent's entries)."""
+    out = managed.Managed.empty()
+    remaining = dict(scale.fields)
+    for mid, vs in parent.fields.items():
+        if vs.api_version != parent_version:
+            continue  # not mapped: upstream's handler leaves out entries of versions it has no path for
+        if not vs.set.has(_REPLICAS):
+            out.fields[mid] = vs
+        elif mid not in remaining:
+            rest = vs.set.difference(Set.of(_REPLICAS))
+            if rest.empty():
+                continue
+            out.fields[mid] = managed.VersionedSet(rest, vs.api_version, vs.applied)
+        else:
+            out.fields[mid] = vs
+            del remaining[mid]
+        out.times[mid] = parent.times.get(mid)
+        if mid in parent.entries:
+            out.entries[mid] = parent.entries[mid]
+    for mid, vs in remaining.items():
+        if vs.set.has(_REPLICAS):
+            out.fields[mid] = managed.VersionedSet(Set.of(_REPLICAS), parent_version, vs.applied)
+            out.times[mid] = parent.times.get(mid)
+    return out
+
+
+def apply_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, body: bytes | str, *,
+                manager: str, force: bool, dry_run: bool = False) -> Obj:
+    """Apply an autoscaling/v1 Scale to ``res``'s ``/scale``: the configuration is applied to the Scale
+    view, its managers being the parent's owners of the replicas (ToSubresource); the replicas go to the
+    parent and the ownership back to it (ToParent), the applier recorded with subresource ``scale``."""
+    from controller_manager.sim.apiserver import subresources
+
+    config = parse(body)
+    if config.get("apiVersion") != _SCALE_VERSION or config.get("kind") != "Scale":
+        raise errors.bad_request(f"invalid object type: {_gvk(config)}")
+    meta = config.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    if (meta or {}).get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil")
+    live_scale = subresources.get_scale(api, res, namespace, name)  # 404 when the object is absent
+    existing = api.get_stored(res, namespace, name)
+    parent_entries = api.view(res)(existing)[0].get("metadata", {}).get("managedFields")
+    try:
+        parent = managed.decode(parent_entries)
+    except managed.DecodeError as e:
+        raise errors.internal_error(f"failed to decode managed fields: {e}") from None
+    atom = typed.kind_atom(_SCALE_VERSION, "Scale")
+    invalid = typed.validate(config, atom)
+    if invalid:
+        text = invalid[0] if len(invalid) == 1 else "errors:\n" + "\n".join(f"  {e}" for e in invalid)
+        raise errors.StatusError(errors.status(500, "", f"failed to create typed patch object "
+                                                       f"({_ident(config, name)}): {text}"))
+    try:
+        merged, result = updater.apply(scale_to_subresource(parent, res.api_version), live_scale, config, atom,
+                                       manager=manager, api_version=_SCALE_VERSION, subresource="scale",
+                                       force=force, ignored=None, now=format_time(api.clock.now()),
+                                       empty=empty_object(_SCALE_VERSION, "Scale"))
+    except updater.Conflicts as e:
+        raise conflict_error(e.conflicts) from None
+    except typed.TypedError as e:
+        raise errors.StatusError(errors.status(500, "", f"failed to merge config ({_ident(config, name)}): "
+                                                       f"{e}")) from None
+    scale = merged if merged is not None else live_scale
+    entries = managed.encode(scale_to_parent(parent, result, res.api_version))
+    replicas = (scale.get("spec") or {}).get("replicas", 0)
+    written = subresources.update_scale(api, res, namespace, name, {"spec": {"replicas": replicas}},
+                                        dry_run=dry_run, managed_fields=entries if entries is not None else [])
+    return written

@@ -4,7 +4,8 @@ An :class:`Atom` says what a value may be: a scalar, a list (atomic, or associat
 ``listMapKeys``/``patchMergeKey``, or a set of scalars) and/or a map (a struct with named fields, or a map
 of one element type; separable or atomic). The untyped atom (``UNTYPED``, for RawExtension and the
 ``deduced`` schema) is all three: maps granular, lists atomic. :func:`kind_atom` builds atoms from kube-sim's
-schema (``schema/types.json``), lazily, so recursive types cost nothing until walked.
+schema (``schema/types.json``), lazily, so recursive types cost nothing until walked; :func:`crd_atom` builds a
+custom resource's from its version's structural schema.
 
 The walks, each a port of SMD's walker of the same job:
 - :func:`to_field_set` (``ToFieldSet``): every leaf, list item and empty/null map value of a value;
@@ -33,7 +34,7 @@ from controller_manager.sim.apiserver.fieldmanager.fieldpath import (
     value_element,
 )
 
-__all__ = ["MISSING", "UNTYPED", "Atom", "Comparison", "ListType", "MapType", "TypedError", "compare",
+__all__ = ["MISSING", "UNTYPED", "Atom", "Comparison", "ListType", "MapType", "TypedError", "compare", "crd_atom",
            "ensure_named_fields", "kind_atom", "merge", "remove_items", "to_field_set"]
 
 
@@ -251,6 +252,19 @@ class _Builder:
             node = child
         node.members.add(path[-1])
 
+    def node(self, path: Path) -> _Builder:
+        """The builder of the set under ``path`` (made as needed)."""
+        node = self
+        for pe in path:
+            node = node.child(pe)
+        return node
+
+    def child(self, pe: PathElement) -> _Builder:
+        found = self.children.get(pe)
+        if found is None:
+            found = self.children[pe] = _Builder()
+        return found
+
     def freeze(self) -> Set:
         children = {}
         for pe, child in self.children.items():
@@ -388,29 +402,12 @@ class _Compare:
 
     def added_tree(self, value: Any, atom: Atom, path: Path) -> None:
         """walk(MISSING, value): the path and every path under it are added (the common case of a create)."""
-        self.added.insert(path)
-        a = atom.deduce(value)
-        if a.map is not None:
-            if a.map.atomic or not isinstance(value, dict):
-                return
-            m = a.map
-            for key, val in value.items():
-                self.added_tree(val, m.child(key), (*path, ("f", key)))
+        if not path:
+            _add_under(self.added, value, atom)
             return
-        if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
-            return
-        counts: dict[PathElement, list[Any]] = {}
-        for item in value:
-            try:
-                counts.setdefault(item_element(a.list, item), []).append(item)
-            except TypedError:
-                continue
-        elem = a.list.elem()
-        for pe, items in counts.items():
-            if len(items) == 1:
-                self.added_tree(items[0], elem, (*path, pe))
-            else:
-                self.added.insert((*path, pe))
+        node = self.added.node(path[:-1])
+        node.members.add(path[-1])
+        _add_under(node.child(path[-1]), value, atom)
 
     def same_order(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> bool:
         """The usual update of a keyed list: the same items in the same order, some of them changed. Then only
@@ -512,6 +509,37 @@ class _Compare:
                 if lv:
                     self.walk(lv[0], MISSING, elem, item_path)
                 self.added.insert(item_path)
+
+
+def _add_under(node: _Builder, value: Any, atom: Atom) -> None:
+    """Add every path under ``value`` to ``node`` (the builder of the set under the value's own path), as
+    ToFieldSet would list them: built in place, so no path is walked again from the root."""
+    a = atom.deduce(value)
+    if a.map is not None:
+        if a.map.atomic or not isinstance(value, dict):
+            return
+        m = a.map
+        members = node.members
+        for key, val in value.items():
+            pe = ("f", key)
+            members.add(pe)
+            child_atom = m.child(key)
+            if isinstance(val, dict | list):
+                _add_under(node.child(pe), val, child_atom)
+        return
+    if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
+        return
+    counts: dict[PathElement, list[Any]] = {}
+    for item in value:
+        try:
+            counts.setdefault(item_element(a.list, item), []).append(item)
+        except TypedError:
+            continue
+    elem = a.list.elem()
+    for pe, items in counts.items():
+        node.members.add(pe)
+        if len(items) == 1 and isinstance(items[0], dict | list):
+            _add_under(node.child(pe), items[0], elem)
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -752,3 +780,72 @@ def ensure_named_fields(s: Set, atom: Atom) -> Set:
             child_atom = NONE
         children[pe] = ensure_named_fields(child, child_atom)
     return Set(frozenset(members), children)
+
+
+# --- atoms from a CustomResourceDefinition's structural schema ------------------------------------------------
+
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_crd_atoms: dict[int, tuple[Any, Atom]] = {}
+
+
+def crd_atom(openapi: dict[str, Any]) -> Atom:
+    """The atom of a custom resource whose version has the structural schema ``openapi`` (the CRD's
+    ``openAPIV3Schema``), as kube-openapi's schemaconv makes SMD's schema of the published OpenAPI: objects
+    with properties are structs (granular unless ``x-kubernetes-map-type: atomic``), ``additionalProperties``
+    maps, ``x-kubernetes-preserve-unknown-fields`` objects take unknown fields untyped, arrays follow
+    ``x-kubernetes-list-type`` (atomic by default), ``apiVersion``/``kind`` are scalars and ``metadata``
+    ObjectMeta (at the top and in embedded resources)."""
+    hit = _crd_atoms.get(id(openapi))
+    if hit is not None and hit[0] is openapi:
+        return hit[1]
+    atom = _schema_node_atom(openapi, top=True)
+    _crd_atoms[id(openapi)] = (openapi, atom)
+    return atom
+
+
+def _schema_node_atom(node: Any, top: bool = False) -> Atom:
+    if not isinstance(node, dict):
+        return UNTYPED
+    if node.get("x-kubernetes-int-or-string"):
+        return UNTYPED
+    kind = node.get("type")
+    if kind == "array":
+        items = node.get("items")
+        item_atom = functools.cache(lambda: _schema_node_atom(items))
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type == "map":
+            keys = tuple(str(k) for k in node.get("x-kubernetes-list-map-keys") or ())
+            props = items.get("properties") if isinstance(items, dict) else None
+            defaults = {k: props[k]["default"] for k in keys
+                        if isinstance(props, dict) and isinstance(props.get(k), dict) and "default" in props[k]}
+            return Atom(list=ListType(elem=item_atom, associative=True, keys=keys, key_defaults=defaults))
+        return Atom(list=ListType(elem=item_atom, associative=list_type == "set"))
+    if kind in ("string", "integer", "number", "boolean"):
+        return SCALAR
+    if kind != "object":
+        return UNTYPED  # no type: anything (x-kubernetes-preserve-unknown-fields alone)
+    props = node.get("properties")
+    extra = node.get("additionalProperties")
+    atomic = node.get("x-kubernetes-map-type") == "atomic"
+    preserve = bool(node.get("x-kubernetes-preserve-unknown-fields"))
+    if isinstance(extra, dict) and not props:
+        return Atom(map=MapType(elem=functools.cache(lambda: _schema_node_atom(extra)), atomic=atomic))
+    named = dict(props) if isinstance(props, dict) else {}
+    embedded = bool(node.get("x-kubernetes-embedded-resource"))
+    cache: dict[str, Atom | None] = {}
+
+    def fields(name: str) -> Atom | None:
+        if name not in cache:
+            if (top or embedded) and name in ("apiVersion", "kind"):
+                cache[name] = SCALAR
+            elif (top or embedded) and name == "metadata":
+                cache[name] = struct_atom(_OBJECT_META)
+            elif name in named:
+                cache[name] = _schema_node_atom(named[name])
+            else:
+                cache[name] = None
+        return cache[name]
+
+    if not named and not top and not embedded and preserve:
+        return Atom(map=MapType(elem=lambda: UNTYPED, atomic=atomic))
+    return Atom(map=MapType(fields=fields, elem=(lambda: UNTYPED) if preserve else None, atomic=atomic))

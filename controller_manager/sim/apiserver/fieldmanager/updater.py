@@ -1,6 +1,7 @@
 """Who owns what after a write: SMD's ``merge.Updater`` and apimachinery's manager chain, for one version.
 
-kube-sim serves one version of each kind, so no conversion happens between managers' versions.
+Managers of another apiVersion of the kind (an HPA written as autoscaling/v1 and /v2) lose fields by the
+comparison of the write converted to their version (``other``), as the Updater's converter does.
 
 - :func:`update` (an Update operation: create, update, non-apply patch): the fields the write changed
   (``Compare`` of the live and new object, less the kind's reset fields) go to the writer; other managers
@@ -16,6 +17,7 @@ Server-owned metadata (name, uid, resourceVersion, ...) is never owned (``stripM
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from controller_manager.sim.apiserver.fieldmanager import typed
@@ -60,16 +62,39 @@ def without_managed_fields(obj: Any) -> Any:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
-def _others_lose(managed: Managed, writer: ManagerId | None, cmp: typed.Comparison, force: bool) -> None:
-    """merge.Updater.update: other managers lose changed fields (conflicts unless forced) and removed ones."""
-    changed = cmp.changed()
+# The comparison of the write's old and new object in another apiVersion of the kind (both converted to
+# it), or None when that version is no longer served (its managers are dropped).
+OtherVersion = Callable[[str], "typed.Comparison | None"]
+# Makes the above for a write from its old and new object (as the writer's version has them).
+OtherVersions = Callable[[Any, Any], OtherVersion]
+
+
+def _others_lose(managed: Managed, writer: ManagerId | None, cmp: typed.Comparison, force: bool,
+                 version: str = "", other: OtherVersion | None = None) -> None:
+    """merge.Updater.update: other managers lose changed fields (conflicts unless forced) and removed ones,
+    each compared in its own apiVersion (``version`` is the write's; ``other`` compares in another)."""
+    by_version: dict[str, typed.Comparison | None] = {version: cmp}
     conflicts: dict[ManagerId, Set] = {}
-    for mid, vs in managed.fields.items():
+    removed: dict[ManagerId, Set] = {}
+    for mid, vs in list(managed.fields.items()):
         if mid == writer:
             continue
-        lost = vs.set.intersection(changed)
+        if other is None or not vs.api_version or vs.api_version == version:
+            theirs: typed.Comparison | None = cmp
+        elif vs.api_version in by_version:
+            theirs = by_version[vs.api_version]
+        else:
+            theirs = by_version[vs.api_version] = other(vs.api_version)
+        if theirs is None:
+            del managed.fields[mid]  # a version no longer served: its manager is dropped
+            managed.entries.pop(mid, None)
+            managed.times.pop(mid, None)
+            continue
+        lost = vs.set.intersection(theirs.changed())
         if lost:
             conflicts[mid] = lost
+        if not theirs.removed.empty():
+            removed[mid] = theirs.removed
     if conflicts and not force:
         ordered = sorted(conflicts, key=identifier)
         raise Conflicts([(mid, p) for mid in ordered for p in conflicts[mid].paths()])
@@ -79,8 +104,8 @@ def _others_lose(managed: Managed, writer: ManagerId | None, cmp: typed.Comparis
         rest = vs.set
         if mid in conflicts:
             rest = rest.difference(conflicts[mid])
-        if cmp.removed:
-            rest = rest.difference(cmp.removed)
+        if mid in removed:
+            rest = rest.difference(removed[mid])
         if rest is not vs.set:
             if rest.empty():
                 del managed.fields[mid]
@@ -89,13 +114,14 @@ def _others_lose(managed: Managed, writer: ManagerId | None, cmp: typed.Comparis
 
 
 def update(managed: Managed, live: Any, new: Any, atom: typed.Atom, *, manager: str, api_version: str,
-           subresource: str, ignored: Set | None, now: str) -> Managed:
+           subresource: str, ignored: Set | None, now: str, other_for: OtherVersions | None = None) -> Managed:
     """Ownership after an Update by ``manager`` (``managed`` is not mutated)."""
-    cmp = typed.compare(without_managed_fields(live), without_managed_fields(new), atom).excluding(ignored)
+    live, new = without_managed_fields(live), without_managed_fields(new)
+    cmp = typed.compare(live, new, atom).excluding(ignored)
     if cmp.is_same():
         return managed
     out = managed.copy()
-    _others_lose(out, None, cmp, True)
+    _others_lose(out, None, cmp, True, api_version, other_for(live, new) if other_for is not None else None)
     current = cmp.changed().difference(STRIPPED)
     if current:
         mid = ManagerId(manager or "unknown", UPDATE, api_version, subresource)
@@ -139,7 +165,7 @@ def cap_update_managers(managed: Managed, limit: int = MAX_UPDATE_MANAGERS) -> N
 
 
 def raw_apply(managed: Managed, live: Any, config: Any, atom: typed.Atom, *, mid: ManagerId, api_version: str,
-              force: bool, ignored: Set | None) -> tuple[Any, Managed]:
+              force: bool, ignored: Set | None, other_for: OtherVersions | None = None) -> tuple[Any, Managed]:
     """merge.Updater.Apply: the merged object and the ownership (``managed`` is not mutated); raises
     :class:`Conflicts` and :class:`typed.TypedError`."""
     out = managed.copy()
@@ -152,7 +178,7 @@ def raw_apply(managed: Managed, live: Any, config: Any, atom: typed.Atom, *, mid
     out.entries.pop(mid, None)
     merged = _prune(merged, out, last, atom)
     cmp = typed.compare(live, merged, atom).excluding(ignored)
-    _others_lose(out, mid, cmp, force)
+    _others_lose(out, mid, cmp, force, api_version, other_for(live, merged) if other_for is not None else None)
     if out.fields[mid].set.empty():
         del out.fields[mid]
     return merged, out
@@ -175,7 +201,8 @@ def raw_update(managed: Managed, live: Any, new: Any, atom: typed.Atom, *, mid: 
 
 
 def apply(managed: Managed, live: Any, config: Any, atom: typed.Atom, *, manager: str, api_version: str,
-          subresource: str, force: bool, ignored: Set | None, now: str, empty: Any) -> tuple[Any, Managed]:
+          subresource: str, force: bool, ignored: Set | None, now: str, empty: Any,
+          other_for: OtherVersions | None = None) -> tuple[Any, Managed]:
     """The object after applying ``config`` (None when nothing changed) and the new ownership.
     ``empty`` is the kind's zero object (what ``before-first-apply`` is measured from). Raises
     :class:`Conflicts` and :class:`typed.TypedError`."""
@@ -186,7 +213,7 @@ def apply(managed: Managed, live: Any, config: Any, atom: typed.Atom, *, manager
                          subresource=subresource, ignored=ignored, now=now)
     mid = ManagerId(manager, APPLY, "", subresource)
     merged, out = raw_apply(managed, live, config, atom, mid=mid, api_version=api_version, force=force,
-                            ignored=ignored)
+                            ignored=ignored, other_for=other_for)
     vs = out.fields.get(mid)
     if vs is not None:
         owned = vs.set.difference(STRIPPED)

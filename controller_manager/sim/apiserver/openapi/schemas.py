@@ -34,6 +34,12 @@ _CUSTOM_V2: dict[str, Obj] = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
     "io.k8s.apimachinery.pkg.runtime.RawExtension": {"type": "object"},
+    # apiextensions' raw JSON and JSON-schema "or" types declare no OpenAPI type (any value): only a
+    # description upstream, left out here.
+    schema.APIEXTENSIONS + "JSON": {},
+    schema.APIEXTENSIONS + "JSONSchemaPropsOrArray": {},
+    schema.APIEXTENSIONS + "JSONSchemaPropsOrBool": {},
+    schema.APIEXTENSIONS + "JSONSchemaPropsOrStringArray": {},
 }
 _CUSTOM_V3: dict[str, Obj] = {
     **_CUSTOM_V2,

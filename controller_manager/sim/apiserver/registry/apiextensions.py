@@ -58,7 +58,7 @@ class CustomResourceStrategy(Strategy):
     """Every custom resource's strategy: the lookup gives it to any :class:`CustomResource`."""
 
     has_scale = True
-    strategic_merge = False  # no Go struct to read patch tags from
+    go_type = False
 
     def view(self, res: Resource) -> View | None:
         assert isinstance(res, CustomResource)
@@ -71,7 +71,8 @@ class CustomResourceStrategy(Strategy):
         return w.api.crds.prepare_update(w.res, super().prepare_for_update(w, new, old), old, w.subresource)
 
     def validate(self, w: Write, obj: Obj, old: Obj | None) -> list[FieldError]:
-        return self.field_errors(w.res, obj, old) + structural.validate_object(w.res, obj)
+        errs = super().validate(w, obj, old) + structural.validate_object(w.res, obj)
+        return errs + structural.validate_rules(w.res, obj, old, errs)  # (its CEL rules, after the schema's)
 
     def admit_create(self, w: Write) -> None:
         w.api.crds.admit(w.res, "create")

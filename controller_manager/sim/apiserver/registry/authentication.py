@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 class ReviewStrategy(Strategy):
     namespace_lifecycle = False
+    decodes_body = False
 
     def __init__(self, group: str, kind: str) -> None:
         self.group = group

@@ -95,10 +95,15 @@ class Strategy:
     graceful_delete: ClassVar[bool] = False
     # NamespaceLifecycle admission guards writes of this kind (reviews are never stored: it does not).
     namespace_lifecycle: ClassVar[bool] = True
+    # A create's body is decoded into the kind (reviews take theirs in the authenticator or authorizer).
+    decodes_body: ClassVar[bool] = True
+    # An object of this kind is the namespace of the requests about it (RequestInfo: Namespaces).
+    names_own_namespace: ClassVar[bool] = False
     # The kind serves /scale (when its resource lists the subresource).
     has_scale: ClassVar[bool] = False
-    # PATCH takes strategic merge patches (read from the Go struct's patch tags).
-    strategic_merge: ClassVar[bool] = True
+    # The kind is a Go type: strategic merge patches read its patch tags, a patch's numbers keep their text
+    # for its typed decode, a /scale apply is tracked on its autoscaling/v1 Scale (custom resources: none).
+    go_type: ClassVar[bool] = True
     # Objects are computed on each read, not stored (metrics.k8s.io): see read.
     computed: ClassVar[bool] = False
 
@@ -253,9 +258,17 @@ class Strategy:
             errs.extend(self.validate_kind(obj, old))
         return errs
 
+    def status_errors(self, obj: Obj, old: Obj) -> list[FieldError]:
+        """What the status strategy checks of the status itself on a /status update."""
+        return []
+
     def validate(self, w: Write, obj: Obj, old: Obj | None) -> list[FieldError]:
-        """Validate / ValidateUpdate on a write: the field errors of ``obj`` (over ``old`` for an update)."""
-        return self.field_errors(w.res, obj, old)
+        """Validate / ValidateUpdate on a write: the field errors of ``obj`` (over ``old`` for an update). A
+        /status write keeps the stored spec: its strategy checks metadata and status, never spec rules."""
+        if w.subresource != "status":
+            return self.field_errors(w.res, obj, old)
+        errs = self.field_errors(w.res, obj, old, subresource="status")
+        return errs + self.status_errors(obj, old) if old is not None else errs
 
     def check(self, w: Write, obj: Obj, old: Obj | None) -> None:
         errs = self.validate(w, obj, old)

@@ -2,8 +2,9 @@
 (``pkg/registry/core/<kind>/strategy.go`` and their REST storage).
 
 - Pod: created ``Pending`` with its QoS class; tracks generation; a ``/status`` write keeps
-  ownerReferences; deletes gracefully (podStrategy.CheckGracefulDelete); LimitRanger and Priority mutate it
-  on create, ServiceAccount admission (when on) too; ``binding`` and ``eviction`` are answered here.
+  ownerReferences, fills an empty ``qosClass`` from the stored one and is checked by ValidatePodStatusUpdate;
+  deletes gracefully (podStrategy.CheckGracefulDelete); LimitRanger, Priority and (when on) ServiceAccount
+  admission mutate it on create; ``binding`` and ``eviction`` are answered here.
 - Service: a clusterIP from the service CIDR and nodePorts are allocated on create (nodePorts again on an
   update); its ServiceCIDR bookkeeping follows each create and removal.
 - Namespace: created ``Active`` with the ``kubernetes`` finalizer; ``spec.finalizers`` changes only
@@ -40,6 +41,7 @@ from controller_manager.sim.apiserver.objects import Obj, Stored
 from controller_manager.sim.apiserver.quota import pod_qos
 from controller_manager.sim.apiserver.registry.base import Strategy, Write, stored_objects
 from controller_manager.sim.apiserver.validation_errors import FieldError
+from controller_manager.sim.apiserver.validation_pod_status import validate_pod_status_update
 from controller_manager.sim.apiserver.validation_pods import NameFn, name_is_dns1035_label, name_is_dns_label
 
 if TYPE_CHECKING:
@@ -66,19 +68,21 @@ class PodStrategy(Strategy):
     def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         return validation.pod_errors(obj, old)
 
+    def status_errors(self, obj: Obj, old: Obj) -> list[FieldError]:
+        return validate_pod_status_update(obj, old)
+
+    def keep_server_fields(self, w: Write, new: Obj, old: Obj) -> Obj:
+        out = super().keep_server_fields(w, new, old)
+        return _backfill_qos(out, old) if w.subresource == "status" else out
+
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
+        from controller_manager.sim.apiserver.server import random_suffix
+
         obj = _owned_copy(obj)
         limitranger.mutate_pod(obj, stored_objects(api, LIMITRANGES, namespace))
         priority.admit_pod(obj, stored_objects(api, PRIORITYCLASSES, None))
-        return obj
-
-    def before_create(self, w: Write, obj: Obj) -> Obj:
-        from controller_manager.sim.apiserver.server import random_suffix
-
-        api = w.api
-        if api.options.service_account_admission and w.namespace \
-                and api.store(NAMESPACES).get(w.namespace) is not None:
-            obj = serviceaccount_admission.admit(api, obj, w.namespace, random_suffix)
+        if api.options.service_account_admission and namespace and api.store(NAMESPACES).get(namespace) is not None:
+            obj = serviceaccount_admission.admit(api, obj, namespace, random_suffix)
         return obj
 
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
@@ -105,6 +109,16 @@ class PodStrategy(Strategy):
         if subresource == "eviction" and namespace:
             return subresources.evict(api, namespace, name, body, dry_run=dry_run)
         return None
+
+
+def _backfill_qos(new: Obj, old: Obj) -> Obj:
+    """The pod status strategy fills an empty ``qosClass`` from the stored one (old kubelets dropped it); a
+    different one is left for validation to refuse (it is immutable)."""
+    status = new.get("status")
+    old_qos = (old.get("status") or {}).get("qosClass")
+    if not old_qos or (isinstance(status, dict) and status.get("qosClass")):
+        return new
+    return {**new, "status": {**(status if isinstance(status, dict) else {}), "qosClass": old_qos}}
 
 
 class ServiceStrategy(Strategy):
@@ -141,6 +155,7 @@ class ServiceStrategy(Strategy):
 class NamespaceStrategy(Strategy):
     kind = "Namespace"
     returns_deleted_object = True
+    names_own_namespace = True
 
     def name_rule(self, obj: Obj) -> NameFn:
         return name_is_dns_label

@@ -1,8 +1,8 @@
 """The API's types: one description of every kind kube-sim serves, generated from upstream's Go types.
 
-``types.json`` beside this module is written by ``tools/gen_schema.py`` from k8s.io/api and
-k8s.io/apimachinery (the release and commits are in its ``source``); nothing here is written by hand
-except the handful of types upstream serializes with hand-written code (:data:`CUSTOM`).
+``types.json`` beside this module is written by ``tools/gen_schema.py`` from k8s.io/api,
+k8s.io/apimachinery and k8s.io/apiextensions-apiserver (the release and commits are in its ``source``);
+nothing here is written by hand except the handful of types upstream serializes with hand-written code (:data:`CUSTOM`).
 
 Guarantees:
 - :func:`kind` finds a kind's struct by ``apiVersion`` and ``kind``; :func:`struct` any struct by its
@@ -31,7 +31,11 @@ __all__ = ["CUSTOM", "NO_DEFAULT", "Field", "Struct", "Type", "enum_values", "ki
 _DATA = Path(__file__).with_name("types.json")
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-# Types with hand-written JSON and protobuf forms upstream, by name -> the Type.kind the codec handles.
+APIEXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
+# Types with hand-written JSON (and, but for apiextensions' three "or" types, protobuf) forms upstream, by
+# name -> the Type.kind the codec handles. apiextensions' ``JSON`` is a raw value as RawExtension is; the
+# "or" types are a schema or a bool, a schema or a list of schemas, a schema or a list of strings (their
+# protobuf messages are described in types.json as structs).
 CUSTOM = {
     _META + "Time": "time",
     _META + "MicroTime": "microtime",
@@ -40,6 +44,10 @@ CUSTOM = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": "quantity",
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "intorstring",
     "io.k8s.apimachinery.pkg.runtime.RawExtension": "raw",
+    APIEXTENSIONS + "JSON": "raw",
+    APIEXTENSIONS + "JSONSchemaPropsOrBool": "schemaorbool",
+    APIEXTENSIONS + "JSONSchemaPropsOrArray": "schemaorarray",
+    APIEXTENSIONS + "JSONSchemaPropsOrStringArray": "schemaorstringarray",
 }
 SCALARS = frozenset({"string", "bool", "int32", "int64", "uint32", "uint64", "float64", "bytes", "any"})
 
@@ -49,7 +57,7 @@ class Type:
     """What a value is. ``kind``: a scalar name (``string``, ``int32``, ``int64``, ``bool``, ``bytes``,
     ``any``...), ``struct``, ``list``, ``map``, ``wrapper`` (a named slice: a list in JSON, a message with
     ``items = 1`` in protobuf), or a custom kind (``time``, ``microtime``, ``duration``, ``quantity``,
-    ``intorstring``, ``raw``, ``fieldsv1``)."""
+    ``intorstring``, ``raw``, ``fieldsv1``, ``schemaorbool``, ``schemaorarray``, ``schemaorstringarray``)."""
 
     kind: str
     name: str = ""                  # the struct's or wrapper's OpenAPI-style name
@@ -216,8 +224,10 @@ def zero_json(f: Field) -> Any:
         return OMIT if f.omitempty else None
     if kind == "struct":
         return zero_struct(f.type.name)
-    if kind in ("time", "microtime", "raw"):
+    if kind in ("time", "microtime", "raw", "schemaorarray", "schemaorstringarray"):
         return None
+    if kind == "schemaorbool":
+        return False
     if kind == "duration":
         return "0s"
     if kind == "quantity":
@@ -248,7 +258,8 @@ def is_empty(f: Field, value: Any) -> bool:
     kind = f.type.kind
     if f.pointer:
         return value is None
-    if kind in ("struct", "time", "microtime", "duration", "quantity", "intorstring", "raw"):
+    if kind in ("struct", "time", "microtime", "duration", "quantity", "intorstring", "raw", "schemaorbool",
+                "schemaorarray", "schemaorstringarray"):
         return False  # a struct, even one whose JSON is null (a zero metav1.Time)
     if value is None:
         return True

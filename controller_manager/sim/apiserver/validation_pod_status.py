@@ -1,0 +1,291 @@
+"""A Pod's ``/status`` write checked as ``ValidatePodStatusUpdate`` does (pkg/apis/core/validation).
+
+Guarantees, in upstream's order (metadata is checked by :func:`validation.validate` before):
+- custom condition types are qualified names; the path is ``metadata.conditions[i].Type`` (upstream builds it
+  from the metadata path);
+- a changed, non-empty ``nominatedNodeName`` is a DNS subdomain; ``qosClass`` is immutable;
+- unless the pod's restartPolicy is Always, a terminated container may not go back to another state (OnFailure
+  lets a failed one restart; a restartable init container may restart; ephemeral containers never restart);
+  the error is on the *old* status's index;
+- ``resourceClaimStatuses`` name entries of ``spec.resourceClaims``, once each, with valid claim names;
+- ``podIPs`` (after the v1 conversion: a ``podIP`` that differs from ``podIPs[0]`` wins) and ``hostIPs`` are
+  strict canonical IPs, at most one per family, without repeats; ``hostIPs[0]`` equals ``hostIP``;
+- a Linux container's reported user ids are in range (a Windows pod's may not be set), and allocated resource
+  health names a container's request or claim, with known health values and unique resource IDs; ephemeral
+  containers report none.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from controller_manager.api.selectors import is_label_key
+from controller_manager.sim.apiserver.validation_errors import (
+    FieldError,
+    GoRepr,
+    duplicate,
+    forbidden,
+    go_json,
+    invalid,
+    not_supported,
+)
+from controller_manager.sim.apiserver.validation_pods import name_is_dns_subdomain
+
+__all__ = ["validate_pod_status_update"]
+
+_SYSTEM_CONDITIONS = ("PodScheduled", "Ready", "Initialized")
+_HEALTH = ("Healthy", "Unhealthy", "Unknown")
+_MAX_ID = 2**31 - 1
+_ID_RANGE = f"must be between 0 and {_MAX_ID}, inclusive"
+_V4_SLOPPY = re.compile(r"(\d+)\.(\d+)\.(\d+)\.(\d+)")
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    status, old_status = _dict(new.get("status")), _dict(old.get("status"))
+    spec = _dict(old.get("spec"))  # the status strategy keeps the stored spec
+    errs: list[FieldError] = []
+    for i, cond in enumerate(_list(status.get("conditions"))):
+        ctype = str(_dict(cond).get("type") or "")
+        if ctype not in _SYSTEM_CONDITIONS:
+            errs.extend(invalid(f"metadata.conditions[{i}].Type", ctype, msg) for msg in is_label_key(ctype))
+    nominated = str(status.get("nominatedNodeName") or "")
+    if nominated and nominated != str(old_status.get("nominatedNodeName") or ""):
+        errs.extend(invalid("status.nominatedNodeName", nominated, msg)
+                    for msg in name_is_dns_subdomain(nominated, False))
+    qos, old_qos = str(status.get("qosClass") or ""), str(old_status.get("qosClass") or "")
+    if qos != old_qos:
+        errs.append(invalid("status.qosClass", qos, "field is immutable"))
+    policy = str(spec.get("restartPolicy") or "")
+    restartable_init = {str(_dict(c).get("name")) for c in _list(spec.get("initContainers"))
+                        if _dict(c).get("restartPolicy") == "Always"}
+    errs.extend(_state_transitions(status, old_status, "containerStatuses", policy, set()))
+    errs.extend(_state_transitions(status, old_status, "initContainerStatuses", policy, restartable_init))
+    errs.extend(_state_transitions(status, old_status, "ephemeralContainerStatuses", "Never", set()))
+    errs.extend(_resource_claim_statuses(status, spec))
+    errs.extend(_pod_ips(status))
+    errs.extend(_host_ips(status))
+    windows = _dict(spec.get("os")).get("name") == "windows"
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        errs.extend(_users(_list(status.get(key)), f"status.{key}", windows))
+    errs.extend(_allocated_health(_list(status.get("containerStatuses")), "status.containerStatuses",
+                                  _list(spec.get("containers"))))
+    errs.extend(_allocated_health(_list(status.get("initContainerStatuses")), "status.initContainerStatuses",
+                                  _list(spec.get("initContainers"))))
+    for i, cs in enumerate(_list(status.get("ephemeralContainerStatuses"))):
+        if _list(_dict(cs).get("allocatedResourcesStatus")):
+            errs.append(forbidden(f"status.ephemeralContainerStatuses[{i}].allocatedResourcesStatus",
+                                  "must not be specified in container status"))
+    return errs
+
+
+def _terminated(cs: Any) -> Mapping[str, Any] | None:
+    term = _dict(_dict(cs).get("state")).get("terminated")
+    return term if isinstance(term, Mapping) else None
+
+
+def _state_transitions(status: Mapping[str, Any], old_status: Mapping[str, Any], key: str, policy: str,
+                       restartable: set[str]) -> list[FieldError]:
+    if policy == "Always":
+        return []
+    errs: list[FieldError] = []
+    new_statuses = _list(status.get(key))
+    for i, old_cs in enumerate(_list(old_status.get(key))):
+        term = _terminated(old_cs)
+        if term is None:
+            continue
+        if int(term.get("exitCode") or 0) != 0 and policy == "OnFailure":
+            continue
+        name = _dict(old_cs).get("name")
+        if str(name) in restartable:
+            continue
+        for new_cs in new_statuses:
+            if _dict(new_cs).get("name") == name and _terminated(new_cs) is None:
+                errs.append(forbidden(f"status.{key}[{i}].state", "may not be transitioned to non-terminated state"))
+    return errs
+
+
+def _resource_claim_statuses(status: Mapping[str, Any], spec: Mapping[str, Any]) -> list[FieldError]:
+    claims = {str(_dict(c).get("name")) for c in _list(spec.get("resourceClaims"))}
+    seen: set[str] = set()
+    errs: list[FieldError] = []
+    for i, entry in enumerate(_list(status.get("resourceClaimStatuses"))):
+        e = _dict(entry)
+        name = str(e.get("name") or "")
+        path = f"status.resourceClaimStatuses[{i}].name"
+        if name not in claims:
+            errs.append(invalid(path, name, "must match the name of an entry in `spec.resourceClaims`"))
+        if name in seen:
+            errs.append(duplicate(path, name))
+        seen.add(name)
+        claim_name = e.get("resourceClaimName")
+        if claim_name is not None:
+            errs.extend(invalid(path, str(claim_name), msg) for msg in name_is_dns_subdomain(str(claim_name), False))
+    return errs
+
+
+def _parse_sloppy(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """netutils.ParseIPSloppy: Go's old net.ParseIP, which reads IPv4 octets with leading zeros as decimal."""
+    m = _V4_SLOPPY.fullmatch(text)
+    if m is not None:
+        octets = [int(g) for g in m.groups()]
+        return ipaddress.IPv4Address(".".join(map(str, octets))) if all(o <= 255 for o in octets) else None
+    if ":" not in text or "%" in text:
+        return None
+    try:
+        return ipaddress.IPv6Address(text)
+    except ValueError:
+        return None
+
+
+def _go_ip_string(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)  # net.IP prints a 4-in-6 address dotted
+    return ip.compressed
+
+
+def is_valid_ip(path: str, text: str) -> list[FieldError]:
+    """validation.IsValidIP: a parseable IP without leading zeros or IPv4 mapping, in canonical form."""
+    ip = _parse_sloppy(text)
+    if ip is None:
+        return [invalid(path, text, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
+    errs: list[FieldError] = []
+    if isinstance(ip, ipaddress.IPv4Address) and str(ip) != text:
+        errs.append(invalid(path, text, "must not have leading 0s"))
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        errs.append(invalid(path, text, "must not be an IPv4-mapped IPv6 address"))
+    if errs:
+        return errs
+    canonical = _go_ip_string(ip)
+    if canonical != text:
+        errs.append(invalid(path, text, f'must be in canonical form ("{canonical}")'))
+    return errs
+
+
+def _dual_stack(ips: list[str]) -> bool:
+    parsed = [_parse_sloppy(ip) for ip in ips]
+    if any(p is None for p in parsed):
+        return False
+    families = {4 if isinstance(p, ipaddress.IPv4Address) or p.ipv4_mapped is not None else 6  # type: ignore[union-attr]
+                for p in parsed}
+    return families == {4, 6}
+
+
+def _ip_structs(ips: list[str]) -> GoRepr:
+    """Internal ``[]core.PodIP``/``[]core.HostIP`` (no JSON tags) as ``json.Marshal`` writes them."""
+    return GoRepr(go_json([{"IP": ip} for ip in ips]))
+
+
+def _pod_ips(status: Mapping[str, Any]) -> list[FieldError]:
+    ips = [str(_dict(p).get("ip") or "") for p in _list(status.get("podIPs"))]
+    pod_ip = str(status.get("podIP") or "")
+    if pod_ip and (not ips or ips[0] != pod_ip):
+        ips = [pod_ip]  # Convert_v1_PodStatus_To_core_PodStatus: podIP is authoritative
+    path = "status.podIPs"
+    errs: list[FieldError] = []
+    for i, ip in enumerate(ips):
+        errs.extend(is_valid_ip(f"{path}[{i}]", ip))
+    if len(ips) > 1:
+        if not _dual_stack(ips) or len(ips) > 2:
+            errs.append(invalid(path, _ip_structs(ips), "may specify no more than one IP for each IP family"))
+        seen: set[str] = set()
+        for i, ip in enumerate(ips):
+            if ip in seen:
+                errs.append(duplicate(f"{path}[{i}]", GoRepr(go_json({"IP": ip}))))
+            seen.add(ip)
+    return errs
+
+
+def _host_ips(status: Mapping[str, Any]) -> list[FieldError]:
+    ips = [str(_dict(p).get("ip") or "") for p in _list(status.get("hostIPs"))]
+    if not ips:
+        return []
+    path = "status.hostIPs"
+    errs: list[FieldError] = []
+    if str(status.get("hostIP") or "") != ips[0]:
+        errs.append(invalid(f"{path}[0].ip", ips[0], "must be equal to `hostIP`"))
+    for i, ip in enumerate(ips):
+        errs.extend(is_valid_ip(f"{path}[{i}]", ip))
+    if len(ips) > 1:
+        seen: set[str] = set()
+        for i, ip in enumerate(ips):
+            if ip in seen:
+                errs.append(duplicate(f"{path}[{i}]", GoRepr(go_json({"IP": ip}))))
+            seen.add(ip)
+        if not _dual_stack(ips) or len(ips) > 2:
+            errs.append(invalid(path, _ip_structs(ips), "may specify no more than one IP for each IP family"))
+    return errs
+
+
+def _id_errors(path: str, value: Any) -> list[FieldError]:
+    number = int(value or 0) if isinstance(value, int) else 0
+    return [] if 0 <= number <= _MAX_ID else [invalid(path, number, _ID_RANGE)]
+
+
+def _users(statuses: list[Any], path: str, windows: bool) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for i, cs in enumerate(statuses):
+        user = _dict(cs).get("user")
+        if not isinstance(user, Mapping):
+            continue
+        linux = user.get("linux")
+        # (upstream's path leaves out the "user" step)
+        if windows:
+            if linux is not None:
+                errs.append(forbidden(f"{path}[{i}].linux", "cannot be set for a windows pod"))
+            continue
+        if not isinstance(linux, Mapping):
+            continue
+        errs.extend(_id_errors(f"{path}[{i}].linux.uid", linux.get("uid")))
+        errs.extend(_id_errors(f"{path}[{i}].linux.gid", linux.get("gid")))
+        for g, gid in enumerate(_list(linux.get("supplementalGroups"))):
+            errs.extend(_id_errors(f"{path}[{i}].linux.supplementalGroups[{g}]", gid))
+    return errs
+
+
+def _allocated_health(statuses: list[Any], path: str, containers: list[Any]) -> list[FieldError]:
+    by_name = {str(_dict(c).get("name")): _dict(c) for c in containers}
+    errs: list[FieldError] = []
+    for i, cs in enumerate(statuses):
+        entries = _dict(cs).get("allocatedResourcesStatus")
+        if entries is None:
+            continue
+        container = by_name.get(str(_dict(cs).get("name")))
+        for j, entry in enumerate(_list(entries)):
+            e = _dict(entry)
+            name = str(e.get("name") or "")
+            epath = f"{path}[{i}].allocatedResourcesStatus[{j}]"
+            if container is not None:  # a status of a container the spec lacks is let be
+                resources = _dict(container.get("resources"))
+                if name.startswith("claim:"):
+                    names = {"claim:" + str(_dict(c).get("name")) + (f"/{_dict(c)['request']}"
+                                                                      if _dict(c).get("request") else "")
+                             for c in _list(resources.get("claims"))}
+                    detail = ("must match one of the container's resource claims in a format "
+                              "'claim:<claimName>/<request>' or 'claim:<claimName>' if request is empty")
+                else:
+                    names = set(_dict(resources.get("requests")))
+                    detail = "must match one of the container's resource requests"
+                if name not in names:
+                    errs.append(invalid(f"{epath}.name", name, detail))
+            ids: set[str] = set()
+            for k, res in enumerate(_list(e.get("resources"))):
+                r = _dict(res)
+                health = str(r.get("health") or "")
+                if health not in _HEALTH:
+                    errs.append(not_supported(f"{epath}.resources[{k}].health", health, _HEALTH))
+                rid = str(r.get("resourceID") or "")
+                if rid in ids:
+                    errs.append(duplicate(f"{epath}.resources[{k}].resourceID", rid))
+                ids.add(rid)
+    return errs

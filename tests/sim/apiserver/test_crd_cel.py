@@ -1,0 +1,252 @@
+"""``x-kubernetes-validations`` through the HTTP API: a CRD's rules are checked when it is written (422 at the
+rule's path when one does not compile), and custom resources are validated by them on create and update,
+with transition rules (``oldSelf``) and upstream's field errors."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.sim.apiserver.conftest import Client
+from tests.sim.apiserver.test_crd import CRDS, CRONTABS, crd, crontab
+
+SPEC_PATH = "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+
+
+def crd_with_rules(rules: list[dict[str, Any]], *, root_rules: list[dict[str, Any]] | None = None,
+                   extra_props: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = crd()
+    schema = body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]
+    spec["properties"].update({
+        "minReplicas": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "ratio": {"type": "number"},
+        "endpoint": {"type": "string"},
+        "memory": {"type": "string"},
+        **(extra_props or {})})
+    spec["x-kubernetes-validations"] = rules
+    if root_rules is not None:
+        schema["x-kubernetes-validations"] = root_rules
+    return body
+
+
+async def _create_crd(client: Client, body: dict[str, Any]) -> None:
+    code, status = await client.post(CRDS, body)
+    assert code == 201, status
+
+
+def _messages(status: dict[str, Any]) -> list[str]:
+    return [f'{c["field"]}: {c["message"]}' for c in status["details"]["causes"]]
+
+
+async def test_rules_refuse_and_admit_on_create(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.minReplicas <= self.replicas", "message": "replicas should be at least minReplicas"},
+        {"rule": "self.tags.isSorted()", "reason": "FieldValueForbidden", "fieldPath": ".tags"},
+        {"rule": "self.ratio < 2", "messageExpression": "'ratio ' + string(self.ratio) + ' is too high'"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=2, minReplicas=3, tags=["b", "a"], ratio=3))
+    assert code == 422, status
+    assert status["message"] == (
+        'CronTab.stable.example.com "a" is invalid: [spec: Invalid value: replicas should be at least minReplicas, '
+        # (a double as cel-go writes it: 3, not 3.0)
+        "spec.tags: Forbidden: failed rule: self.tags.isSorted(), spec: Invalid value: ratio 3 is too high]")
+    assert [c["reason"] for c in status["details"]["causes"]] == ["FieldValueInvalid", "FieldValueForbidden",
+                                                                  "FieldValueInvalid"]
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec", "spec.tags", "spec"]
+    code, body = await client.post(CRONTABS, crontab("b", replicas=3, minReplicas=3, tags=["a", "b"], ratio=1.5))
+    assert code == 201, body
+
+
+async def test_scalar_rule_shows_the_value_and_root_rule_the_nil_path(client: Client) -> None:
+    await _create_crd(client, crd_with_rules(
+        [], root_rules=[{"rule": "self.metadata.name.startsWith('ok-')", "message": "name must start with ok-"}],
+        extra_props={"image": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self.endsWith(':latest') == false", "message": "no latest tags"}]}}))
+    code, status = await client.post(CRONTABS, crontab("bad", image="nginx:latest"))
+    assert code == 422, status
+    assert _messages(status) == ["<nil>: Invalid value: name must start with ok-",
+                                 'spec.image: Invalid value: "nginx:latest": no latest tags']
+    code, body = await client.post(CRONTABS, crontab("ok-1", image="nginx:1.27"))
+    assert code == 201, body
+
+
+async def test_transition_rules_use_old_self_on_update_only(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.replicas >= oldSelf.replicas", "message": "replicas may not decrease"},
+        {"rule": "!oldSelf.hasValue() || self.image == oldSelf.value().image", "optionalOldSelf": True,
+         "message": "image is immutable", "reason": "FieldValueForbidden", "fieldPath": ".image"},
+    ]))
+    code, created = await client.post(CRONTABS, crontab("a", replicas=5, image="x"))
+    assert code == 201, created  # oldSelf rules do not run on create
+    shrunk = copy.deepcopy(created)
+    shrunk["spec"].update(replicas=4, image="y")
+    code, status = await client.put(f"{CRONTABS}/a", shrunk)
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: replicas may not decrease",
+                                 "spec.image: Forbidden: image is immutable"]
+    code, body = await client.patch(f"{CRONTABS}/a", {"spec": {"replicas": 7}})
+    assert code == 200, body
+
+
+async def test_map_lists_correlate_old_items_by_key(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([], extra_props={"ports": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "port": {"type": "integer"}},
+            "x-kubernetes-validations": [{"rule": "self.port == oldSelf.port", "message": "port is immutable"}]}}}))
+    code, created = await client.post(CRONTABS, crontab("a", ports=[{"name": "http", "port": 80}]))
+    assert code == 201, created
+    changed = copy.deepcopy(created)
+    changed["spec"]["ports"] = [{"name": "https", "port": 443}, {"name": "http", "port": 8080}]
+    code, status = await client.put(f"{CRONTABS}/a", changed)
+    assert code == 422, status
+    assert _messages(status) == ["spec.ports[1]: Invalid value: port is immutable"]  # "https" is new: no oldSelf
+
+
+async def test_library_functions(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "!has(self.endpoint) || url(self.endpoint).getScheme() == 'https'", "message": "https only"},
+        {"rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))", "message": "too much"},
+        {"rule": "!has(self.tags) || (self.tags.all(t, t.matches('^[a-z]+$')) && self.tags.indexOf('x') == -1 "
+                 "&& size(self.tags.filter(t, t.startsWith('a'))) <= 1)", "message": "bad tags"},
+        {"rule": "!has(self.tags) || self.tags.map(t, size(t)).sum() < 10", "message": "tags too long"},
+        {"rule": "!has(self.image) || self.image.split(':').size() == 2 && self.image.lowerAscii() == self.image",
+         "message": "image needs a tag"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab(
+        "a", endpoint="http://example.com:8080/x", memory="2Gi", tags=["abc", "ab", "x"], image="Nginx"))
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: https only", "spec: Invalid value: too much",
+                                 "spec: Invalid value: bad tags", "spec: Invalid value: image needs a tag"]
+    code, body = await client.post(CRONTABS, crontab(
+        "b", endpoint="https://example.com/x", memory="512Mi", tags=["ab", "cd"], image="nginx:1"))
+    assert code == 201, body
+
+
+async def test_runtime_errors_and_blocking_schema_errors(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([{"rule": "self.replicas / (self.minReplicas - 1) > 0"}]))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=2, minReplicas=1))
+    assert code == 422, status
+    assert _messages(status) == ['spec: Invalid value: "object": division by zero evaluating rule: '
+                                 "self.replicas / (self.minReplicas - 1) > 0"]
+    code, status = await client.post(CRONTABS, crontab("b", replicas="two", minReplicas=1))
+    assert code == 422, status
+    assert _messages(status)[-1] == ("<nil>: Invalid value: null: some validation rules were not checked because "
+                                     "the object was invalid; correct the existing errors to complete validation")
+
+
+@pytest.mark.parametrize(("rule", "message"), [
+    ({"rule": "self.replicas >"},
+     'x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.replicas >","Message":"","MessageExpression":"",'
+     '"Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:'),
+    ({"rule": "self.nope == 1"},
+     "x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"self.nope == 1\",\"Message\":\"\","
+     "\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: "
+     "ERROR: <input>:1:5: undefined field 'nope'\n | self.nope == 1\n | ....^"),
+    ({"rule": "frobnicate(self.replicas)"},
+     'x-kubernetes-validations[0].rule: Invalid value: {"Rule":"frobnicate(self.replicas)","Message":"",'
+     '"MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: '
+     "<input>:1:11: undeclared reference to 'frobnicate' (in container '')"),
+    ({"rule": " "}, "x-kubernetes-validations[0].rule: Required value: rule is not specified"),
+    ({"rule": "self.replicas > 0", "reason": "Nope"},
+     'x-kubernetes-validations[0].reason: Unsupported value: "Nope": supported values: "FieldValueDuplicate", '
+     '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'),
+    ({"rule": "self.replicas > 0", "fieldPath": ".missing"},
+     'x-kubernetes-validations[0].fieldPath: Invalid value: ".missing": must be a valid path'),
+    ({"rule": "self.replicas > 0", "optionalOldSelf": True},
+     "x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"),
+    ({"rule": "self.replicas > 0", "message": "two\nlines"},
+     'x-kubernetes-validations[0].message: Invalid value: "two\\nlines": must not contain line breaks'),
+])
+async def test_bad_rules_are_refused_with_the_crd(client: Client, rule: dict[str, Any], message: str) -> None:
+    code, status = await client.post(CRDS, crd_with_rules([rule]))
+    assert code == 422, status
+    assert status["details"]["kind"] == "CustomResourceDefinition"
+    assert f"{SPEC_PATH}.{message}" in status["message"], status["message"]
+    assert (await client.get(f"{CRDS}/crontabs.stable.example.com"))[0] == 404
+
+
+@pytest.mark.parametrize(("rule", "where", "detail"), [
+    ({"rule": "self.replicas"}, "rule", "cel expression must evaluate to a bool"),
+    ({"rule": "self.replicas + 1"}, "rule", "cel expression must evaluate to a bool"),
+    ({"rule": "size(self.tags)"}, "rule", "cel expression must evaluate to a bool"),
+    ({"rule": "self.replicas > 1", "messageExpression": "self.replicas > 2"}, "messageExpression",
+     "messageExpression must evaluate to a string"),
+    ({"rule": "self.replicas > 1", "messageExpression": "'x' +"}, "messageExpression",
+     "messageExpression compilation failed: ERROR: <input>:1:"),
+])
+async def test_rules_of_the_wrong_result_type_are_refused(client: Client, rule: dict[str, Any], where: str,
+                                                          detail: str) -> None:
+    code, status = await client.post(CRDS, crd_with_rules([rule]))
+    assert code == 422, status
+    cause = status["details"]["causes"][0]
+    assert cause["field"] == f"{SPEC_PATH}.x-kubernetes-validations[0].{where}"
+    assert cause["message"].startswith('Invalid value: {"Rule":"'), cause
+    assert f"}}: {detail}" in cause["message"], cause
+
+
+async def test_bool_results_of_any_shape_compile(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.replicas > 5 ? self.image != '' : true"},
+        {"rule": "has(self.image)", "messageExpression": "'image ' + (has(self.image) ? 'set' : 'unset')"},
+        {"rule": "!(self.replicas in [3, 4])"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=3))
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: image unset",
+                                 "spec: Invalid value: failed rule: !(self.replicas in [3, 4])"]
+
+
+async def test_unchanged_values_are_ratcheted_on_update(client: Client) -> None:
+    """A rule added after an object was written does not block updates that leave the offending value as it
+    was (CRDValidationRatcheting); a changed value is checked."""
+    body = crd_with_rules([], extra_props={"limits": {"type": "object", "properties": {
+        "max": {"type": "integer"}}}})
+    await _create_crd(client, body)
+    code, created = await client.post(CRONTABS, crontab("a", replicas=2, limits={"max": 1}))
+    assert code == 201, created
+    _, stored_crd = await client.get(f"{CRDS}/crontabs.stable.example.com")
+    spec = stored_crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["limits"]["x-kubernetes-validations"] = [{"rule": "self.max > 5", "message": "max too low"}]
+    code, updated = await client.put(f"{CRDS}/crontabs.stable.example.com", stored_crd)
+    assert code == 200, updated
+    code, body = await client.patch(f"{CRONTABS}/a", {"spec": {"replicas": 3}})
+    assert code == 200, body  # limits unchanged: ratcheted
+    code, status = await client.patch(f"{CRONTABS}/a", {"spec": {"limits": {"max": 2}}})
+    assert code == 422, status
+    assert _messages(status) == ["spec.limits: Invalid value: max too low"]
+    code, status = await client.post(CRONTABS, crontab("b", limits={"max": 1}))
+    assert code == 422, status
+
+
+LIBRARY_RULES = [
+    "self.ts < timestamp('2030-01-01T00:00:00Z')", "self.d > duration('1s')", "self.r > 1 && self.r == 2",
+    "self.l.sum() == 6 && self.l.max() == 3 && self.l.min() == 1", "self.m.all(k, k.startsWith('a'))",
+    "self.l.exists_one(x, x == 2)", "self.s.find('[0-9]+') == '123'", "self.s.findAll('[a-z]').size() == 3",
+    "self.s.replace('a', 'b') == 'bbc123'", "'%d-%s'.format([1, 'x']) == '1-x'", "self.s.charAt(0) == 'a'",
+    "self.s.substring(0, 3) == 'abc'", "self.s.split('1')[0] == 'abc'",
+    "isURL('https://x.io/a') && url('https://x.io:8443/a?q=1').getPort() == '8443'",
+    "quantity('1.5').asApproximateFloat() == 1.5", "isQuantity('1Gi') && !isQuantity('x')",
+    "quantity('2Gi').compareTo(quantity('1Gi')) == 1", "self.l.indexOf(2) == 1 && self.l.lastIndexOf(9) == -1",
+    "['a', 'b'].join('-') == 'a-b'", "self.l.isSorted()", "string(self.r) == '2'", "type(self.s) == string",
+    "int('5') == 5", "self.s.lowerAscii().upperAscii() == 'ABC123'", "self.s.indexOf('c') == 2",
+    "self.s.trim() == self.s", "size(self.m) == 1",
+]
+
+
+async def test_the_kubernetes_cel_library(client: Client) -> None:
+    await _create_crd(client, crd_with_rules([{"rule": rule} for rule in LIBRARY_RULES], extra_props={
+        "ts": {"type": "string", "format": "date-time"}, "d": {"type": "string", "format": "duration"},
+        "r": {"type": "number"}, "l": {"type": "array", "items": {"type": "integer"}},
+        "m": {"type": "object", "additionalProperties": {"type": "string"}}, "s": {"type": "string"}}))
+    good = {"ts": "2024-01-01T00:00:00Z", "d": "5s", "r": 2, "l": [1, 2, 3], "m": {"ab": "x"}, "s": "abc123"}
+    code, body = await client.post(CRONTABS, crontab("a", **good))
+    assert code == 201, body  # every rule holds
+    code, status = await client.post(CRONTABS, crontab("b", **{**good, "l": [3, 2, 1], "d": "500ms", "r": 2.5}))
+    assert code == 422, status
+    assert _messages(status) == [f"spec: Invalid value: failed rule: {rule}" for rule in (
+        "self.d > duration('1s')", "self.r > 1 && self.r == 2", "self.l.isSorted()", "string(self.r) == '2'")]
