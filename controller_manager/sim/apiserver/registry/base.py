@@ -2,9 +2,10 @@
 
 A :class:`Strategy` holds one kind's rules, as upstream's ``pkg/registry/<group>/<kind>/strategy.go`` and the
 ``genericregistry.Store`` fields beside it do. :class:`ApiServer` runs every write through the same steps in
-the same order (defaults → mutating admission → :meth:`Strategy.before_create` → PrepareForCreate and
-validation (:meth:`Strategy.create_steps`) → validating admission and quota → Go's JSON form →
-managedFields) and asks the strategy at each kind-dependent point; it holds no kind of its own.
+the same order (defaults → mutating admission (:meth:`Strategy.mutating_admission`) → mutating webhooks →
+:meth:`Strategy.before_create` → PrepareForCreate and validation (:meth:`Strategy.create_steps`) →
+validating webhooks → validating admission and quota → Go's JSON form → managedFields) and asks the
+strategy at each kind-dependent point; it holds no kind of its own.
 
 Guarantees (all methods build new dicts; inputs are never mutated):
 - Create clears server-owned status (kinds with a ``/status`` subresource start with an empty one) and
