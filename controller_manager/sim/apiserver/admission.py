@@ -1,8 +1,9 @@
 """The admission chain kube-sim runs on creates, in the real apiserver's plugin order.
 
 Mutating (after the request's defaults): LimitRanger's container defaults, then Priority; DefaultStorageClass
-on claims and DefaultIngressClass on Ingresses. Validating (after the
-registry's own validation): Priority on PriorityClasses, LimitRanger's min/max/ratio checks, then ResourceQuota.
+on claims and DefaultIngressClass on Ingresses. Validating (after the registry's own validation): Priority on
+PriorityClasses, LimitRanger's min/max/ratio checks, then ResourceQuota. The plugins that apply to one kind
+only are run by that kind's strategy (:mod:`registry`).
 NamespaceLifecycle lives in the server (it also guards updates); the other upstream plugins whose effect kube-sim
 shows (ServiceAccount's name, DefaultTolerationSeconds) are applied with the defaults.
 
@@ -15,17 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from controller_manager.api.resources import (
-    INGRESSCLASSES,
-    LIMITRANGES,
-    PRIORITYCLASSES,
-    RESOURCEQUOTAS,
-    STORAGECLASSES,
-    Resource,
-)
-from controller_manager.sim.apiserver import limitranger, networking, priority, quota, storage_kinds
+from controller_manager.api.resources import LIMITRANGES, RESOURCEQUOTAS, Resource
+from controller_manager.sim.apiserver import limitranger, quota
+from controller_manager.sim.apiserver.registry import strategy_for
+from controller_manager.sim.apiserver.registry.base import stored_objects
 from controller_manager.sim.apiserver.resource_lists import ResourceList, render
 
 if TYPE_CHECKING:
@@ -35,47 +29,25 @@ Obj = dict[str, Any]
 QuotaChanges = list[tuple[Obj, ResourceList]]
 
 
-def _is_pod(res: Resource) -> bool:
-    return res.group == "" and res.plural == "pods"
-
-
-def _objects(api: ApiServer, res: Resource, namespace: str | None) -> list[Obj]:
-    """The stored objects themselves, not copies: every plugin only reads them (this runs on every pod create)."""
-    if api.lookup(res.group, res.version, res.plural) is None:
-        return []
-    return [stored.obj for stored in api.store(res).iter_from(namespace)]
-
-
 def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> Obj:
-    """The mutating plugins on a create: ``obj`` itself when none applies, else a changed copy."""
-    if not (_is_pod(res) or (res.group == "" and res.plural == "persistentvolumeclaims")
-            or (res.group == INGRESSCLASSES.group and res.kind == "Ingress")):
-        return obj
-    obj = orjson.loads(orjson.dumps(obj))
-    if _is_pod(res):
-        limitranger.mutate_pod(obj, _objects(api, LIMITRANGES, namespace))
-        priority.admit_pod(obj, _objects(api, PRIORITYCLASSES, None))
-    elif res.group == "" and res.plural == "persistentvolumeclaims":
-        storage_kinds.admit_claim(obj, _objects(api, STORAGECLASSES, None))
-    elif res.group == INGRESSCLASSES.group and res.kind == "Ingress":
-        networking.admit_ingress(obj, _objects(api, INGRESSCLASSES, None))
-    return obj
+    """The mutating plugins on a create (the kind's strategy knows which apply): ``obj`` itself when none
+    applies, else a changed copy."""
+    return strategy_for(res).mutating_admission(api, obj, namespace)
 
 
 def validate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None, *, old: Obj | None = None,
              create: bool) -> QuotaChanges:
     """The validating plugins on a create, or an update of the main resource over ``old``; raises the first
     refusal, returns the quota usage the write adds."""
-    if res.group == PRIORITYCLASSES.group and res.kind == PRIORITYCLASSES.kind:
-        priority.admit_class(obj, _objects(api, PRIORITYCLASSES, None))
+    strategy_for(res).validating_admission(api, obj)
     if not res.namespaced or not namespace or (not create and old is None):
         return []
     name = str(obj["metadata"].get("name") or "")
     if create:
-        limitranger.admit(res, obj, name, _objects(api, LIMITRANGES, namespace))
+        limitranger.admit(res, obj, name, stored_objects(api, LIMITRANGES, namespace))
     elif not quota.handles_update(res):
         return []
-    return quota.check(res, obj, name, _objects(api, RESOURCEQUOTAS, namespace), None if create else old)
+    return quota.check(res, obj, name, stored_objects(api, RESOURCEQUOTAS, namespace), None if create else old)
 
 
 def record_quota_usage(api: ApiServer, changes: QuotaChanges) -> None:

@@ -178,7 +178,8 @@ def _client_config(config: Mapping[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def _webhooks(obj: Mapping[str, Any], old: Mapping[str, Any] | None, mutating: bool) -> list[FieldError]:
+def webhook_configuration_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+                                 mutating: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     names: set[str] = set()
     for i, raw in enumerate(obj.get("webhooks") or ()):
@@ -245,7 +246,7 @@ def _match_resources(match: Mapping[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def _policy(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def policy_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     failure = spec.get("failurePolicy")
@@ -277,7 +278,7 @@ def _policy(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Field
     return errs
 
 
-def _binding(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def policy_binding_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     if not spec.get("policyName"):
@@ -308,9 +309,3 @@ def _binding(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fiel
     return errs
 
 
-RULES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[FieldError]]] = {
-    "ValidatingWebhookConfiguration": lambda obj, old: _webhooks(obj, old, mutating=False),
-    "MutatingWebhookConfiguration": lambda obj, old: _webhooks(obj, old, mutating=True),
-    "ValidatingAdmissionPolicy": _policy,
-    "ValidatingAdmissionPolicyBinding": _binding,
-}

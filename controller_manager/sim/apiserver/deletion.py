@@ -2,19 +2,20 @@
 
 Guarantees:
 - Preconditions (uid, resourceVersion) that do not match are a 409 Conflict with upstream's message.
-- Pods delete gracefully: a pod bound to a node gets ``deletionTimestamp`` (now + grace) and
-  ``deletionGracePeriodSeconds`` and stays until deleted again with grace 0 (its kubelet does this); an
-  unbound or terminated pod, or ``gracePeriodSeconds=0``, goes at once. A later delete may only shorten
-  the grace period. The first graceful mark bumps ``generation``.
+- Kinds whose strategy says so delete gracefully (Pods, :mod:`registry.core`): a pod bound to a node gets
+  ``deletionTimestamp`` (now + grace) and ``deletionGracePeriodSeconds`` and stays until deleted again with
+  grace 0 (its kubelet does this); an unbound or terminated pod, or ``gracePeriodSeconds=0``, goes at once.
+  A later delete may only shorten the grace period. The first graceful mark bumps ``generation``.
 - An object with finalizers is only marked (``deletionTimestamp`` now, ``deletionGracePeriodSeconds`` 0,
   generation bumped) and is removed by the update that clears its last finalizer.
 - ``propagationPolicy`` Foreground adds ``foregroundDeletion``, Orphan (or ``orphanDependents``) adds
   ``orphan``, Background removes both; with no policy the object's existing finalizers decide, else the
   default (Background for every served version).
-- Namespaces: the first delete moves them to ``Terminating``; they go once ``spec.finalizers`` is empty
-  (``/finalize``). ``default``, ``kube-system`` and ``kube-public`` may not be deleted.
-- The result is the object (pods, namespaces, services, claims, or any object still present) or a
-  Success Status naming the deleted object.
+- Namespaces (their strategy calls :func:`delete_namespace`): the first delete moves them to ``Terminating``;
+  they go once ``spec.finalizers`` is empty (``/finalize``). ``default``, ``kube-system`` and
+  ``kube-public`` may not be deleted.
+- The result is the object (kinds whose strategy returns deleted objects: pods, namespaces, services,
+  claims, volumes; or any object still present) or a Success Status naming the deleted object.
 """
 
 from __future__ import annotations
@@ -26,14 +27,13 @@ from controller_manager.api.meta import format_time, parse_time
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.objects import Obj, Stored
+from controller_manager.sim.apiserver.registry import strategy_for
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
-_RETURNS_DELETED_OBJECT = frozenset({"Pod", "Namespace", "Service", "PersistentVolumeClaim", "PersistentVolume"})
-_IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
 
 @dataclass
@@ -53,12 +53,10 @@ def delete(api: ApiServer, res: Resource, namespace: str | None, name: str, opti
     if options.orphan_dependents is not None and options.propagation_policy:
         raise _invalid_options("propagationPolicy", options.propagation_policy,
                                "orphanDependents and deletionPropagation cannot be both set")
-    if res.kind == "Namespace" and name in _IMMORTAL:
-        raise errors.forbidden(res.group, res.plural, name, "this namespace may not be deleted")
+    kind = strategy_for(res)
+    kind.check_delete(res, name)
     existing = api.get_stored(res, namespace, name)
-    if res.kind == "Namespace":
-        return _delete_namespace(api, res, existing, options)
-    return _delete(api, res, existing, options)
+    return kind.delete(api, res, existing, options)
 
 
 def _invalid_options(field_name: str, value: Any, why: str) -> errors.StatusError:
@@ -110,7 +108,8 @@ def _graceful(api: ApiServer, res: Resource, obj: Obj, options: DeleteOptions) -
     grace = options.grace_period_seconds
     if grace is not None and grace < 0:
         grace = 1
-    if res.kind != "Pod":
+    kind = strategy_for(res)
+    if not kind.graceful_delete:
         return False, False, obj
     if meta.get("deletionTimestamp"):
         current = meta.get("deletionGracePeriodSeconds")
@@ -122,11 +121,7 @@ def _graceful(api: ApiServer, res: Resource, obj: Obj, options: DeleteOptions) -
         meta["deletionTimestamp"] = format_time(ts - current + grace)
         meta["deletionGracePeriodSeconds"] = grace
         return True, False, {**obj, "metadata": meta}
-    # podStrategy.CheckGracefulDelete
-    spec = obj.get("spec") or {}
-    period = grace if grace is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
-    if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        period = 0
+    period = kind.grace_period(obj, grace)
     meta["deletionTimestamp"] = format_time(api.clock.now() + period)
     meta["deletionGracePeriodSeconds"] = period
     if meta.get("generation"):
@@ -147,14 +142,14 @@ def _mark_as_deleting(api: ApiServer, obj: Obj) -> Obj:
 
 
 def _finalize(res: Resource, stored: Stored) -> Stored | Obj:
-    if res.kind in _RETURNS_DELETED_OBJECT:
+    if strategy_for(res).returns_deleted_object:
         return stored
     meta = stored.obj["metadata"]
     return errors.success(200, errors.details(name=meta.get("name", ""), group=res.group, kind=res.plural,
                                               uid=meta.get("uid", "")))
 
 
-def _delete(api: ApiServer, res: Resource, existing: Stored, options: DeleteOptions) -> Stored | Obj:
+def delete_object(api: ApiServer, res: Resource, existing: Stored, options: DeleteOptions) -> Stored | Obj:
     store = api.store(res)
     _check_preconditions(res, existing.obj["metadata"], options.preconditions)
     graceful, pending, obj = _graceful(api, res, existing.obj, options)
@@ -180,7 +175,7 @@ def _delete(api: ApiServer, res: Resource, existing: Stored, options: DeleteOpti
     return _finalize(res, api._remove(store, existing.key, False))
 
 
-def _delete_namespace(api: ApiServer, res: Resource, existing: Stored, options: DeleteOptions) -> Stored | Obj:
+def delete_namespace(api: ApiServer, res: Resource, existing: Stored, options: DeleteOptions) -> Stored | Obj:
     meta = existing.obj["metadata"]
     uid = options.preconditions.get("uid")
     if uid is not None and uid != meta.get("uid"):
@@ -204,7 +199,7 @@ def _delete_namespace(api: ApiServer, res: Resource, existing: Stored, options: 
                            options.dry_run)
     if (existing.obj.get("spec") or {}).get("finalizers"):
         return existing
-    return _delete(api, res, existing, options)
+    return delete_object(api, res, existing, options)
 
 
 def _should_have(options: DeleteOptions, have: bool, policy: str) -> bool:

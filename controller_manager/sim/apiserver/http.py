@@ -31,13 +31,11 @@ from aiohttp import web
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     auth,
-    certificates,
     codec,
     compression,
     discovery,
     errors,
     fieldmanager,
-    metrics_api,
     openapi,
     protowire,
     request_options,
@@ -50,6 +48,7 @@ from controller_manager.sim.apiserver.auth import noderestriction
 from controller_manager.sim.apiserver.crd import list_kind
 from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
+from controller_manager.sim.apiserver.registry import strategy_for
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
 from controller_manager.sim.apiserver.watch import Watcher
@@ -201,8 +200,8 @@ class _Handlers:
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
-        if res.group == metrics_api.GROUP:  # computed from the simulated usage, not stored
-            return self._resource_metrics(request, res, info, ns or None)
+        if strategy_for(res).computed:  # (metrics.k8s.io) computed on each read, not stored
+            return self._computed(request, res, info, ns or None)
         if info.verb in ("watch", "list"):
             opts = request_options.list_options(request.query, watch=info.verb == "watch")
             if info.verb == "watch":
@@ -212,15 +211,12 @@ class _Handlers:
             return self._list(request, res, ns or None, accept)
         return await self._object(request, res, info, ns or None, accept)
 
-    def _resource_metrics(self, request: web.Request, res: Resource, info: RequestInfo,
-                          namespace: str | None) -> web.Response:
+    def _computed(self, request: web.Request, res: Resource, info: RequestInfo,
+                  namespace: str | None) -> web.Response:
         if info.subresource:
             raise errors.path_not_found()
-        if info.verb == "get":
-            return _response(encode(metrics_api.get(self.api, res, namespace, info.name)))
-        q = request.query
-        return _response(encode(metrics_api.list_metrics(self.api, res, namespace, q.get("labelSelector"),
-                                                         q.get("fieldSelector"))))
+        return _response(encode(strategy_for(res).read(self.api, res, info.verb, namespace, info.name,
+                                                       request.query)))
 
     # --- non-resource paths -----------------------------------------------------------------------
 
@@ -415,34 +411,30 @@ class _Handlers:
                                           include_object=q.get("includeObject", "Metadata")))
             return _response(raw)
         if verb == "create":
+            kind = strategy_for(res)
             # A create or update body is decoded into its kind straight from its bytes (quantities read
             # their numbers' text); the review kinds and subresources take theirs elsewhere.
-            typed_body = sub is None and res.kind not in auth.REVIEW_KINDS
+            typed_body = sub is None and kind.decodes_body
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""),
                                     number_texts=typed_body)
-            if res.kind in auth.REVIEW_KINDS and res.group in ("authentication.k8s.io", "authorization.k8s.io"):
-                return _response(encode(self.auth.review(res.kind, body, request[_USER], namespace or "")), 201)
-            if sub == "token" and res.kind == "ServiceAccount" and namespace:
-                self._restrict(request, res, "CREATE", sub, namespace, name, body if isinstance(body, dict) else {})
-                return _response(encode(self.auth.token_request(namespace, name, body)), 201)
+            if sub is not None and sub not in ("binding", "eviction") and isinstance(body, dict):
+                self._restrict(request, res, "CREATE", sub, namespace or "", name, body)  # (a node's TokenRequest)
             hooked: list[str] = []
             if sub in ("binding", "eviction") and namespace and isinstance(body, dict):
                 self._restrict(request, res, "CREATE", sub, namespace, name, body)
                 body, hooked = await self._admitted_subresource(request, res, info, namespace, body, None, dry_run,
                                                                 manager)
-            if sub == "binding" and namespace:
-                return _with_warnings(_response(encode(subresources.bind(api, namespace, name, body, dry_run=dry_run)),
-                                                201), hooked)
-            if sub == "eviction" and namespace:
-                return _with_warnings(_response(encode(subresources.evict(api, namespace, name, body,
-                                                                          dry_run=dry_run)), 201), hooked)
+            # Reviews, TokenRequests, bindings and evictions: answered by the kind, the body never stored.
+            answer = kind.answer_create(api, res, sub, namespace, name, body, request[_USER], dry_run)
+            if answer is not None:
+                return _with_warnings(_response(encode(answer), 201), hooked)
             if sub is not None or name:
                 raise errors.method_not_allowed()
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
             decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
-            if res.kind == "CertificateSigningRequest" and isinstance(decoded.obj, dict):
-                decoded.obj = certificates.with_requester(decoded.obj, request[_USER].as_user_info())
+            if isinstance(decoded.obj, dict):
+                decoded.obj = kind.on_create_request(decoded.obj, request[_USER])
             self._restrict(request, res, "CREATE", "", namespace or "",
                            str((decoded.obj.get("metadata") or {}).get("name") or "")
                            if isinstance(decoded.obj, dict) else "", decoded.obj)
@@ -570,7 +562,7 @@ class _Handlers:
                         dry_run: bool, manager: str, write: Callable[[bool], Obj]) -> tuple[Obj, list[str]]:
         """``write(dry)`` run with the admission webhooks that apply; the object and the webhooks' warnings."""
         # A Namespace's own path names it as the request's namespace too (RequestInfo), as webhooks are told.
-        ns = info.namespace if res.group == "" and res.plural == "namespaces" else namespace or ""
+        ns = info.namespace if strategy_for(res).names_own_namespace else namespace or ""
         attrs = webhooks.Attributes(res, info.subresource, ns, info.name, request[_USER].as_user_info(), dry_run,
                                     manager)
         return await webhooks.admit_write(self.api, attrs, write), attrs.warnings
@@ -626,7 +618,7 @@ class _Handlers:
         except errors.StatusError:
             return []
         self._restrict(request, res, "DELETE", "", namespace or "", name, None, current)
-        ns = name if res.group == "" and res.plural == "namespaces" else namespace or ""
+        ns = name if strategy_for(res).names_own_namespace else namespace or ""  # (as in _admitted)
         attrs = webhooks.Attributes(res, "", ns, name, request[_USER].as_user_info(), dry_run)
         await webhooks.admit_delete(self.api, attrs, current)
         return attrs.warnings

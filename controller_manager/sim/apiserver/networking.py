@@ -89,7 +89,7 @@ def _backend(backend: Mapping[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
-def _ingress(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def ingress_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     rules = spec.get("rules") or []
@@ -125,7 +125,7 @@ def _ingress(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fiel
     return errs
 
 
-def _ingress_class(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def ingress_class_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     controller = _dict(obj.get("spec")).get("controller")
     errs: list[FieldError] = []
     if not controller:
@@ -135,7 +135,7 @@ def _ingress_class(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
     return errs
 
 
-def _network_policy(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def network_policy_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     types = list(spec.get("policyTypes") or ())
@@ -160,13 +160,6 @@ def _network_policy(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> li
                     elif isinstance(end, int) and end < port["port"]:
                         errs.append(invalid(f"{path}.endPort", end, "must be greater than or equal to `port`"))
     return errs
-
-
-RULES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[FieldError]]] = {
-    "Ingress": _ingress,
-    "IngressClass": _ingress_class,
-    "NetworkPolicy": _network_policy,
-}
 
 
 # --- admission ------------------------------------------------------------------------------------------

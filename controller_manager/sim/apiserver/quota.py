@@ -38,7 +38,6 @@ from controller_manager.sim.apiserver.resource_lists import (
     parse_list,
     subtract,
 )
-from controller_manager.sim.apiserver.strategy import pod_qos
 
 Obj = dict[str, Any]
 
@@ -332,3 +331,25 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | 
                                    f"used: {_pretty(mask(used, exceeded))}, limited: {_pretty(mask(hard, exceeded))}")
         changes.append((quota, new_used))
     return changes
+
+
+def pod_qos(pod: Mapping[str, Any]) -> str:
+    """v1.PodQOSClass as ``qos.GetPodQOS`` computes it from cpu/memory requests and limits."""
+    containers = list((pod.get("spec") or {}).get("containers") or [])
+    containers += list((pod.get("spec") or {}).get("initContainers") or [])
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        resources = c.get("resources") or {}
+        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in ("cpu", "memory")}
+        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")}
+        if requests or limits:
+            any_set = True
+        if set(limits) != {"cpu", "memory"}:
+            guaranteed = False
+        for name, value in requests.items():
+            if str(limits.get(name)) != str(value):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

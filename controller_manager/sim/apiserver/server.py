@@ -7,8 +7,9 @@ Guarantees:
 - Create fills uid, creationTimestamp, generation and a generateName suffix; refuses existing names
   (409 AlreadyExists), missing namespaces (404) and namespaces being terminated (403).
 - Update with a stale resourceVersion is a 409 Conflict; without one it is unconditional. Status and
-  spec are each only written through their own endpoint (see :mod:`strategy`). An update that
-  removes the last finalizer of an object marked for deletion deletes it.
+  spec are each only written through their own endpoint. An update that removes the last finalizer of an
+  object marked for deletion deletes it.
+- Every kind-dependent step is the kind's strategy's (:mod:`registry`): this module holds no kind.
 - Deletion follows ``registry.Store.Delete`` (see :mod:`deletion`); ``dry_run`` runs every check and
   stores nothing.
 - The in-process calls are the same code the HTTP face uses. Single objects returned are private
@@ -32,39 +33,32 @@ import controller_manager.sim.apiserver.validation_errors as validation_errors
 from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
-from controller_manager.api.resources import BUILTIN, EVENTS, NAMESPACES, PRIORITYCLASSES, Resource
+from controller_manager.api.resources import BUILTIN, NAMESPACES, PRIORITYCLASSES, Resource
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import (
     admission,
     codec,
     errors,
-    events,
     fieldmanager,
     freshness,
-    kind_hooks,
     metrics_api,
-    node_ports,
     priority,
     schema,
     service_cidrs,
-    service_ips,
-    strategy,
     versions,
 )
-from controller_manager.sim.apiserver.auth import REVIEW_KINDS, Auth, bootstrap, serviceaccount_admission
-from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS, structural
+from controller_manager.sim.apiserver.auth import Auth, bootstrap
+from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS
 from controller_manager.sim.apiserver.crd.registry import CustomResources
-from controller_manager.sim.apiserver.crd.registry import view as crd_view
-from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.fieldsel import compile_selector
 from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
+from controller_manager.sim.apiserver.registry import Write, strategy_for
 from controller_manager.sim.apiserver.storage import ResourceStore
 from controller_manager.sim.apiserver.watch import View, Watcher, full_view
 
 # utilrand's alphabet: no vowels or look-alike characters, so generated names never spell words.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATE_ATTEMPTS = 8
-IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 
 PatchBody = bytes | str | dict[str, Any] | list[Any]
@@ -106,10 +100,6 @@ class ListResult:
     resource_version: int
     continue_token: str = ""
     remaining: int | None = None
-
-
-def is_events_v1(res: Resource) -> bool:
-    return res.kind == "Event" and res.group == "events.k8s.io"
 
 
 def random_suffix(n: int = 5) -> str:
@@ -194,10 +184,7 @@ class ApiServer:
 
     @staticmethod
     def _store_key(res: Resource) -> tuple[str, str]:
-        # Both Event APIs read and write one store, as upstream stores both in core/v1 form.
-        if res.kind == "Event" and res.group in ("", "events.k8s.io"):
-            return ("", "events")
-        return (res.group, res.plural)
+        return strategy_for(res).store_key(res)
 
     def lookup(self, group: str, version: str, plural: str) -> Resource | None:
         return self._by_gvr.get((group, version, plural))
@@ -244,12 +231,11 @@ class ApiServer:
         """How this resource's stored versions are shown to a client (full, events.k8s.io, metadata only)."""
         if metadata_only:
             return lambda s: s.view("partial", partial_metadata)
-        if is_events_v1(res):
-            return lambda s: s.view("events.k8s.io/v1", events.to_v1)
+        kind_view = strategy_for(res).view(res)
+        if kind_view is not None:
+            return kind_view
         if versions.storage_of(res) is not None:
             return lambda s: s.view(res.api_version, lambda obj: versions.from_storage(res, obj))
-        if isinstance(res, CustomResource):
-            return crd_view(res)
         return full_view
 
     def _out(self, res: Resource, stored: Stored) -> Obj:
@@ -277,9 +263,7 @@ class ApiServer:
         stored = Stored(key, {**obj, "metadata": meta}, rv)
         if not dry_run:
             store.put(stored)
-            self.crds.written(store.resource, stored.obj)
-            if self.auth is not None:
-                self.auth.after_write(store.resource.kind, store.resource.group)
+            strategy_for(store.resource).after_write(self, store.resource, stored.obj)
         return stored
 
     def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
@@ -287,18 +271,14 @@ class ApiServer:
         if dry_run:
             return existing
         removed = store.remove(key, self._next_rv()).new
-        self.crds.removed(store.resource, removed.obj)
-        if store.resource.kind == "Service" and store.resource.group == "":
-            service_cidrs.after_service_removed(self, removed.obj)
-        if self.auth is not None:
-            self.auth.after_write(store.resource.kind, store.resource.group)
+        strategy_for(store.resource).after_remove(self, store.resource, removed.obj)
         return removed
 
     # --- admission ----------------------------------------------------------------------------------
 
     def admit_namespace(self, res: Resource, namespace: str | None, name: str, *, create: bool) -> None:
         """NamespaceLifecycle: no writes into missing namespaces, no creates into terminating ones."""
-        if not res.namespaced or res.kind in REVIEW_KINDS or not namespace:
+        if not res.namespaced or not strategy_for(res).namespace_lifecycle or not namespace:
             return
         ns = self.store(NAMESPACES).get(namespace)
         if ns is None:
@@ -324,17 +304,6 @@ class ApiServer:
             raise errors.bad_request("metadata must be an object")
         return {"kind": kind, "apiVersion": api_version, "metadata": dict(meta or {}),
                 **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")}}
-
-    def _validate(self, res: Resource, obj: Obj, old: Obj | None, subresource: str | None = None) -> None:
-        errs = self.crds.validate(res, obj, old, subresource)
-        if errs is None:
-            # A /status write keeps the stored spec: its strategy checks metadata and status, never spec rules.
-            status_only = "status" if subresource == "status" else None
-            errs = validation.validate(res, obj, old, subresource=status_only) \
-                + validation.validate_status(res, obj, old, subresource) + structural.validate_object(res, obj)
-            errs += structural.validate_rules(res, obj, old, errs)
-        if errs:
-            raise errors.StatusError(validation.invalid_status(res, obj["metadata"].get("name", ""), errs))
 
     # --- verbs -----------------------------------------------------------------------------------------
 
@@ -379,28 +348,14 @@ class ApiServer:
         # mutating admission adds: upstream records managedFields before admission runs).
         defaulted = obj
         obj = admission.mutate(self, res, obj, namespace)
-        if res.kind == "Pod" and res.group == "" and self.options.service_account_admission and namespace \
-                and self.store(NAMESPACES).get(namespace) is not None:
-            obj = serviceaccount_admission.admit(self, obj, namespace, random_suffix)
         if self.webhook_point is not None:
             obj = self.webhook_point.mutating(res, obj, None, res)
-        if res.kind == "Job" and res.group == "batch":
-            obj = defaults.job_selector_defaults(obj, obj["metadata"]["uid"])
-        if res.kind == "Service" and res.group == "":
-            in_use = ((s.obj.get("spec") or {}).get("clusterIP") for s in store.iter_from(None))
-            held = service_cidrs.allocated(self)  # (an IPAddress a user made holds its address too)
-            obj = service_ips.assign(obj, [*(ip for ip in in_use if isinstance(ip, str)), *held])
-            obj = node_ports.assign(obj, None, node_ports.in_use(s.obj for s in store.iter_from(None)))
-        stored_res = res
-        if is_events_v1(res):
-            self._validate(res, obj, None)
-            obj = strategy.prepare_for_create(EVENTS, events.to_core(obj))
-            stored_res = EVENTS
-        else:
-            obj = self.crds.prepare_create(res, strategy.prepare_for_create(res, obj))
-            obj = kind_hooks.before_create(res, obj, format_time(self.clock.now()))
-            self._validate(res, obj, None)
-        self.crds.admit(res, "create")
+        kind = strategy_for(res)
+        write = Write(self, res, namespace)
+        obj = kind.before_create(write, obj)
+        obj = kind.create_steps(write, obj)  # PrepareForCreate and validation
+        stored_res = kind.storage(res)
+        kind.admit_create(write)
         self.admit_namespace(res, namespace, obj["metadata"]["name"], create=True)
         if self.webhook_point is not None:
             self.webhook_point.validating(stored_res, obj, None, stored_res)
@@ -417,8 +372,7 @@ class ApiServer:
                 created = self._commit(store, key, {**obj, "metadata": meta}, dry_run, normalized=True)
                 if not dry_run:
                     admission.record_quota_usage(self, quota_usage)
-                    if res.kind == "Service" and res.group == "":
-                        service_cidrs.after_service_created(self, created.obj)
+                    kind.after_create(self, created.obj)
                 return self._out(res, created)
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}
@@ -533,35 +487,27 @@ class ApiServer:
         namespace = _request_namespace(res, meta, namespace)
         meta["name"] = name
         existing = store.get(self.key(res, namespace, name))
+        kind = strategy_for(res)
         if existing is None:
-            if subresource is None and strategy.allows_create_on_update(res):
+            if subresource is None and kind.allow_create_on_update:
                 return self._create_on_update(res, obj, namespace, dry_run, field_manager)
             raise errors.not_found(res.group, res.plural, name)
         new_rv = meta.get("resourceVersion")
         if new_rv and str(new_rv) != str(existing.rv):
             raise errors.conflict(res.group, res.plural, name)
-        if not new_rv and not strategy.allows_unconditional_update(res):
+        if not new_rv and not kind.allow_unconditional_update:
             # The generic store names the resource where the kind would go (leases.coordination.k8s.io).
             raise errors.StatusError(validation.invalid_status(
                 (res.group, res.plural), name,
                 [validation_errors.invalid("metadata.resourceVersion", 0, "must be specified for an update")]))
         obj = defaults.apply_defaults(res, obj)
-        stored_res = res
         old = existing.obj
+        stored_res = kind.storage(res)
         if self.webhook_point is not None:
-            obj = self.webhook_point.mutating(res, obj, old, EVENTS if is_events_v1(res) else res)
-        if res.kind == "Service" and res.group == "" and subresource is None:
-            others = (s.obj for s in store.iter_from(None) if s.key != existing.key)
-            obj = node_ports.assign(obj, old, node_ports.in_use(others))
-        if is_events_v1(res):
-            self._validate(res, obj, events.to_v1(old))
-            new = strategy.prepare_for_update(EVENTS, events.to_core(obj), old, subresource)
-            stored_res = EVENTS
-        else:
-            new = self.crds.prepare_update(res, strategy.prepare_for_update(res, obj, old, subresource), old,
-                                           subresource)
-            new = kind_hooks.before_update(res, new, old, subresource, format_time(self.clock.now()))
-            self._validate(res, new, old, subresource)
+            obj = self.webhook_point.mutating(res, obj, old, stored_res)
+        write = Write(self, res, namespace, subresource, existing.key)
+        obj = kind.before_update(write, obj, old)
+        new = kind.update_steps(write, obj, old)  # PrepareForUpdate and validation
         self.admit_namespace(res, namespace, name, create=False)
         if self.webhook_point is not None:
             self.webhook_point.validating(stored_res, new, old, stored_res)
@@ -618,7 +564,7 @@ class ApiServer:
         old_meta = existing.obj["metadata"]
         if (not new["metadata"].get("finalizers") and old_meta.get("deletionTimestamp")
                 and not old_meta.get("deletionGracePeriodSeconds")
-                and (res.kind != "Namespace" or not (new.get("spec") or {}).get("finalizers"))):
+                and not strategy_for(res).holds_removal(new)):
             self._remove(store, existing.key, dry_run)
             return Stored(existing.key, new, existing.rv)
         return self._commit(store, existing.key, new, dry_run, normalized=True)
@@ -637,7 +583,7 @@ class ApiServer:
         if patch_type == "apply":
             if not isinstance(patch, bytes | str):
                 patch = json.dumps(patch)
-            if subresource == "scale" and not isinstance(res, CustomResource):
+            if subresource == "scale" and strategy_for(res).go_type:  # (a custom resource's Scale has none)
                 subresources.get_scale(self, res, namespace, name)  # 404 for kinds without /scale
                 return apply.apply_scale(self, res, namespace, name, patch, manager=field_manager or "",
                                          force=force, dry_run=dry_run)
@@ -646,7 +592,7 @@ class ApiServer:
         if subresource == "scale":
             return subresources.patch_scale(self, res, namespace, name, patch, patch_type, dry_run=dry_run,
                                             field_manager=field_manager)
-        if patch_type == "strategic" and isinstance(res, CustomResource):  # no Go struct to read patch tags from
+        if patch_type == "strategic" and not strategy_for(res).go_type:  # no Go struct to read patch tags from
             raise errors.unsupported_media_type(("application/json-patch+json", "application/merge-patch+json",
                                                  "application/apply-patch+yaml"))
         existing = self.get_stored(res, namespace if res.namespaced else None, name)
@@ -655,7 +601,7 @@ class ApiServer:
             # Left out of the copy the patch works on; the update then starts from the stored ones.
             original = fieldmanager.updater.without_managed_fields(original)
         # A patch's numbers reach the typed decode as json-patch leaves them (their text), for built-in kinds.
-        texts = decode is not None and isinstance(patch, bytes | str) and not isinstance(res, CustomResource) \
+        texts = decode is not None and isinstance(patch, bytes | str) and strategy_for(res).go_type \
             and schema.kind(res.api_version, res.kind) is not None
         try:
             patched = patching.apply_patch(original, patch, patch_type, res.kind,
@@ -682,9 +628,10 @@ class ApiServer:
 
         options = deletion.DeleteOptions(grace_period_seconds, propagation_policy, orphan_dependents,
                                          dict(preconditions or {}), dry_run)
-        self.crds.before_delete(res, name, dry_run)
+        kind = strategy_for(res)
+        kind.before_delete(self, res, name, dry_run)
         result = deletion.delete(self, res, namespace if res.namespaced else None, name, options)
-        self.crds.after_delete(res, name, dry_run)
+        kind.after_delete(self, res, name, dry_run)
         return result if isinstance(result, dict) else self._out(res, result)
 
     def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None = None,

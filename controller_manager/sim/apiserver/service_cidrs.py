@@ -18,7 +18,7 @@ Guarantees:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.resources import IPADDRESSES, SERVICECIDRS, Resource
@@ -145,7 +145,7 @@ def _service_cidr_create(cidrs: list[Any]) -> list[FieldError]:
     return errs
 
 
-def _service_cidr(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def service_cidr_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     cidrs = list(_dict(obj.get("spec")).get("cidrs") or ())
     if old is None:
         return _service_cidr_create(cidrs)
@@ -170,7 +170,7 @@ def ip_address_name(name: str, prefix: bool) -> list[str]:
     return []
 
 
-def _ip_address(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def ip_address_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     ref = _dict(obj.get("spec")).get("parentRef")
     if old is not None:
         before = _dict(old.get("spec")).get("parentRef")
@@ -194,7 +194,3 @@ def _ref_repr(ref: Any) -> str:
                    sort_keys=False)
 
 
-RULES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[FieldError]]] = {
-    "ServiceCIDR": _service_cidr,
-    "IPAddress": _ip_address,
-}

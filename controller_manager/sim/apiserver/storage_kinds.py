@@ -39,7 +39,6 @@ from controller_manager.sim.apiserver.validation_errors import (
 )
 
 Obj = dict[str, Any]
-Rule = Callable[[Mapping[str, Any], Mapping[str, Any] | None], list[FieldError]]
 
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 _ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
@@ -108,7 +107,7 @@ def _access_modes(modes: Any, path: str, detail: str = "") -> list[FieldError]:
     return [not_supported(path, m, _ACCESS_MODES) for m in modes if m not in _ACCESS_MODES]
 
 
-def _pv(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def persistent_volume_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs = _access_modes(spec.get("accessModes"), "spec.accessModes")
     capacity = _dict(spec.get("capacity"))
@@ -156,7 +155,7 @@ def prepare_pv(new: Obj, old: Obj | None, now: str) -> Obj:
 _PVC_MUTABLE = ("resources", "volumeName", "volumeAttributesClassName")
 
 
-def _pvc(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def persistent_volume_claim_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs = _access_modes(spec.get("accessModes"), "spec.accessModes", "at least 1 access mode is required")
     requests = parse_list(_dict(_dict(spec.get("resources")).get("requests")))
@@ -191,7 +190,7 @@ def admit_claim(pvc: Obj, classes: Iterable[Mapping[str, Any]]) -> None:
 
 # --- storage.k8s.io -----------------------------------------------------------------------------------------
 
-def _storage_class(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def storage_class_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     errs: list[FieldError] = []
     if not obj.get("provisioner"):
         errs.append(required("provisioner"))
@@ -220,7 +219,7 @@ def _storage_class(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
     return errs
 
 
-def _volume_attachment(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def volume_attachment_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     if not spec.get("attacher"):
@@ -235,7 +234,7 @@ def _volume_attachment(obj: Mapping[str, Any], old: Mapping[str, Any] | None) ->
     return errs
 
 
-def _csi_driver(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def csi_driver_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     policy = spec.get("fsGroupPolicy")
@@ -249,7 +248,7 @@ def _csi_driver(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[F
     return errs
 
 
-def _csi_node(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def csi_node_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     errs: list[FieldError] = []
     seen: set[str] = set()
     for i, driver in enumerate(_dict(obj.get("spec")).get("drivers") or ()):
@@ -266,16 +265,6 @@ def _csi_node(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fie
         if isinstance(count, int) and count < 0:
             errs.append(invalid(f"spec.drivers[{i}].allocatable.count", count, "must be greater than or equal to 0"))
     return errs
-
-
-RULES: dict[str, Rule] = {
-    "PersistentVolume": _pv,
-    "PersistentVolumeClaim": _pvc,
-    "StorageClass": _storage_class,
-    "VolumeAttachment": _volume_attachment,
-    "CSIDriver": _csi_driver,
-    "CSINode": _csi_node,
-}
 
 
 def _attachment_spec_repr(spec: Mapping[str, Any]) -> GoRepr:

@@ -1,7 +1,8 @@
 """Subresources with their own shapes: ``/scale``, ``pods/binding`` and ``pods/eviction``.
 
 Guarantees:
-- ``/scale`` (deployments, replicasets, statefulsets) reads and writes an autoscaling/v1 Scale:
+- ``/scale`` (kinds whose strategy serves it: deployments, replicasets, statefulsets, replication controllers,
+  custom resources with a scale subresource) reads and writes an autoscaling/v1 Scale:
   ``spec.replicas``, ``status.replicas`` and ``status.selector`` (the selector's string form). A write
   changes only ``spec.replicas`` of the owner, through the normal update (generation bumps, conflicts on
   a stale resourceVersion).
@@ -22,48 +23,25 @@ from controller_manager.api import selectors
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import PODDISRUPTIONBUDGETS, PODS, Resource
 from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.crd import scale as crd_scale
-from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.deletion import DeleteOptions, delete
 from controller_manager.sim.apiserver.fieldmanager.typed import MISSING
 from controller_manager.sim.apiserver.objects import Obj
+from controller_manager.sim.apiserver.registry import strategy_for
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
-SCALE_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"})
 EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
 
 
-def _scale_of(res: Resource, obj: Obj) -> Obj:
-    if isinstance(res, CustomResource):
-        return crd_scale.scale_of(res, obj)
-    meta = obj["metadata"]
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    sel = spec.get("selector")
-    if res.kind == "ReplicationController":
-        selector = str(selectors.from_set(sel or {}))
-    else:
-        try:
-            selector = str(selectors.from_label_selector(sel)) if sel is not None else ""
-        except selectors.InvalidSelector:
-            selector = ""
-    scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                  if k in meta}
-    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-            "spec": {"replicas": int(spec.get("replicas", 1) or 0)},
-            "status": {"replicas": int(status.get("replicas") or 0), "selector": selector}}
-
-
 def _check_scale_kind(res: Resource) -> None:
-    if (res.kind not in SCALE_KINDS and not isinstance(res, CustomResource)) or "scale" not in res.subresources:
+    if not strategy_for(res).has_scale or "scale" not in res.subresources:
         raise errors.path_not_found()
 
 
 def get_scale(api: ApiServer, res: Resource, namespace: str | None, name: str) -> Obj:
     _check_scale_kind(res)
-    return _scale_of(res, api.get_stored(res, namespace, name).obj)
+    return strategy_for(res).scale_of(res, api.get_stored(res, namespace, name).obj)
 
 
 def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, scale: Any, *,
@@ -85,14 +63,10 @@ def update_scale(api: ApiServer, res: Resource, namespace: str | None, name: str
     rv = meta.get("resourceVersion")
     if rv and str(rv) != str(existing.rv):
         raise errors.conflict(res.group, res.plural, name)
-    obj = existing.obj
-    if isinstance(res, CustomResource):
-        updated = crd_scale.with_replicas(res, obj, replicas)
-    else:
-        updated = {**obj, "spec": {**(obj.get("spec") or {}), "replicas": replicas}}
+    updated = strategy_for(res).with_replicas(res, existing.obj, replicas)
     result = api.update(res, updated, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
                         manager_subresource="scale", managed_fields=managed_fields)
-    return _scale_of(res, result)
+    return strategy_for(res).scale_of(res, result)
 
 
 def patch_scale(api: ApiServer, res: Resource, namespace: str | None, name: str, patch: Any, patch_type: str, *,

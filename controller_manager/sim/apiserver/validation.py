@@ -2,14 +2,15 @@
 
 ``validate(resource, obj, old)`` returns the :class:`FieldError` list (empty when valid) for a
 create (``old`` None) or an update; ``invalid_status(resource, name, errors)`` turns it into the 422
-Status the real server answers with. Rules per kind live in :mod:`validation_pods` (metadata,
-pods, pod templates) and :mod:`validation_workloads` (apps and batch); the smaller kinds (Node,
-Namespace, Service, Lease, PDB, RBAC roles' rules, EndpointSlice addresses) are here. Kinds without rules
-get the metadata checks only.
+Status the real server answers with. Each kind's strategy (:mod:`registry`) names its name rule and
+its rules: those of pods, pod templates and metadata live in :mod:`validation_pods`, apps and batch in
+:mod:`validation_workloads`, the smaller kinds (Node, Namespace, Service, Lease, PDB, RBAC roles' rules,
+EndpointSlice addresses) here, others beside their kind's defaults. Kinds without rules get the metadata
+checks only.
 
-A ``/status`` update (``subresource="status"``) checks metadata, and for Pods the status itself
-(:mod:`validation_pod_status`): status strategies keep the stored spec, so spec rules and spec
-immutability do not apply.
+A ``/status`` update (``subresource="status"``) checks metadata only here; a status strategy may check the
+status itself (Pods: :mod:`validation_pod_status`, named by their strategy): status strategies keep the stored
+spec, so spec rules and spec immutability do not apply.
 """
 
 from __future__ import annotations
@@ -19,17 +20,6 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
-from controller_manager.sim.apiserver import (
-    admission_registration,
-    certificates,
-    cluster_trust_bundles,
-    hpa,
-    limitranger,
-    networking,
-    priority,
-    service_cidrs,
-    storage_kinds,
-)
 from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -40,12 +30,8 @@ from controller_manager.sim.apiserver.validation_errors import (
     not_supported,
     required,
 )
-from controller_manager.sim.apiserver.validation_pod_status import validate_pod_status_update
 from controller_manager.sim.apiserver.validation_pods import (
     NameFn,
-    name_is_dns1035_label,
-    name_is_dns_label,
-    name_is_dns_subdomain,
     validate_labels,
     validate_object_meta,
     validate_object_meta_update,
@@ -56,17 +42,12 @@ from controller_manager.sim.apiserver.validation_pods import (
 from controller_manager.sim.apiserver.validation_workloads import (
     nonneg,
     validate_apps_update,
-    validate_cronjob,
-    validate_daemonset,
-    validate_deployment,
     validate_job,
     validate_job_update,
-    validate_replicaset,
     validate_replication_controller,
-    validate_statefulset,
 )
 
-__all__ = ["FieldError", "invalid_status", "validate", "validate_status"]
+__all__ = ["FieldError", "invalid_status", "validate"]
 
 Obj = Mapping[str, Any]
 
@@ -79,15 +60,6 @@ def name_is_path_segment(name: str, prefix: bool) -> list[str]:
     return errs
 
 
-_NAME_FNS: dict[str, NameFn] = {
-    "Namespace": name_is_dns_label,
-    "Service": name_is_dns1035_label,
-    "Role": name_is_path_segment,
-    "ClusterRole": name_is_path_segment,
-    "RoleBinding": name_is_path_segment,
-    "ClusterRoleBinding": name_is_path_segment,
-    "IPAddress": service_cidrs.ip_address_name,
-}
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -97,14 +69,14 @@ def _dict(value: Any) -> Obj:
     return value if isinstance(value, Mapping) else {}
 
 
-def _pod(obj: Obj, old: Obj | None) -> list[FieldError]:
+def pod_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs = validate_pod_spec(obj.get("spec"), "spec")
     if old is not None:
         errs.extend(validate_pod_update(obj.get("spec"), old.get("spec")))
     return errs
 
 
-def _node(obj: Obj, old: Obj | None) -> list[FieldError]:
+def node_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs: list[FieldError] = []
     seen: set[tuple[str, str]] = set()
     for i, taint in enumerate(_dict(obj.get("spec")).get("taints") or []):
@@ -123,7 +95,7 @@ def _node(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _namespace(obj: Obj, old: Obj | None) -> list[FieldError]:
+def namespace_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs: list[FieldError] = []
     for f in _dict(obj.get("spec")).get("finalizers") or []:
         msgs = is_label_key(str(f))
@@ -134,7 +106,7 @@ def _namespace(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _service(obj: Obj, old: Obj | None) -> list[FieldError]:
+def service_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     svc_type = spec.get("type")
@@ -164,7 +136,7 @@ def _service(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _lease(obj: Obj, old: Obj | None) -> list[FieldError]:
+def lease_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
     duration = spec.get("leaseDurationSeconds")
@@ -174,7 +146,7 @@ def _lease(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
+def pod_disruption_budget_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     """ValidatePodDisruptionBudgetSpec's checks on the two budgets."""
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
@@ -195,38 +167,36 @@ def _pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _policy_rules(namespaced: bool) -> Callable[[Obj, Obj | None], list[FieldError]]:
+def policy_rules_errors(obj: Obj, old: Obj | None, *, namespaced: bool) -> list[FieldError]:
     """ValidatePolicyRule for each of a Role's or ClusterRole's rules."""
-    def run(obj: Obj, old: Obj | None) -> list[FieldError]:
-        errs: list[FieldError] = []
-        rules = obj.get("rules")
-        for i, rule in enumerate(rules if isinstance(rules, list) else []):
-            rule = _dict(rule)
-            path = f"rules[{i}]"
-            if not rule.get("verbs"):
-                errs.append(required(f"{path}.verbs", "verbs must contain at least one value"))
-            urls = rule.get("nonResourceURLs")
-            if urls:
-                if namespaced:
-                    errs.append(invalid(f"{path}.nonResourceURLs", urls,
-                                        "namespaced rules cannot apply to non-resource URLs"))
-                if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
-                    errs.append(invalid(f"{path}.nonResourceURLs", urls,
-                                        "rules cannot apply to both regular resources and non-resource URLs"))
-                continue
-            if not rule.get("apiGroups"):
-                errs.append(required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
-            if not rule.get("resources"):
-                errs.append(required(f"{path}.resources", "resource rules must supply at least one resource"))
-        return errs
-    return run
+    errs: list[FieldError] = []
+    rules = obj.get("rules")
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        rule = _dict(rule)
+        path = f"rules[{i}]"
+        if not rule.get("verbs"):
+            errs.append(required(f"{path}.verbs", "verbs must contain at least one value"))
+        urls = rule.get("nonResourceURLs")
+        if urls:
+            if namespaced:
+                errs.append(invalid(f"{path}.nonResourceURLs", urls,
+                                    "namespaced rules cannot apply to non-resource URLs"))
+            if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+                errs.append(invalid(f"{path}.nonResourceURLs", urls,
+                                    "rules cannot apply to both regular resources and non-resource URLs"))
+            continue
+        if not rule.get("apiGroups"):
+            errs.append(required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
+        if not rule.get("resources"):
+            errs.append(required(f"{path}.resources", "resource rules must supply at least one resource"))
+    return errs
 
 
 _QUOTA_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
                  "CrossNamespacePodAffinity")
 
 
-def _resource_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
+def resource_quota_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     """ValidateResourceQuota's checks on the hard amounts and the scopes."""
     errs: list[FieldError] = []
     spec = _dict(obj.get("spec"))
@@ -248,7 +218,7 @@ def _resource_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
 _ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 
 
-def _endpoint_slice(obj: Obj, old: Obj | None) -> list[FieldError]:
+def endpoint_slice_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     """ValidateEndpointSlice's checks on the address type and each endpoint's addresses."""
     errs: list[FieldError] = []
     address_type = obj.get("addressType")
@@ -261,80 +231,40 @@ def _endpoint_slice(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errs
 
 
-def _apps(check: Callable[[Obj], list[FieldError]], kind: str) -> Callable[[Obj, Obj | None], list[FieldError]]:
-    def run(obj: Obj, old: Obj | None) -> list[FieldError]:
-        errs = check(obj)
-        if old is not None:
-            errs.extend(validate_apps_update(kind, obj, old))
-        return errs
-    return run
+def apps_errors(check: Callable[[Obj], list[FieldError]], kind: str, obj: Obj, old: Obj | None) -> list[FieldError]:
+    """An apps workload's ``check``, and on an update the apps kinds' immutable fields."""
+    errs = check(obj)
+    if old is not None:
+        errs.extend(validate_apps_update(kind, obj, old))
+    return errs
 
 
-def _job(obj: Obj, old: Obj | None) -> list[FieldError]:
+def job_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     errs = validate_job(obj)
     if old is not None:
         errs.extend(validate_job_update(obj, old))
     return errs
 
 
-def _replication_controller(obj: Obj, old: Obj | None) -> list[FieldError]:
+def replication_controller_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     return validate_replication_controller(obj)  # its selector may change, unlike the apps kinds'
 
 
-def _pod_template_kind(obj: Obj, old: Obj | None) -> list[FieldError]:
+def pod_template_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     return validate_pod_template(obj.get("template"), "template")
-
-
-_RULES: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
-    "Pod": _pod,
-    "PodTemplate": _pod_template_kind,
-    "Node": _node,
-    "Namespace": _namespace,
-    "Service": _service,
-    "Lease": _lease,
-    "PodDisruptionBudget": _pdb,
-    "Deployment": _apps(validate_deployment, "Deployment"),
-    "ReplicaSet": _apps(validate_replicaset, "ReplicaSet"),
-    "DaemonSet": _apps(validate_daemonset, "DaemonSet"),
-    "StatefulSet": _apps(validate_statefulset, "StatefulSet"),
-    "Job": _job,
-    "CronJob": validate_cronjob,
-    "Role": _policy_rules(namespaced=True),
-    "ClusterRole": _policy_rules(namespaced=False),
-    "EndpointSlice": _endpoint_slice,
-    "LimitRange": limitranger.validate,
-    "ReplicationController": _replication_controller,
-    "HorizontalPodAutoscaler": hpa.validate,
-    "PriorityClass": priority.validate,
-    "ResourceQuota": _resource_quota,
-    "CertificateSigningRequest": certificates.validate,
-    "ClusterTrustBundle": cluster_trust_bundles.validate,
-    **networking.RULES,
-    **admission_registration.RULES,
-    **service_cidrs.RULES,
-    **storage_kinds.RULES,
-}
 
 
 def validate(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None, *,
              subresource: str | None = None) -> list[FieldError]:
-    kind = resource.kind
-    name_fn = _NAME_FNS.get(kind, name_is_dns_subdomain)
-    if kind == "ClusterTrustBundle":  # (its name's form depends on its signer)
-        name_fn = cluster_trust_bundles.name_errors(str(_dict(obj.get("spec")).get("signerName") or ""))
+    """``obj``'s field errors by its kind's rules, as its strategy (:mod:`registry`) names them."""
+    from controller_manager.sim.apiserver.registry import strategy_for
+
+    return strategy_for(resource).field_errors(resource, obj, old, subresource=subresource)
+
+
+def object_meta_errors(resource: Resource, obj: Obj, old: Obj | None, name_fn: NameFn) -> list[FieldError]:
+    """ObjectMeta's checks (``name_fn``: the kind's name rule), and on an update its immutable fields."""
     errs = validate_object_meta(obj.get("metadata"), resource.namespaced, name_fn)
     if old is not None:
         errs.extend(validate_object_meta_update(obj.get("metadata"), old.get("metadata")))
-    if subresource is None:
-        rule = _RULES.get(kind)
-        if rule is not None:
-            errs.extend(rule(obj, old))
     return errs
-
-
-def validate_status(resource: Resource, obj: dict[str, Any], old: dict[str, Any] | None,
-                    subresource: str | None) -> list[FieldError]:
-    """What a ``/status`` write's strategy checks of the status itself (Pods: ValidatePodStatusUpdate)."""
-    if subresource == "status" and resource.kind == "Pod" and resource.group == "" and old is not None:
-        return validate_pod_status_update(obj, old)
-    return []

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from controller_manager.api.fields import parse_field_selector
-from controller_manager.api.resources import CLUSTERROLES
 from controller_manager.api.selectors import InvalidSelector
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import escalation, reviews, tokens
@@ -218,14 +217,6 @@ class Auth:
         if path == JWKS_PATH:
             return orjson.dumps(self.signer.jwks()), "application/jwk-set+json"
         return None
-
-    # --- ClusterRole aggregation --------------------------------------------------------------------
-
-    def after_write(self, resource_kind: str, group: str) -> None:
-        """Called by the server after each stored write: ClusterRole writes re-aggregate."""
-        if resource_kind == CLUSTERROLES.kind and group == CLUSTERROLES.group:
-            self.aggregator.reconcile()
-
 
 def _exact_fields(selector: str) -> dict[str, str]:
     """A field selector's exact-match requirements (a selector that does not parse requires none here; the
