@@ -38,11 +38,11 @@ from controller_manager.api.pods import POD_FAILED, POD_SUCCEEDED, is_pod_availa
 from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, NODES, PODS
 from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
+from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
+from controller_manager.controllerutil.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
+from controller_manager.controllerutil.expectations import ControllerExpectations
+from controller_manager.controllerutil.pod_control import PodControl
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
-from controller_manager.runtime.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
-from controller_manager.runtime.expectations import ControllerExpectations
-from controller_manager.runtime.pod_control import PodControl
 
 from .backoff import Backoff
 from .handlers import Handlers

@@ -22,7 +22,7 @@ from controller_manager.api.meta import controller_ref, is_being_deleted, key_of
 from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.resources import DAEMONSETS
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
-from controller_manager.runtime.controller_ref import resolve_controller_ref
+from controller_manager.controllerutil.controller_ref import resolve_controller_ref
 from controller_manager.runtime.informers import NODE_NAME_INDEX, Added, Deleted, Event, Updated
 
 from .placement import MalformedNode, node_should_run_daemon_pod, should_ignore_node_update

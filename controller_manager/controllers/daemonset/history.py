@@ -33,8 +33,8 @@ from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, PO
 from controller_manager.api.selectors import Selector
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
-from controller_manager.runtime.controller_utils import compute_hash
+from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
+from controller_manager.controllerutil.controller_utils import compute_hash
 from controller_manager.runtime.informers import SharedInformer
 
 from .util import CONTROLLER_REVISION_HASH_LABEL

@@ -29,8 +29,12 @@ from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 from controller_manager.controllers.deployment import util
+from controller_manager.controllerutil.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+    resolve_controller_ref,
+)
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
 
 from .control import DeploymentControl, Obj

@@ -38,8 +38,8 @@ from controller_manager.client.errors import (
     has_status_cause,
 )
 from controller_manager.controllers.deployment import util
-from controller_manager.runtime.controller_ref import new_controller_ref
-from controller_manager.runtime.controller_utils import compute_hash
+from controller_manager.controllerutil.controller_ref import new_controller_ref
+from controller_manager.controllerutil.controller_utils import compute_hash
 
 from .control import DeploymentControl, Obj, replace, status_of
 

@@ -39,9 +39,9 @@ from controller_manager.api.pods import POD_FAILED, POD_SUCCEEDED, get_pod_condi
 from controller_manager.api.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, PODS, REPLICASETS, STATEFULSETS
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
 from controller_manager.client.errors import ApiError, Conflict
+from controller_manager.controllerutil.selector_cache import SelectorCache
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.selector_cache import SelectorCache
 from controller_manager.runtime.workqueue import DelayingQueue
 
 from . import messages

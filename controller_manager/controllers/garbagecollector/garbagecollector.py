@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 
 from controller_manager.api.meta import meta
 from controller_manager.client.errors import NotFound
+from controller_manager.controllerutil.controller_ref import delete_owner_ref_patch
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import delete_owner_ref_patch
 from controller_manager.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 from . import metrics

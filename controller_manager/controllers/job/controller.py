@@ -31,12 +31,16 @@ from controller_manager.api.meta import controller_ref, is_being_deleted, key_of
 from controller_manager.api.resources import JOBS, PODS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NotFound
+from controller_manager.controllerutil.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+    resolve_controller_ref,
+)
+from controller_manager.controllerutil.expectations import ControllerExpectations
+from controller_manager.controllerutil.pod_control import PodControl
+from controller_manager.controllerutil.selector_cache import SelectorCache
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
-from controller_manager.runtime.expectations import ControllerExpectations
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.pod_control import PodControl
-from controller_manager.runtime.selector_cache import SelectorCache
 from controller_manager.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 from . import metrics

@@ -37,23 +37,23 @@ from controller_manager.api.pods import is_pod_ready, pod_key, split_active_and_
 from controller_manager.api.resources import PODS, REPLICASETS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
-from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import (
+from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
     new_controller_ref,
     resolve_controller_ref,
 )
-from controller_manager.runtime.controller_utils import (
+from controller_manager.controllerutil.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
     find_min_next_pod_availability_check,
     pod_keys,
     slow_start_batch,
 )
-from controller_manager.runtime.expectations import ControllerExpectations, UIDTrackingControllerExpectations
+from controller_manager.controllerutil.expectations import ControllerExpectations, UIDTrackingControllerExpectations
+from controller_manager.controllerutil.pod_control import PodControl
+from controller_manager.controllerutil.selector_cache import SelectorCache
+from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.pod_control import PodControl
-from controller_manager.runtime.selector_cache import SelectorCache
 
 from .pods import ORPHAN_INDEX, filter_claimed_pods, get_pods_to_delete, orphan_index
 from .status import calculate_status, min_ready_seconds, spec_replicas, update_replica_set_status

@@ -34,7 +34,7 @@ from controller_manager.api.meta import is_being_deleted, meta
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NotFound
 from controller_manager.clock import Clock
-from controller_manager.runtime.controller_utils import slow_start_batch
+from controller_manager.controllerutil.controller_utils import slow_start_batch
 
 from .history import (
     History,

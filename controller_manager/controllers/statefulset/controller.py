@@ -24,8 +24,12 @@ from controller_manager.api.meta import controller_ref, is_being_deleted, key_of
 from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.resources import CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
 from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
+from controller_manager.controllerutil.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+    resolve_controller_ref,
+)
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
 
 from .control import StatefulSetControl

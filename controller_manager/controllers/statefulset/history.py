@@ -25,8 +25,8 @@ from controller_manager.api.resources import CONTROLLERREVISIONS, STATEFULSETS
 from controller_manager.api.selectors import Selector
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists, Conflict
-from controller_manager.runtime.controller_ref import CanAdopt, ControllerRefManager, new_controller_ref
-from controller_manager.runtime.controller_utils import compute_hash
+from controller_manager.controllerutil.controller_ref import CanAdopt, ControllerRefManager, new_controller_ref
+from controller_manager.controllerutil.controller_utils import compute_hash
 from controller_manager.runtime.informers import SharedInformer
 
 from .utils import REVISION_LABEL
