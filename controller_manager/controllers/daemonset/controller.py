@@ -127,13 +127,6 @@ class DaemonSetController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
-        try:
-            return await self._sync(key)
-        finally:
-            self.log.debug("finished syncing daemon set", key=key, duration=self.ctx.clock.monotonic() - started)
-
-    async def _sync(self, key: str) -> Result | None:
         ds = self.ds_informer.store.get(key)
         if ds is None:
             self.log.debug("daemon set has been deleted", key=key)

@@ -13,9 +13,9 @@ Guarantees:
   only; a deprecated rollback request -> rollback; ``spec.replicas`` changed -> proportional resize; otherwise
   one step of the Recreate or RollingUpdate strategy (see :mod:`.recreate`, :mod:`.rolling`).
 - Writes carry resourceVersions; a refused write raises and the key is retried with backoff, at most
-  ``MAX_RETRIES`` times in a row (then it is dropped until the next event, as upstream). A create refused
-  because the namespace is terminating is not retried. Progress-deadline checks come back as
-  ``Result(requeue_after=...)``.
+  ``MAX_RETRIES`` times in a row (then the runner drops it until the next event, as upstream). A create
+  refused because the namespace is terminating is not retried. Progress-deadline checks come back as
+  ``Result(requeue_after=...)``, or ``Result(rate_limited=True, forget_failures=True)`` within a second of it.
 - Events come from source component ``deployment-controller``.
 """
 
@@ -38,6 +38,7 @@ from controller_manager.runtime.controller import Controller, ControllerContext,
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
 
 from .control import DeploymentControl, Obj
+from .progress import NOW_RATE_LIMITED
 from .recreate import rollout_recreate
 from .rollback import get_rollback_to, rollback
 from .rolling import rollout_rolling
@@ -66,6 +67,7 @@ class DeploymentController(Controller):
     name: ClassVar[str] = "deployment-controller"
     alias: ClassVar[str] = "deployment"
     queue_name: ClassVar[str | None] = "deployment"
+    max_retries: ClassVar[int | None] = MAX_RETRIES
     workers_option: ClassVar[str | None] = "concurrent-deployment-syncs"
     default_workers: ClassVar[int] = 5
 
@@ -79,7 +81,6 @@ class DeploymentController(Controller):
             recorder=ctx.events.recorder(self.name),
             clock=ctx.clock,
             rs_lister=lambda namespace, name: self.rs_informer.store.get(f"{namespace}/{name}"),
-            enqueue_rate_limited=self.queue.add_rate_limited,
             log=self.log,
         )
         self.d_informer.add_handler(self._on_deployment)
@@ -233,18 +234,12 @@ class DeploymentController(Controller):
     # --- sync ----------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
         try:
             return await self._sync(key)
         except Exception as err:
             if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
                 return None  # nothing will succeed until the namespace is gone
-            if self.queue.num_requeues(key) >= MAX_RETRIES:
-                self.log.info("dropping deployment out of the queue", key=key, error=str(err))
-                return None
-            raise
-        finally:
-            self.log.debug("finished syncing deployment", key=key, duration=self.ctx.clock.monotonic() - started)
+            raise  # retried with backoff; the runner drops the key after max_retries in a row
 
     async def _sync(self, key: str) -> Result | None:
         cached = self.d_informer.store.get(key)
@@ -302,7 +297,11 @@ class DeploymentController(Controller):
             delay = await rollout_rolling(dc, d, rs_list)
         else:
             raise ValueError(f"unexpected deployment strategy type: {strategy}")
-        return Result(requeue_after=delay) if delay is not None else None
+        if delay is None:
+            return None
+        if delay == NOW_RATE_LIMITED:
+            return Result(rate_limited=True, forget_failures=True)
+        return Result(requeue_after=delay)
 
 
 def _selects_everything(selector: object) -> bool:

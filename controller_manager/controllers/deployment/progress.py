@@ -11,7 +11,8 @@ Guarantees:
 - The status is written through ``/status`` only when it changed. When it did not and the rollout is neither
   complete nor timed out, the Deployment is synced again at the deadline (``lastUpdateTime +
   progressDeadlineSeconds``, plus a second against timer skew), or now, rate-limited, if less than a second
-  remains: :func:`sync_rollout_status` returns that delay for the caller to hand to the work queue.
+  remains: :func:`sync_rollout_status` returns that delay (``NOW_RATE_LIMITED`` for "now, rate-limited") for
+  the caller to hand to the runner as its :class:`~controller_manager.runtime.controller.Result`.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ from controller_manager.controllers.deployment import util
 from .control import DeploymentControl, Obj, status_of
 from .sync import calculate_status, normalized_status
 
-__all__ = ["NO_REQUEUE", "get_replica_failures", "requeue_stuck_deployment", "sync_rollout_status"]
+__all__ = ["NOW_RATE_LIMITED", "NO_REQUEUE", "get_replica_failures", "requeue_stuck_deployment", "sync_rollout_status"]
 
 NO_REQUEUE = -1.0
+# What sync_rollout_status returns to be synced again now through the queue's rate limiter (upstream's
+# enqueueRateLimited from the sync, whose nil error then forgets the key's failures).
+NOW_RATE_LIMITED = 0.0
 REPLICA_SET_REPLICA_FAILURE = "ReplicaFailure"
 
 
@@ -59,8 +63,7 @@ async def sync_rollout_status(dc: DeploymentControl, all_rss: Sequence[Obj | Non
         if delay < 1.0:
             # (Almost) at the deadline: look again now, rate-limited, until it is Complete or TimedOut.
             dc.log.debug("queueing up deployment for a progress check now", deployment=meta(d).get("name"))
-            dc.enqueue_rate_limited(f"{meta(d).get('namespace')}/{meta(d).get('name')}")
-            return None
+            return NOW_RATE_LIMITED
         dc.log.debug("queueing up deployment for a progress check", deployment=meta(d).get("name"),
                      queue_after=int(delay))
         # One more second against millisecond skew of the delayed add.

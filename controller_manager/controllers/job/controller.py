@@ -269,11 +269,7 @@ class JobController(Controller):
         if key.startswith(ORPHAN_POD_PREFIX):
             await self.sync_orphan_pod(key[len(ORPHAN_POD_PREFIX):])
             return None
-        started = self.ctx.clock.monotonic()
-        try:
-            return await sync_job(self, key)
-        finally:
-            self.log.debug("finished syncing job", key=key, duration=self.ctx.clock.monotonic() - started)
+        return await sync_job(self, key)
 
     async def sync_orphan_pod(self, pod_key: str) -> None:
         """Remove the tracking finalizer from a pod no unfinished Job of ours controls."""

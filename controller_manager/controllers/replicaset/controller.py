@@ -255,13 +255,6 @@ class ReplicaSetController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
-        try:
-            return await self._sync(key)
-        finally:
-            self.log.debug("finished syncing", key=key, duration=self.ctx.clock.monotonic() - started)
-
-    async def _sync(self, key: str) -> Result | None:
         rs = self.rs_informer.store.get(key)
         if rs is None:
             self.log.debug("replica set has been deleted", key=key)

@@ -103,9 +103,8 @@ def fake_control(replica_sets: list[dict[str, Any]] | None = None, now: float = 
                  ) -> tuple[DeploymentControl, FakeClient, FakeRecorder]:
     client, recorder = FakeClient(), FakeRecorder()
     cache = {(meta(rs)["namespace"], meta(rs)["name"]): rs for rs in replica_sets or []}
-    requeued: list[str] = []
     dc = DeploymentControl(client=client, recorder=recorder, clock=FakeClock(now),
-                           rs_lister=lambda ns, name: cache.get((ns, name)), enqueue_rate_limited=requeued.append)
+                           rs_lister=lambda ns, name: cache.get((ns, name)))
     return dc, client, recorder
 
 
