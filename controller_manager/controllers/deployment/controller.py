@@ -32,10 +32,10 @@ from controller_manager.controllers.deployment import util
 from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
-    resolve_controller_ref,
 )
+from controller_manager.controllerutil.owner_handler import OwnerHandler
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Deleted, Event, Updated
 
 from .control import DeploymentControl, Obj
 from .progress import NOW_RATE_LIMITED
@@ -83,6 +83,10 @@ class DeploymentController(Controller):
             rs_lister=lambda namespace, name: self.rs_informer.store.get(f"{namespace}/{name}"),
             log=self.log,
         )
+        # ReplicaSets wake the Deployment that controls them, or every one that may adopt an orphan; a
+        # ReplicaSet's deletionTimestamp is an update like any other (upstream's add/update/deleteReplicaSet).
+        self.replica_sets = OwnerHandler(self.d_informer.store, DEPLOYMENTS, self.queue, log=self.log,
+                                         deletion_start="ignore")
         self.d_informer.add_handler(self._on_deployment)
         self.rs_informer.add_handler(self._on_replica_set)
         self.pod_informer.add_handler(self._on_pod)
@@ -94,54 +98,7 @@ class DeploymentController(Controller):
         self.queue.add(key_of(obj))
 
     def _on_replica_set(self, event: Event) -> None:
-        if isinstance(event, Added):
-            self._add_replica_set(event.obj)
-        elif isinstance(event, Updated):
-            self._update_replica_set(event.old, event.new)
-        else:
-            self._delete_replica_set(event.obj)
-
-    def _add_replica_set(self, rs: Obj) -> None:
-        if is_being_deleted(rs):
-            # Seen first while already going away (e.g. after a restart).
-            self._delete_replica_set(rs)
-            return
-        ref = controller_ref(rs)
-        if ref is not None:
-            d = self._resolve_controller_ref(meta(rs).get("namespace"), ref)
-            if d is not None:
-                self.queue.add(key_of(d))
-            return
-        # An orphan: every Deployment that may adopt it takes a look.
-        for d in self._deployments_for_replica_set(rs):
-            self.queue.add(key_of(d))
-
-    def _update_replica_set(self, old: Obj, cur: Obj) -> None:
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return  # a periodic resync
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        ref_changed = cur_ref != old_ref
-        if ref_changed and old_ref is not None:
-            previous = self._resolve_controller_ref(meta(old).get("namespace"), old_ref)
-            if previous is not None:
-                self.queue.add(key_of(previous))
-        if cur_ref is not None:
-            d = self._resolve_controller_ref(meta(cur).get("namespace"), cur_ref)
-            if d is not None:
-                self.queue.add(key_of(d))
-            return
-        labels_changed = (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {})
-        if labels_changed or ref_changed:
-            for d in self._deployments_for_replica_set(cur):
-                self.queue.add(key_of(d))
-
-    def _delete_replica_set(self, rs: Obj) -> None:
-        ref = controller_ref(rs)
-        if ref is None:
-            return  # nobody cares about an orphan going away
-        d = self._resolve_controller_ref(meta(rs).get("namespace"), ref)
-        if d is not None:
-            self.queue.add(key_of(d))
+        self.replica_sets.on_event(event)
 
     def _on_pod(self, event: Event) -> None:
         if isinstance(event, Deleted):
@@ -161,22 +118,6 @@ class DeploymentController(Controller):
 
     # --- lookups in the cache ------------------------------------------------------------------------
 
-    def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        """The cached Deployment ``ref`` points to, if it still exists with that UID."""
-        return resolve_controller_ref(self.d_informer.store.get, DEPLOYMENTS, namespace, ref)
-
-    def _deployments_for_replica_set(self, rs: Obj) -> list[Obj]:
-        namespace = str(meta(rs).get("namespace") or "")
-        try:
-            found = util.get_deployments_for_replica_set(self.d_informer.store.by_index("namespace", namespace), rs)
-        except LookupError:
-            return []
-        if len(found) > 1:
-            # Controller references keep this safe, but overlapping selectors are a user error.
-            self.log.info("user error! more than one deployment is selecting replica set", replica_set=key_of(rs),
-                          labels=dict(meta(rs).get("labels") or {}), deployment=key_of(found[0]))
-        return found
-
     def _deployment_for_pod(self, pod: Obj) -> Obj | None:
         ref = controller_ref(pod)
         if ref is None or ref.get("kind") != REPLICASETS.kind:
@@ -187,7 +128,7 @@ class DeploymentController(Controller):
         rs_ref = controller_ref(rs)
         if rs_ref is None:
             return None
-        return self._resolve_controller_ref(meta(rs).get("namespace"), rs_ref)
+        return self.replica_sets.resolve(rs, rs_ref)
 
     def _owned_replica_sets(self, d: Obj) -> list[Obj]:
         namespace = meta(d).get("namespace")
