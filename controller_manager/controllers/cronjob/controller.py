@@ -51,7 +51,7 @@ from controller_manager.runtime.events import object_reference
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
 
 from .control import ApiCronJobControl, ApiJobControl, CronJobControl, JobControl
-from .utils import (
+from .util import (
     InvalidSchedule,
     delete_from_active_list,
     finished_condition,

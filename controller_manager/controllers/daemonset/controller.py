@@ -43,6 +43,7 @@ from controller_manager.controllerutil.controller_utils import SLOW_START_INITIA
 from controller_manager.controllerutil.expectations import ControllerExpectations
 from controller_manager.controllerutil.pod_control import PodControl
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.informers import NAMESPACE_INDEX
 
 from .backoff import Backoff
 from .handlers import Handlers
@@ -199,7 +200,7 @@ class DaemonSetController(Controller):
 
     async def _claim_pods(self, ds: Obj, selector: Selector) -> list[Obj]:
         """The DaemonSet's pods, adopting matching orphans and releasing non-matching ones (``getDaemonPods``)."""
-        candidates = self.pod_informer.store.by_index("namespace", str(meta(ds).get("namespace") or ""))
+        candidates = self.pod_informer.store.by_index(NAMESPACE_INDEX, str(meta(ds).get("namespace") or ""))
         manager = ControllerRefManager(self.ctx.client, ds, DAEMONSETS, selector, PODS,
                                        live_owner_check(self.ctx.client, DAEMONSETS, ds))
         return await manager.claim(candidates)

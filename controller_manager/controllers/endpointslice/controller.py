@@ -39,7 +39,7 @@ from . import metrics
 from .endpointset import determine_needed_service_updates, pod_endpoints_changed
 from .reconciler import ReconcileError, Reconciler
 from .tracker import EndpointSliceTracker, TriggerTimeTracker
-from .utils import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
+from .util import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
 
 __all__ = [
     "CONTROLLER_QUALIFIED_NAME",

@@ -35,7 +35,7 @@ from .control import StatefulSetControl
 from .history import History
 from .pod_control import StatefulPodControl
 from .status import StatusUpdater
-from .utils import is_member_of, min_ready_seconds, replicas
+from .util import is_member_of, min_ready_seconds, replicas
 
 __all__ = ["POD_ORPHAN_INDEX", "StatefulSetController"]
 
