@@ -28,7 +28,8 @@ from controller_manager.api.meta import controller_ref, deep_copy, is_being_dele
 from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment.util_conditions import SELECTING_ALL_MESSAGE, SELECTING_ALL_REASON
+from controller_manager.controllers.deployment.util_strategy import is_recreate
 from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
@@ -107,7 +108,7 @@ class DeploymentController(Controller):
     def _delete_pod(self, pod: Obj) -> None:
         """A Recreate Deployment waits for its last old pod to go: sync it when none is left."""
         d = self._deployment_for_pod(pod)
-        if d is None or not util.is_recreate(d):
+        if d is None or not is_recreate(d):
             return
         # Upstream lists the ReplicaSets from the API here; a handler must not block, so the cache serves.
         rs_uids = {str(meta(rs).get("uid")) for rs in self._owned_replica_sets(d)}
@@ -195,7 +196,7 @@ class DeploymentController(Controller):
 
         raw_selector = (d.get("spec") or {}).get("selector")
         if _selects_everything(raw_selector):
-            dc.event(d, "Warning", util.SELECTING_ALL_REASON, util.SELECTING_ALL_MESSAGE)
+            dc.event(d, "Warning", SELECTING_ALL_REASON, SELECTING_ALL_MESSAGE)
             status = d.get("status") or {}
             generation = int(meta(d).get("generation") or 0)
             if int(status.get("observedGeneration") or 0) < generation:
@@ -211,7 +212,7 @@ class DeploymentController(Controller):
         rs_list = await self.get_replica_sets_for_deployment(d, selector)
         # Only the Recreate strategy reads the pods (upstream lists them for every sync; the result is unused
         # otherwise, and grouping thousands of pods per sync is what a large rolling Deployment pays for it).
-        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list) if util.is_recreate(d) else {}
+        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list) if is_recreate(d) else {}
 
         if is_being_deleted(d):
             await sync_status_only(dc, d, rs_list)
