@@ -121,6 +121,7 @@ class _Loop(Generic[T]):
     describe: Callable[[T], str] = str
     max_retries: int | None = None
     yield_between: bool = False
+    timed: bool = True
 
 
 @dataclass
@@ -171,14 +172,18 @@ class Controller(ABC):
         """Bring ``key``'s object to its desired state. Raise to be retried with backoff."""
 
     async def run_queue(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]], *,
-                        workers: int = 1, describe: Callable[[T], str] = str, yield_between: bool = False) -> None:
+                        workers: int = 1, describe: Callable[[T], str] = str, yield_between: bool = False,
+                        timed: bool = True) -> None:
         """Drain one more queue this controller owns through the shared runner, from :meth:`run_background`.
 
         ``sync`` follows the contract of :meth:`sync` (a :class:`Result`, an exception to retry with backoff
         on a rate-limited queue, :class:`TerminalError` to give up); its durations and errors are recorded
         under ``<controller>/<queue name>``. Returns once ``queue`` is shut down and drained.
-        ``yield_between``: give the event loop a turn after every item (a queue fed in bursts of thousands)."""
-        await run_queue(self._loop(queue, sync, describe, yield_between), workers)
+        ``yield_between``: give the event loop a turn after every item (a queue fed in bursts of thousands);
+        ``timed=False``: no duration observations or debug lines (very many cheap items)."""
+        loop = self._loop(queue, sync, describe, yield_between)
+        loop.timed = timed
+        await run_queue(loop, workers)
 
     async def process_next(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]], *,
                            describe: Callable[[T], str] = str) -> bool:
@@ -227,7 +232,7 @@ async def _process(loop: _Loop[T], key: T) -> None:
     """One sync of ``key`` and what follows it (the caller marks it done)."""
     queue = loop.queue
     clock = loop.clock
-    started = clock.monotonic()
+    started = clock.monotonic() if loop.timed else 0.0
     try:
         result = await loop.sync(key)
     except asyncio.CancelledError:
@@ -240,8 +245,8 @@ async def _process(loop: _Loop[T], key: T) -> None:
         _retry(queue, key)
         return
     except TerminalError as err:
-        elapsed = clock.monotonic() - started
-        loop.duration.observe(elapsed)
+        if loop.timed:
+            loop.duration.observe(clock.monotonic() - started)
         loop.errors.inc()
         cause = err.__cause__
         loop.log.error("sync failed, not retrying", key=loop.describe(key), error=str(err) or type(err).__name__,
@@ -250,8 +255,8 @@ async def _process(loop: _Loop[T], key: T) -> None:
         _forget(queue, key)
         return
     except Exception as err:
-        elapsed = clock.monotonic() - started
-        loop.duration.observe(elapsed)
+        if loop.timed:
+            loop.duration.observe(clock.monotonic() - started)
         message = str(err) or type(err).__name__
         requeues = queue.num_requeues(key) if isinstance(queue, RateLimitingQueue) else 0
         if loop.max_retries is not None and requeues >= loop.max_retries:
@@ -267,9 +272,11 @@ async def _process(loop: _Loop[T], key: T) -> None:
         log("sync failed", key=loop.describe(key), error=message, error_type=type(err).__name__, requeues=requeues)
         _retry(queue, key)
         return
-    elapsed = clock.monotonic() - started
-    loop.duration.observe(elapsed)
-    loop.log.debug("finished syncing", key=key if isinstance(key, str) else loop.describe(key), duration=elapsed)
+    if loop.timed:
+        elapsed = clock.monotonic() - started
+        loop.duration.observe(elapsed)
+        loop.log.debug("finished syncing", key=key if isinstance(key, str) else loop.describe(key),
+                       duration=elapsed)
     if result is not None and result.rate_limited:
         _retry(queue, key)
         if result.forget_failures:

@@ -171,7 +171,7 @@ class GarbageCollector(Controller):
                 # One processor applies graph changes in order, a loop turn between them so a burst of
                 # thousands does not starve the workers and informers.
                 tg.create_task(self.run_queue(queues.graph_changes, self.builder.apply, yield_between=True,
-                                              describe=_describe_event),
+                                              timed=False, describe=_describe_event),
                                name=f"{self.name}/graph-builder")
                 if await self._wait_synced(self.sync_period):
                     self.log.info("Garbage collector: all resource monitors have synced")
