@@ -155,11 +155,10 @@ class OwnerHandler:
     def updated(self, old: Obj, cur: Obj) -> None:
         if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
             return  # a periodic resync, not a change
-        labels_changed = _labels(cur) != _labels(old)
         if self._deletion_start != "ignore" and is_being_deleted(cur):
             # Graceful deletion starts: count it now, so a replacement need not wait for the grace period.
             self.deleted(cur, final=False)
-            if labels_changed and self._deletion_start == "deleted_old_too":
+            if self._deletion_start == "deleted_old_too" and _labels(cur) != _labels(old):
                 self.deleted(old, final=False)
             return
         cur_ref, old_ref = controller_ref(cur), controller_ref(old)
@@ -186,7 +185,7 @@ class OwnerHandler:
             return
         if self._orphan is not None:
             self._orphan(cur)
-        if labels_changed or ref_changed:
+        if ref_changed or _labels(cur) != _labels(old):
             for owner in self.matching(cur):
                 self._enqueue(key_of(owner))
 
