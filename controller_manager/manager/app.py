@@ -38,7 +38,7 @@ from controller_manager.manager import gctuning
 from controller_manager.manager.auth import DelegatingAuth
 from controller_manager.manager.certs import server_ssl_context
 from controller_manager.manager.health import HealthChecks, LoopLagProbe
-from controller_manager.manager.leader import Campaign, LeadershipLost, start_campaign
+from controller_manager.manager.leader import Campaign, start_campaign
 from controller_manager.manager.logging import get_logger
 from controller_manager.manager.options import Options
 from controller_manager.manager.registry import ControllerInfo, Selection
@@ -46,6 +46,7 @@ from controller_manager.manager.serving import SecureServer
 from controller_manager.runtime.controller import Controller, ControllerContext, run_controller
 from controller_manager.runtime.events import EventBroadcaster
 from controller_manager.runtime.informers import SharedInformerFactory
+from controller_manager.runtime.leaderelection import LeadershipLost
 
 API_SERVER_WAIT = 10.0  # seconds, as upstream's WaitForAPIServer
 API_SERVER_POLL = 1.0

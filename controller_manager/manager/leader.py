@@ -6,7 +6,7 @@ Guarantees:
   release-on-cancel, so a clean stop hands the lease over at once instead of making the next leader wait
   a lease duration. Transitions are recorded as Events on the Lease, as kube-controller-manager does.
 - :meth:`Campaign.run` acquires, signals :meth:`Campaign.wait_leading`, then renews until cancelled (which
-  releases the lease); losing it raises :class:`LeadershipLost` (the manager's own type).
+  releases the lease); losing it raises the runtime's ``leaderelection.LeadershipLost`` (the only one).
 - :meth:`Campaign.health` is upstream's ``leaderElection`` healthz check: failing when this instance
   leads but has not renewed for longer than the lease duration plus 20 s of tolerance.
 """
@@ -24,10 +24,6 @@ from controller_manager.runtime.events import EventRecorder
 HEALTH_TOLERANCE = 20.0  # upstream's leaderelection.NewLeaderHealthzAdaptor(time.Second * 20)
 
 
-class LeadershipLost(Exception):
-    """This instance led and no longer does: the process must stop acting now."""
-
-
 class Campaign:
     def __init__(self, elector: leaderelection.LeaderElector) -> None:
         self.elector = elector
@@ -37,10 +33,7 @@ class Campaign:
     async def run(self) -> None:
         await self.elector.acquire()
         self._leading.set()
-        try:
-            await self.elector.renew_loop()
-        except leaderelection.LeadershipLost as exc:
-            raise LeadershipLost(str(exc)) from exc
+        await self.elector.renew_loop()  # raises LeadershipLost once a renewal misses the renew deadline
 
     async def wait_leading(self) -> None:
         await self._leading.wait()

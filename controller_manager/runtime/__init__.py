@@ -1,5 +1,6 @@
-"""The daemon's runtime: informers, work queues, the controller runner, the event recorder and leader election.
+"""The daemon's runtime (client-go in miniature): informers, work queues, the runner, events, leader election.
 
 Everything here sits between the controllers and the API client: it imports ``client`` and ``api`` and is
-imported by ``controllers`` and ``manager``, never the other way round.
+imported by ``controllerutil``, ``controllers`` and ``manager``, never the other way round (kube-controller-manager's
+shared helpers live in ``controllerutil``).
 """

@@ -10,7 +10,14 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller_manager.clock import FakeClock
-from controller_manager.runtime.controller import Controller, ControllerContext, Result, run_controller
+from controller_manager.runtime.controller import (
+    RATE_LIMITED,
+    Controller,
+    ControllerContext,
+    Result,
+    TerminalError,
+    run_controller,
+)
 
 DEADLINE = 5.0
 
@@ -342,3 +349,115 @@ async def test_background_failure_is_reported_by_health_and_workers_keep_going()
     c.queue.add("ns/b")
     await eventually(lambda: c.calls == ["ns/b"])
     await stop(c, runner)
+
+
+async def test_terminal_error_gives_up_on_the_key() -> None:
+    clock = FakeClock()
+
+    async def fn(key: str) -> None:
+        raise TerminalError("cannot ever work") from ValueError("bad spec")
+
+    c = make(fn, clock, name="tiny-terminal")
+    errors_before = metric("controller_sync_errors_total", "tiny-terminal")
+    runner = asyncio.create_task(run_controller(c, 1), name="runner")
+    c.queue.add("k")
+    await eventually(lambda: metric("controller_sync_errors_total", "tiny-terminal") == errors_before + 1)
+    await settle()
+    assert c.queue.num_requeues("k") == 0
+    assert c.queue.waiting() == 0
+    clock.advance(60.0)
+    await settle()
+    assert c.calls == ["k"]
+    await stop(c, runner)
+
+
+async def test_rate_limited_result_requeues_with_growing_backoff_and_no_error() -> None:
+    clock = FakeClock()
+
+    async def fn(key: str) -> Result:
+        return RATE_LIMITED
+
+    c = make(fn, clock, name="tiny-rate-limited")
+    errors_before = metric("controller_sync_errors_total", "tiny-rate-limited")
+    runner = asyncio.create_task(run_controller(c, 1), name="runner")
+    c.queue.add("k")
+    await eventually(lambda: c.queue.num_requeues("k") == 1)
+    clock.advance(0.005)
+    await eventually(lambda: c.queue.num_requeues("k") == 2, "second rate-limited requeue")
+    clock.advance(0.005)
+    await settle()
+    assert len(c.calls) == 2  # the second delay doubled
+    clock.advance(0.005)
+    await eventually(lambda: len(c.calls) == 3)
+    assert metric("controller_sync_errors_total", "tiny-rate-limited") == errors_before
+    await stop(c, runner)
+
+
+async def test_rate_limited_result_forgetting_failures_keeps_the_base_delay() -> None:
+    clock = FakeClock()
+
+    async def fn(key: str) -> Result:
+        return Result(rate_limited=True, forget_failures=True)
+
+    c = make(fn, clock, name="tiny-rate-limited-forget")
+    runner = asyncio.create_task(run_controller(c, 1), name="runner")
+    c.queue.add("k")
+    for n in range(1, 4):
+        await eventually(lambda n=n: len(c.calls) == n and c.queue.waiting() == 1)  # type: ignore[misc]
+        assert c.queue.num_requeues("k") == 0
+        clock.advance(0.005)
+    await eventually(lambda: len(c.calls) == 4)
+    await stop(c, runner)
+
+
+async def test_max_retries_drops_the_key_after_that_many_failures() -> None:
+    clock = FakeClock()
+
+    async def fn(key: str) -> None:
+        raise ValueError("always")
+
+    c = make(fn, clock, name="tiny-max-retries")
+    c.max_retries = 2  # type: ignore[misc]
+    runner = asyncio.create_task(run_controller(c, 1), name="runner")
+    c.queue.add("k")
+    await eventually(lambda: c.queue.num_requeues("k") == 1)
+    clock.advance(0.005)
+    await eventually(lambda: c.queue.num_requeues("k") == 2)
+    clock.advance(0.01)
+    await eventually(lambda: len(c.calls) == 3)
+    await eventually(lambda: c.queue.num_requeues("k") == 0, "dropped and forgotten")
+    assert c.queue.waiting() == 0
+    await stop(c, runner)
+
+
+async def test_run_queue_drains_another_queue_on_the_same_contract() -> None:
+    clock = FakeClock()
+    seen: list[str] = []
+    failures = 1
+
+    async def other(key: str) -> Result | None:
+        nonlocal failures
+        seen.append(key)
+        if failures:
+            failures -= 1
+            raise RuntimeError("once")
+        return Result(requeue_after=5.0) if key == "later" else None
+
+    async def fn(key: str) -> None:
+        return None
+
+    c = make(fn, clock, name="tiny-other-queue")
+    extra = c.ctx.new_queue("tiny_extra")
+    task = asyncio.create_task(c.run_queue(extra, other, workers=2), name="extra")
+    extra.add("now")
+    await eventually(lambda: extra.num_requeues("now") == 1)
+    assert metric("controller_sync_errors_total", "tiny-other-queue/tiny_extra") >= 1
+    clock.advance(0.005)
+    await eventually(lambda: seen == ["now", "now"])
+    extra.add("later")
+    await eventually(lambda: extra.waiting() == 1, "requeue_after honoured")
+    clock.advance(5.0)
+    await eventually(lambda: seen == ["now", "now", "later", "later"])
+    extra.shut_down()
+    await asyncio.wait_for(task, DEADLINE)
+    assert c.health() is None

@@ -45,13 +45,13 @@ from controller_manager.api.meta import (
 )
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, AlreadyExists, NotFound, has_status_cause
+from controller_manager.controllerutil.controller_ref import resolve_controller_ref
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import resolve_controller_ref
 from controller_manager.runtime.events import object_reference
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
 
 from .control import ApiCronJobControl, ApiJobControl, CronJobControl, JobControl
-from .utils import (
+from .util import (
     InvalidSchedule,
     delete_from_active_list,
     finished_condition,

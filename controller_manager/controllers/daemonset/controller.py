@@ -38,11 +38,12 @@ from controller_manager.api.pods import POD_FAILED, POD_SUCCEEDED, is_pod_availa
 from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, NODES, PODS
 from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
+from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
+from controller_manager.controllerutil.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
+from controller_manager.controllerutil.expectations import ControllerExpectations
+from controller_manager.controllerutil.pod_control import PodControl
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
-from controller_manager.runtime.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
-from controller_manager.runtime.expectations import ControllerExpectations
-from controller_manager.runtime.pod_control import PodControl
+from controller_manager.runtime.informers import NAMESPACE_INDEX
 
 from .backoff import Backoff
 from .handlers import Handlers
@@ -127,13 +128,6 @@ class DaemonSetController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
-        try:
-            return await self._sync(key)
-        finally:
-            self.log.debug("finished syncing daemon set", key=key, duration=self.ctx.clock.monotonic() - started)
-
-    async def _sync(self, key: str) -> Result | None:
         ds = self.ds_informer.store.get(key)
         if ds is None:
             self.log.debug("daemon set has been deleted", key=key)
@@ -206,7 +200,7 @@ class DaemonSetController(Controller):
 
     async def _claim_pods(self, ds: Obj, selector: Selector) -> list[Obj]:
         """The DaemonSet's pods, adopting matching orphans and releasing non-matching ones (``getDaemonPods``)."""
-        candidates = self.pod_informer.store.by_index("namespace", str(meta(ds).get("namespace") or ""))
+        candidates = self.pod_informer.store.by_index(NAMESPACE_INDEX, str(meta(ds).get("namespace") or ""))
         manager = ControllerRefManager(self.ctx.client, ds, DAEMONSETS, selector, PODS,
                                        live_owner_check(self.ctx.client, DAEMONSETS, ds))
         return await manager.claim(candidates)

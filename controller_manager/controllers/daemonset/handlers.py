@@ -15,14 +15,12 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta
-from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.resources import DAEMONSETS
-from controller_manager.api.selectors import InvalidSelector, from_label_selector
-from controller_manager.runtime.controller_ref import resolve_controller_ref
+from controller_manager.controllerutil.owner_handler import OwnerHandler
 from controller_manager.runtime.informers import NODE_NAME_INDEX, Added, Deleted, Event, Updated
 
 from .placement import MalformedNode, node_should_run_daemon_pod, should_ignore_node_update
@@ -38,32 +36,21 @@ class Handlers:
 
     def __init__(self, ctrl: DaemonSetController) -> None:
         self._ctrl = ctrl
+        store, queue, log = ctrl.ds_informer.store, ctrl.queue, ctrl.log
+        # Pods: creations and deletions counted off the owner's expectations; a pod turning ready wakes it again
+        # after minReadySeconds (+1 s against clock skew).
+        self.pods = OwnerHandler(store, DAEMONSETS, queue, log=log, ready_requeue_skew=1.0,
+                                 created=lambda ds, pod: ctrl.expectations.creation_observed(key_of(ds)),
+                                 deleted=self._pod_deleted)
+        # ControllerRevisions: an owned one's arrival wakes nobody (upstream's addHistory only logs it).
+        self.history = OwnerHandler(store, DAEMONSETS, queue, log=log, deletion_start="ignore",
+                                    wake_on_owned_add=False)
+        self.on_pod = self.pods.on_event
+        self.on_history = self.history.on_event
 
-    # --- lookups ----------------------------------------------------------------------------------
-
-    def resolve(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        """The cached DaemonSet a controller reference points to, if it still has that UID."""
-        return resolve_controller_ref(self._ctrl.ds_informer.store.get, DAEMONSETS, namespace, ref)
-
-    def selecting(self, obj: Obj) -> list[Obj]:
-        """DaemonSets of the object's namespace whose selector matches its labels (``GetPodDaemonSets``)."""
-        labels = meta(obj).get("labels")
-        if not labels or not isinstance(labels, Mapping):
-            return []
-        found: list[Obj] = []
-        for ds in self._ctrl.ds_informer.store.by_index("namespace", str(meta(obj).get("namespace") or "")):
-            try:
-                selector = from_label_selector((ds.get("spec") or {}).get("selector"))
-            except (InvalidSelector, TypeError, ValueError, AttributeError):
-                continue
-            # A nil or empty selector must match nothing here, not everything.
-            if selector.is_empty() or not selector.matches(labels):
-                continue
-            found.append(ds)
-        if len(found) > 1:
-            self._ctrl.log.warning("user error: more than one DaemonSet selects the object's labels",
-                                   object=key_of(obj), labels=dict(labels), daemonsets=[key_of(d) for d in found])
-        return found
+    def _pod_deleted(self, ds: Obj | None, pod: Obj, final: bool) -> None:
+        if ds is not None:
+            self._ctrl.expectations.deletion_observed(key_of(ds))
 
     def _enqueue(self, ds: Obj) -> None:
         self._ctrl.queue.add(key_of(ds))
@@ -85,92 +72,6 @@ class Handlers:
         # A new DaemonSet of the same name must start without the old one's expectations.
         self._ctrl.expectations.delete_expectations(key)
         self._ctrl.queue.add(key)
-
-    # --- ControllerRevisions ----------------------------------------------------------------------
-
-    def on_history(self, event: Event) -> None:
-        if isinstance(event, Added):
-            self._on_owned_or_orphan(event.obj, lambda ds: None, self._history_gone)
-        elif isinstance(event, Updated):
-            self._update_owned(event.old, event.new)
-        elif isinstance(event, Deleted):
-            self._history_gone(event.obj)
-
-    def _history_gone(self, revision: Obj) -> None:
-        ref = controller_ref(revision)
-        ds = self.resolve(meta(revision).get("namespace"), ref) if ref is not None else None
-        if ds is not None:
-            self._enqueue(ds)
-
-    def _on_owned_or_orphan(self, obj: Obj, seen: Callable[[Obj], None], gone: Callable[[Obj], None]) -> None:
-        if is_being_deleted(obj):
-            # After a restart an object may first show up already being deleted: not a creation.
-            gone(obj)
-            return
-        ref = controller_ref(obj)
-        if ref is not None:
-            ds = self.resolve(meta(obj).get("namespace"), ref)
-            if ds is not None:
-                seen(ds)
-            return
-        for ds in self.selecting(obj):  # an orphan: whoever may adopt it looks
-            self._enqueue(ds)
-
-    def _update_owned(self, old: Obj, cur: Obj) -> Obj | None:
-        """Shared pod/revision update logic; returns the owning DaemonSet if the object has one."""
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return None  # a resync
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        if cur_ref != old_ref and old_ref is not None:
-            previous = self.resolve(meta(old).get("namespace"), old_ref)
-            if previous is not None:
-                self._enqueue(previous)
-        if cur_ref is not None:
-            ds = self.resolve(meta(cur).get("namespace"), cur_ref)
-            if ds is not None:
-                self._enqueue(ds)
-            return ds
-        if (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {}) or cur_ref != old_ref:
-            for ds in self.selecting(cur):
-                self._enqueue(ds)
-        return None
-
-    # --- pods -------------------------------------------------------------------------------------
-
-    def on_pod(self, event: Event) -> None:
-        if isinstance(event, Added):
-            self._on_owned_or_orphan(event.obj, self._creation_observed, self._pod_gone)
-        elif isinstance(event, Updated):
-            self._update_pod(event.old, event.new)
-        elif isinstance(event, Deleted):
-            self._pod_gone(event.obj)
-
-    def _creation_observed(self, ds: Obj) -> None:
-        self._ctrl.expectations.creation_observed(key_of(ds))
-        self._enqueue(ds)
-
-    def _pod_gone(self, pod: Obj) -> None:
-        ref = controller_ref(pod)
-        ds = self.resolve(meta(pod).get("namespace"), ref) if ref is not None else None
-        if ds is None:
-            return
-        self._ctrl.expectations.deletion_observed(key_of(ds))
-        self._enqueue(ds)
-
-    def _update_pod(self, old: Obj, cur: Obj) -> None:
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return
-        if is_being_deleted(cur):
-            # Graceful deletion started: count it now so a replacement need not wait for the grace period.
-            self._pod_gone(cur)
-            return
-        ds = self._update_owned(old, cur)
-        if ds is None:
-            return
-        mrs = (ds.get("spec") or {}).get("minReadySeconds") or 0
-        if isinstance(mrs, int) and mrs > 0 and not is_pod_ready(old) and is_pod_ready(cur):
-            # Nothing else happens when it turns available; a second more absorbs clock skew.
-            self._ctrl.queue.add_after(key_of(ds), float(mrs) + 1.0)
 
     # --- nodes ------------------------------------------------------------------------------------
 

@@ -33,9 +33,9 @@ from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, PO
 from controller_manager.api.selectors import Selector
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
-from controller_manager.runtime.controller_utils import compute_hash
-from controller_manager.runtime.informers import SharedInformer
+from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
+from controller_manager.controllerutil.controller_utils import compute_hash
+from controller_manager.runtime.informers import NAMESPACE_INDEX, SharedInformer
 
 from .util import CONTROLLER_REVISION_HASH_LABEL
 
@@ -186,7 +186,7 @@ class History:
 
     async def _claim(self, ds: Obj, selector: Selector) -> list[Obj]:
         namespace = str(meta(ds).get("namespace") or "")
-        candidates = self._revisions.store.by_index("namespace", namespace)
+        candidates = self._revisions.store.by_index(NAMESPACE_INDEX, namespace)
         manager = ControllerRefManager(self._client, ds, DAEMONSETS, selector, CONTROLLERREVISIONS,
                                        live_owner_check(self._client, DAEMONSETS, ds))
         return await manager.claim(candidates)

@@ -51,10 +51,6 @@ class EventSink(Protocol):
               resource: Resource | None = None) -> None: ...
 
 
-def _no_requeue(key: str) -> None:
-    return None
-
-
 @dataclass
 class DeploymentControl:
     """The controller's hands: client writes, events, time, the ReplicaSet cache, rate-limited requeues."""
@@ -63,7 +59,6 @@ class DeploymentControl:
     recorder: EventSink
     clock: Clock
     rs_lister: Callable[[str, str], Obj | None]  # cached ReplicaSet by (namespace, name)
-    enqueue_rate_limited: Callable[[str], None] = _no_requeue  # requeue a Deployment key with backoff
     log: Any = field(default_factory=lambda: structlog.get_logger("controller_manager.controllers.deployment"))
 
     def now(self) -> float:

@@ -13,9 +13,9 @@ Guarantees:
   only; a deprecated rollback request -> rollback; ``spec.replicas`` changed -> proportional resize; otherwise
   one step of the Recreate or RollingUpdate strategy (see :mod:`.recreate`, :mod:`.rolling`).
 - Writes carry resourceVersions; a refused write raises and the key is retried with backoff, at most
-  ``MAX_RETRIES`` times in a row (then it is dropped until the next event, as upstream). A create refused
-  because the namespace is terminating is not retried. Progress-deadline checks come back as
-  ``Result(requeue_after=...)``.
+  ``MAX_RETRIES`` times in a row (then the runner drops it until the next event, as upstream). A create
+  refused because the namespace is terminating is not retried. Progress-deadline checks come back as
+  ``Result(requeue_after=...)``, or ``Result(rate_limited=True, forget_failures=True)`` within a second of it.
 - Events come from source component ``deployment-controller``.
 """
 
@@ -28,12 +28,18 @@ from controller_manager.api.meta import controller_ref, deep_copy, is_being_dele
 from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment.util_conditions import SELECTING_ALL_MESSAGE, SELECTING_ALL_REASON
+from controller_manager.controllers.deployment.util_strategy import is_recreate
+from controller_manager.controllerutil.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+)
+from controller_manager.controllerutil.owner_handler import OwnerHandler
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
-from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Deleted, Event, Updated
 
 from .control import DeploymentControl, Obj
+from .progress import NOW_RATE_LIMITED
 from .recreate import rollout_recreate
 from .rollback import get_rollback_to, rollback
 from .rolling import rollout_rolling
@@ -62,6 +68,7 @@ class DeploymentController(Controller):
     name: ClassVar[str] = "deployment-controller"
     alias: ClassVar[str] = "deployment"
     queue_name: ClassVar[str | None] = "deployment"
+    max_retries: ClassVar[int | None] = MAX_RETRIES
     workers_option: ClassVar[str | None] = "concurrent-deployment-syncs"
     default_workers: ClassVar[int] = 5
 
@@ -75,9 +82,12 @@ class DeploymentController(Controller):
             recorder=ctx.events.recorder(self.name),
             clock=ctx.clock,
             rs_lister=lambda namespace, name: self.rs_informer.store.get(f"{namespace}/{name}"),
-            enqueue_rate_limited=self.queue.add_rate_limited,
             log=self.log,
         )
+        # ReplicaSets wake the Deployment that controls them, or every one that may adopt an orphan; a
+        # ReplicaSet's deletionTimestamp is an update like any other (upstream's add/update/deleteReplicaSet).
+        self.replica_sets = OwnerHandler(self.d_informer.store, DEPLOYMENTS, self.queue, log=self.log,
+                                         deletion_start="ignore")
         self.d_informer.add_handler(self._on_deployment)
         self.rs_informer.add_handler(self._on_replica_set)
         self.pod_informer.add_handler(self._on_pod)
@@ -89,54 +99,7 @@ class DeploymentController(Controller):
         self.queue.add(key_of(obj))
 
     def _on_replica_set(self, event: Event) -> None:
-        if isinstance(event, Added):
-            self._add_replica_set(event.obj)
-        elif isinstance(event, Updated):
-            self._update_replica_set(event.old, event.new)
-        else:
-            self._delete_replica_set(event.obj)
-
-    def _add_replica_set(self, rs: Obj) -> None:
-        if is_being_deleted(rs):
-            # Seen first while already going away (e.g. after a restart).
-            self._delete_replica_set(rs)
-            return
-        ref = controller_ref(rs)
-        if ref is not None:
-            d = self._resolve_controller_ref(meta(rs).get("namespace"), ref)
-            if d is not None:
-                self.queue.add(key_of(d))
-            return
-        # An orphan: every Deployment that may adopt it takes a look.
-        for d in self._deployments_for_replica_set(rs):
-            self.queue.add(key_of(d))
-
-    def _update_replica_set(self, old: Obj, cur: Obj) -> None:
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return  # a periodic resync
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        ref_changed = cur_ref != old_ref
-        if ref_changed and old_ref is not None:
-            previous = self._resolve_controller_ref(meta(old).get("namespace"), old_ref)
-            if previous is not None:
-                self.queue.add(key_of(previous))
-        if cur_ref is not None:
-            d = self._resolve_controller_ref(meta(cur).get("namespace"), cur_ref)
-            if d is not None:
-                self.queue.add(key_of(d))
-            return
-        labels_changed = (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {})
-        if labels_changed or ref_changed:
-            for d in self._deployments_for_replica_set(cur):
-                self.queue.add(key_of(d))
-
-    def _delete_replica_set(self, rs: Obj) -> None:
-        ref = controller_ref(rs)
-        if ref is None:
-            return  # nobody cares about an orphan going away
-        d = self._resolve_controller_ref(meta(rs).get("namespace"), ref)
-        if d is not None:
-            self.queue.add(key_of(d))
+        self.replica_sets.on_event(event)
 
     def _on_pod(self, event: Event) -> None:
         if isinstance(event, Deleted):
@@ -145,7 +108,7 @@ class DeploymentController(Controller):
     def _delete_pod(self, pod: Obj) -> None:
         """A Recreate Deployment waits for its last old pod to go: sync it when none is left."""
         d = self._deployment_for_pod(pod)
-        if d is None or not util.is_recreate(d):
+        if d is None or not is_recreate(d):
             return
         # Upstream lists the ReplicaSets from the API here; a handler must not block, so the cache serves.
         rs_uids = {str(meta(rs).get("uid")) for rs in self._owned_replica_sets(d)}
@@ -155,22 +118,6 @@ class DeploymentController(Controller):
         self.queue.add(key_of(d))
 
     # --- lookups in the cache ------------------------------------------------------------------------
-
-    def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        """The cached Deployment ``ref`` points to, if it still exists with that UID."""
-        return resolve_controller_ref(self.d_informer.store.get, DEPLOYMENTS, namespace, ref)
-
-    def _deployments_for_replica_set(self, rs: Obj) -> list[Obj]:
-        namespace = str(meta(rs).get("namespace") or "")
-        try:
-            found = util.get_deployments_for_replica_set(self.d_informer.store.by_index("namespace", namespace), rs)
-        except LookupError:
-            return []
-        if len(found) > 1:
-            # Controller references keep this safe, but overlapping selectors are a user error.
-            self.log.info("user error! more than one deployment is selecting replica set", replica_set=key_of(rs),
-                          labels=dict(meta(rs).get("labels") or {}), deployment=key_of(found[0]))
-        return found
 
     def _deployment_for_pod(self, pod: Obj) -> Obj | None:
         ref = controller_ref(pod)
@@ -182,7 +129,7 @@ class DeploymentController(Controller):
         rs_ref = controller_ref(rs)
         if rs_ref is None:
             return None
-        return self._resolve_controller_ref(meta(rs).get("namespace"), rs_ref)
+        return self.replica_sets.resolve(rs, rs_ref)
 
     def _owned_replica_sets(self, d: Obj) -> list[Obj]:
         namespace = meta(d).get("namespace")
@@ -229,18 +176,12 @@ class DeploymentController(Controller):
     # --- sync ----------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
         try:
             return await self._sync(key)
         except Exception as err:
             if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
                 return None  # nothing will succeed until the namespace is gone
-            if self.queue.num_requeues(key) >= MAX_RETRIES:
-                self.log.info("dropping deployment out of the queue", key=key, error=str(err))
-                return None
-            raise
-        finally:
-            self.log.debug("finished syncing deployment", key=key, duration=self.ctx.clock.monotonic() - started)
+            raise  # retried with backoff; the runner drops the key after max_retries in a row
 
     async def _sync(self, key: str) -> Result | None:
         cached = self.d_informer.store.get(key)
@@ -255,7 +196,7 @@ class DeploymentController(Controller):
 
         raw_selector = (d.get("spec") or {}).get("selector")
         if _selects_everything(raw_selector):
-            dc.event(d, "Warning", util.SELECTING_ALL_REASON, util.SELECTING_ALL_MESSAGE)
+            dc.event(d, "Warning", SELECTING_ALL_REASON, SELECTING_ALL_MESSAGE)
             status = d.get("status") or {}
             generation = int(meta(d).get("generation") or 0)
             if int(status.get("observedGeneration") or 0) < generation:
@@ -271,7 +212,7 @@ class DeploymentController(Controller):
         rs_list = await self.get_replica_sets_for_deployment(d, selector)
         # Only the Recreate strategy reads the pods (upstream lists them for every sync; the result is unused
         # otherwise, and grouping thousands of pods per sync is what a large rolling Deployment pays for it).
-        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list) if util.is_recreate(d) else {}
+        pod_map = self.get_pod_map_for_deployment(d, selector, rs_list) if is_recreate(d) else {}
 
         if is_being_deleted(d):
             await sync_status_only(dc, d, rs_list)
@@ -298,7 +239,11 @@ class DeploymentController(Controller):
             delay = await rollout_rolling(dc, d, rs_list)
         else:
             raise ValueError(f"unexpected deployment strategy type: {strategy}")
-        return Result(requeue_after=delay) if delay is not None else None
+        if delay is None:
+            return None
+        if delay == NOW_RATE_LIMITED:
+            return Result(rate_limited=True, forget_failures=True)
+        return Result(requeue_after=delay)
 
 
 def _selects_everything(selector: object) -> bool:

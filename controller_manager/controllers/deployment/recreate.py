@@ -15,7 +15,12 @@ from typing import Any
 
 from controller_manager.api.meta import meta
 from controller_manager.api.pods import pod_phase
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment.util_replicasets import filter_active_replica_sets
+from controller_manager.controllers.deployment.util_rollout import (
+    deployment_complete,
+    get_actual_replica_count_for_replica_sets,
+)
+from controller_manager.controllers.deployment.util_strategy import deployment_replicas, replica_set_replicas
 
 from .control import DeploymentControl, Obj, status_of
 from .progress import sync_rollout_status
@@ -38,7 +43,7 @@ async def rollout_recreate(dc: DeploymentControl, d: dict[str, Any], rs_list: Se
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
     all_rss: list[Obj | None] = [*old_rss, new_rs]
 
-    if await scale_down_old_replica_sets_for_recreate(dc, util.filter_active_replica_sets(old_rss), d):
+    if await scale_down_old_replica_sets_for_recreate(dc, filter_active_replica_sets(old_rss), d):
         return await sync_rollout_status(dc, all_rss, new_rs, d)
 
     if old_pods_running(new_rs, old_rss, pod_map):
@@ -51,7 +56,7 @@ async def rollout_recreate(dc: DeploymentControl, d: dict[str, Any], rs_list: Se
 
     await scale_up_new_replica_set_for_recreate(dc, new_rs, d)
 
-    if util.deployment_complete(d, status_of(d)):
+    if deployment_complete(d, status_of(d)):
         await cleanup_deployment(dc, old_rss, d)
     return await sync_rollout_status(dc, all_rss, new_rs, d)
 
@@ -60,7 +65,7 @@ async def scale_down_old_replica_sets_for_recreate(dc: DeploymentControl, old_rs
     """Scale every old ReplicaSet to zero; whether any was scaled."""
     scaled = False
     for rs in old_rss:
-        if util.replica_set_replicas(rs) == 0:
+        if replica_set_replicas(rs) == 0:
             continue
         did, _ = await scale_replica_set_and_record_event(dc, rs, 0, d)
         scaled = scaled or did
@@ -69,7 +74,7 @@ async def scale_down_old_replica_sets_for_recreate(dc: DeploymentControl, old_rs
 
 def old_pods_running(new_rs: Obj | None, old_rss: Sequence[Obj], pod_map: PodMap) -> bool:
     """Whether an old ReplicaSet reports pods or any of its pods has not reached a terminal phase."""
-    if util.get_actual_replica_count_for_replica_sets(old_rss) > 0:
+    if get_actual_replica_count_for_replica_sets(old_rss) > 0:
         return True
     new_uid = meta(new_rs).get("uid") if new_rs is not None else None
     for rs_uid, pods in pod_map.items():
@@ -83,5 +88,5 @@ def old_pods_running(new_rs: Obj | None, old_rss: Sequence[Obj], pod_map: PodMap
 
 
 async def scale_up_new_replica_set_for_recreate(dc: DeploymentControl, new_rs: Obj, d: Obj) -> bool:
-    scaled, _ = await scale_replica_set_and_record_event(dc, new_rs, util.deployment_replicas(d), d)
+    scaled, _ = await scale_replica_set_and_record_event(dc, new_rs, deployment_replicas(d), d)
     return scaled

@@ -21,7 +21,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller_manager.api.meta import deep_copy, meta
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment import util_annotations
+from controller_manager.controllers.deployment.util_annotations import (
+    DEPRECATED_ROLLBACK_TO_ANNOTATION,
+    last_revision,
+    set_deployment_annotations_to,
+)
+from controller_manager.controllers.deployment.util_conditions import (
+    ROLLBACK_DONE,
+    ROLLBACK_REVISION_NOT_FOUND,
+    ROLLBACK_TEMPLATE_UNCHANGED,
+)
+from controller_manager.controllers.deployment.util_replicasets import equal_ignore_hash, set_from_replica_set_template
 
 from .control import DeploymentControl, Obj, replace
 from .sync import get_all_replica_sets_and_sync_revision
@@ -34,7 +45,7 @@ _INT64 = re.compile(r"[+-]?[0-9]+")
 
 def get_rollback_to(d: Obj) -> int | None:
     """The requested rollback revision, or None when none is requested (or the annotation is not an int)."""
-    text = (meta(d).get("annotations") or {}).get(util.DEPRECATED_ROLLBACK_TO_ANNOTATION, "")
+    text = (meta(d).get("annotations") or {}).get(DEPRECATED_ROLLBACK_TO_ANNOTATION, "")
     if not text or not _INT64.fullmatch(text):
         return None
     value = int(text)
@@ -48,9 +59,9 @@ def set_rollback_to(d: dict[str, Any], revision: int | None) -> None:
     m = d.setdefault("metadata", {})
     annotations = dict(m.get("annotations") or {})
     if revision is None:
-        annotations.pop(util.DEPRECATED_ROLLBACK_TO_ANNOTATION, None)
+        annotations.pop(DEPRECATED_ROLLBACK_TO_ANNOTATION, None)
     else:
-        annotations[util.DEPRECATED_ROLLBACK_TO_ANNOTATION] = str(revision)
+        annotations[DEPRECATED_ROLLBACK_TO_ANNOTATION] = str(revision)
     m["annotations"] = annotations
 
 
@@ -60,14 +71,14 @@ async def rollback(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[O
     all_rss = [rs for rs in [*old_rss, new_rs] if rs is not None]
     target = get_rollback_to(d) or 0
     if target == 0:
-        target = util.last_revision(all_rss)
+        target = last_revision(all_rss)
         if target == 0:
-            dc.event(d, "Warning", util.ROLLBACK_REVISION_NOT_FOUND, "Unable to find last revision.")
+            dc.event(d, "Warning", ROLLBACK_REVISION_NOT_FOUND, "Unable to find last revision.")
             await update_deployment_and_clear_rollback_to(dc, d)
             return
     for rs in all_rss:
         try:
-            rev = util.revision(rs)
+            rev = util_annotations.revision(rs)
         except ValueError as err:
             dc.log.debug("unable to extract revision from deployment's replica set", replica_set=meta(rs).get("name"),
                          error=str(err))
@@ -75,28 +86,28 @@ async def rollback(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[O
         if rev == target:
             performed = await rollback_to_template(dc, d, rs)
             if performed:
-                dc.event(d, "Normal", util.ROLLBACK_DONE,
+                dc.event(d, "Normal", ROLLBACK_DONE,
                          f'Rolled back deployment "{meta(d).get("name", "")}" to revision {target}')
             return
-    dc.event(d, "Warning", util.ROLLBACK_REVISION_NOT_FOUND, "Unable to find the revision to rollback to.")
+    dc.event(d, "Warning", ROLLBACK_REVISION_NOT_FOUND, "Unable to find the revision to rollback to.")
     await update_deployment_and_clear_rollback_to(dc, d)
 
 
 async def rollback_to_template(dc: DeploymentControl, d: dict[str, Any], rs: Obj) -> bool:
     """Give ``d`` the ReplicaSet's template and annotations unless they are equal; whether it changed."""
     performed = False
-    if not util.equal_ignore_hash((d.get("spec") or {}).get("template"), (rs.get("spec") or {}).get("template")):
+    if not equal_ignore_hash((d.get("spec") or {}).get("template"), (rs.get("spec") or {}).get("template")):
         dc.log.debug("rolling back deployment to old template spec", deployment=meta(d).get("name"))
-        updated = util.set_from_replica_set_template(d, deep_copy((rs.get("spec") or {}).get("template") or {}))
+        updated = set_from_replica_set_template(d, deep_copy((rs.get("spec") or {}).get("template") or {}))
         # Take the RS's annotations too (e.g. its change-cause), or the Deployment's current ones would be
         # copied onto the RS we roll back to.
-        updated = util.set_deployment_annotations_to(updated, rs)
+        updated = set_deployment_annotations_to(updated, rs)
         replace(d, updated)
         performed = True
     else:
         dc.log.debug("rolling back to a revision that contains the same template as current deployment, skipping",
                      deployment=meta(d).get("name"))
-        dc.event(d, "Warning", util.ROLLBACK_TEMPLATE_UNCHANGED,
+        dc.event(d, "Warning", ROLLBACK_TEMPLATE_UNCHANGED,
                  f'The rollback revision contains the same template as current deployment "{meta(d).get("name", "")}"')
     await update_deployment_and_clear_rollback_to(dc, d)
     return performed

@@ -19,7 +19,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from controller_manager.api.meta import meta
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment import util_rollout, util_strategy
+from controller_manager.controllers.deployment.util_replicasets import (
+    filter_active_replica_sets,
+    replica_sets_by_creation_timestamp,
+)
+from controller_manager.controllers.deployment.util_rollout import (
+    deployment_complete,
+    get_available_replica_count_for_replica_sets,
+    get_replica_count_for_replica_sets,
+)
+from controller_manager.controllers.deployment.util_strategy import deployment_replicas, replica_set_replicas
 
 from .control import DeploymentControl, Obj, status_of
 from .progress import sync_rollout_status
@@ -43,10 +53,10 @@ async def rollout_rolling(dc: DeploymentControl, d: dict[str, Any], rs_list: Seq
     if await reconcile_new_replica_set(dc, all_rss, new_rs, d):
         return await sync_rollout_status(dc, all_rss, new_rs, d)
 
-    if await reconcile_old_replica_sets(dc, all_rss, util.filter_active_replica_sets(old_rss), new_rs, d):
+    if await reconcile_old_replica_sets(dc, all_rss, filter_active_replica_sets(old_rss), new_rs, d):
         return await sync_rollout_status(dc, all_rss, new_rs, d)
 
-    if util.deployment_complete(d, status_of(d)):
+    if deployment_complete(d, status_of(d)):
         await cleanup_deployment(dc, old_rss, d)
     return await sync_rollout_status(dc, all_rss, new_rs, d)
 
@@ -54,14 +64,14 @@ async def rollout_rolling(dc: DeploymentControl, d: dict[str, Any], rs_list: Seq
 async def reconcile_new_replica_set(dc: DeploymentControl, all_rss: Sequence[Obj | None], new_rs: Obj,
                                     d: Obj) -> bool:
     """Grow (within the surge) or shrink the new ReplicaSet; whether it was scaled."""
-    desired = util.deployment_replicas(d)
-    current = util.replica_set_replicas(new_rs)
+    desired = deployment_replicas(d)
+    current = replica_set_replicas(new_rs)
     if current == desired:
         return False
     if current > desired:
         scaled, _ = await scale_replica_set_and_record_event(dc, new_rs, desired, d)
         return scaled
-    new_replicas = util.new_rs_new_replicas(d, all_rss, new_rs)
+    new_replicas = util_rollout.new_rs_new_replicas(d, all_rss, new_rs)
     scaled, _ = await scale_replica_set_and_record_event(dc, new_rs, new_replicas, d)
     return scaled
 
@@ -69,15 +79,15 @@ async def reconcile_new_replica_set(dc: DeploymentControl, all_rss: Sequence[Obj
 async def reconcile_old_replica_sets(dc: DeploymentControl, all_rss: Sequence[Obj | None], old_rss: Sequence[Obj],
                                      new_rs: Obj, d: Obj) -> bool:
     """Shrink old ReplicaSets as far as availability allows; whether any was scaled."""
-    old_pods = util.get_replica_count_for_replica_sets(old_rss)
+    old_pods = get_replica_count_for_replica_sets(old_rss)
     if old_pods == 0:
         return False  # nothing left to scale down
-    all_pods = util.get_replica_count_for_replica_sets(all_rss)
-    max_unavailable = util.max_unavailable(d)
+    all_pods = get_replica_count_for_replica_sets(all_rss)
+    max_unavailable = util_strategy.max_unavailable(d)
     # Budget: pods above the availability floor, minus the new ReplicaSet's unavailable ones (they would
     # otherwise let us remove healthy old pods while the new ones are broken; see upstream's examples).
-    min_available = util.deployment_replicas(d) - max_unavailable
-    new_rs_unavailable = util.replica_set_replicas(new_rs) - int(status_of(new_rs).get("availableReplicas") or 0)
+    min_available = deployment_replicas(d) - max_unavailable
+    new_rs_unavailable = replica_set_replicas(new_rs) - int(status_of(new_rs).get("availableReplicas") or 0)
     max_scaled_down = all_pods - min_available - new_rs_unavailable
     if max_scaled_down <= 0:
         return False
@@ -107,12 +117,12 @@ async def cleanup_unhealthy_replicas(dc: DeploymentControl, old_rss: Sequence[Ob
     an RS by its unavailable count removes exactly those. Returns the ReplicaSets as now written and the
     number of pods removed.
     """
-    ordered = util.replica_sets_by_creation_timestamp(old_rss)
+    ordered = replica_sets_by_creation_timestamp(old_rss)
     total = 0
     for i, rs in enumerate(ordered):
         if total >= max_cleanup_count:
             break
-        replicas = util.replica_set_replicas(rs)
+        replicas = replica_set_replicas(rs)
         if replicas == 0:
             continue
         available = int(status_of(rs).get("availableReplicas") or 0)
@@ -131,18 +141,18 @@ async def cleanup_unhealthy_replicas(dc: DeploymentControl, old_rss: Sequence[Ob
 async def scale_down_old_replica_sets_for_rolling_update(dc: DeploymentControl, all_rss: Sequence[Obj | None],
                                                          old_rss: Sequence[Obj], d: Obj) -> int:
     """Remove available old pods while more than ``replicas - maxUnavailable`` are available; how many."""
-    min_available = util.deployment_replicas(d) - util.max_unavailable(d)
-    available = util.get_available_replica_count_for_replica_sets(all_rss)
+    min_available = deployment_replicas(d) - util_strategy.max_unavailable(d)
+    available = get_available_replica_count_for_replica_sets(all_rss)
     if available <= min_available:
         return 0
     dc.log.debug("found available pods in deployment, scaling down old RSes", deployment=meta(d).get("name"),
                  available_replicas=available)
     total = 0
     budget = available - min_available
-    for rs in util.replica_sets_by_creation_timestamp(old_rss):
+    for rs in replica_sets_by_creation_timestamp(old_rss):
         if total >= budget:
             break
-        replicas = util.replica_set_replicas(rs)
+        replicas = replica_set_replicas(rs)
         if replicas == 0:
             continue
         count = min(replicas, budget - total)

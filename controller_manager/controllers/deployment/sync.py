@@ -37,9 +37,75 @@ from controller_manager.client.errors import (
     NotFound,
     has_status_cause,
 )
-from controller_manager.controllers.deployment import util
-from controller_manager.runtime.controller_ref import new_controller_ref
-from controller_manager.runtime.controller_utils import compute_hash
+from controller_manager.controllers.deployment.util_annotations import (
+    MAX_REV_HISTORY_LENGTH_IN_CHARS,
+    REVISION_ANNOTATION,
+    get_desired_replicas_annotation,
+    max_revision,
+    replicas_annotations_need_update,
+    set_deployment_revision,
+    set_new_replica_set_annotations,
+    set_replicas_annotations,
+)
+from controller_manager.controllers.deployment.util_conditions import (
+    CONDITION_FALSE,
+    CONDITION_TRUE,
+    CONDITION_UNKNOWN,
+    DEPLOYMENT_AVAILABLE,
+    DEPLOYMENT_PROGRESSING,
+    FAILED_RS_CREATE_REASON,
+    FOUND_NEW_RS_REASON,
+    MINIMUM_REPLICAS_AVAILABLE,
+    MINIMUM_REPLICAS_AVAILABLE_MESSAGE,
+    MINIMUM_REPLICAS_UNAVAILABLE,
+    MINIMUM_REPLICAS_UNAVAILABLE_MESSAGE,
+    NEW_REPLICA_SET_REASON,
+    PAUSED_DEPLOY_MESSAGE,
+    PAUSED_DEPLOY_REASON,
+    RESUMED_DEPLOY_MESSAGE,
+    RESUMED_DEPLOY_REASON,
+    SCALING_REPLICA_SET_REASON,
+    TIMED_OUT_REASON,
+    created_new_replica_set_message,
+    failed_create_replica_set_message,
+    found_new_replica_set_message,
+    get_deployment_condition,
+    new_deployment_condition,
+    scaled_replica_set_message,
+    set_deployment_condition,
+)
+from controller_manager.controllers.deployment.util_replicasets import (
+    DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY,
+    clone_and_add_label,
+    clone_selector_and_add_label,
+    equal_ignore_hash,
+    filter_active_replica_sets,
+    find_active_or_latest,
+    find_new_replica_set,
+    find_old_replica_sets,
+    replica_sets_by_revision,
+)
+from controller_manager.controllers.deployment.util_rollout import (
+    get_actual_replica_count_for_replica_sets,
+    get_available_replica_count_for_replica_sets,
+    get_ready_replica_count_for_replica_sets,
+    get_replica_count_for_replica_sets,
+    get_terminating_replica_count_for_replica_sets,
+    has_progress_deadline,
+    has_revision_history_limit,
+    is_saturated,
+    new_rs_new_replicas,
+    proportional_scale_sizes,
+)
+from controller_manager.controllers.deployment.util_strategy import (
+    deployment_replicas,
+    is_rolling_update,
+    max_surge,
+    max_unavailable,
+    replica_set_replicas,
+)
+from controller_manager.controllerutil.controller_ref import new_controller_ref
+from controller_manager.controllerutil.controller_utils import compute_hash
 
 from .control import DeploymentControl, Obj, replace, status_of
 
@@ -90,22 +156,22 @@ async def sync(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj])
 
 async def check_paused_conditions(dc: DeploymentControl, d: dict[str, Any]) -> None:
     """Mark pausing/resuming on the Progressing condition, so a resumed Deployment does not time out at once."""
-    if not util.has_progress_deadline(d):
+    if not has_progress_deadline(d):
         return
-    cond = util.get_deployment_condition(status_of(d), util.DEPLOYMENT_PROGRESSING)
-    if cond is not None and cond.get("reason") == util.TIMED_OUT_REASON:
+    cond = get_deployment_condition(status_of(d), DEPLOYMENT_PROGRESSING)
+    if cond is not None and cond.get("reason") == TIMED_OUT_REASON:
         return  # a reported lack of progress stays reported
-    paused_cond_exists = cond is not None and cond.get("reason") == util.PAUSED_DEPLOY_REASON
+    paused_cond_exists = cond is not None and cond.get("reason") == PAUSED_DEPLOY_REASON
     paused = bool(_spec(d).get("paused"))
     if paused and not paused_cond_exists:
-        condition = util.new_deployment_condition(util.DEPLOYMENT_PROGRESSING, util.CONDITION_UNKNOWN,
-                                                  util.PAUSED_DEPLOY_REASON, util.PAUSED_DEPLOY_MESSAGE, dc.now())
+        condition = new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_UNKNOWN,
+                                                  PAUSED_DEPLOY_REASON, PAUSED_DEPLOY_MESSAGE, dc.now())
     elif not paused and paused_cond_exists:
-        condition = util.new_deployment_condition(util.DEPLOYMENT_PROGRESSING, util.CONDITION_UNKNOWN,
-                                                  util.RESUMED_DEPLOY_REASON, util.RESUMED_DEPLOY_MESSAGE, dc.now())
+        condition = new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_UNKNOWN,
+                                                  RESUMED_DEPLOY_REASON, RESUMED_DEPLOY_MESSAGE, dc.now())
     else:
         return
-    d["status"] = util.set_deployment_condition(status_of(d), condition)
+    d["status"] = set_deployment_condition(status_of(d), condition)
     await dc.update_deployment_status(d)
 
 
@@ -116,7 +182,7 @@ async def get_all_replica_sets_and_sync_revision(
     dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj], create_if_not_existed: bool
 ) -> tuple[Obj | None, list[Obj]]:
     """``(new_rs, all_old_rss)``, the new one created if asked and revisions brought up to date."""
-    _, all_old = util.find_old_replica_sets(d, rs_list)
+    _, all_old = find_old_replica_sets(d, rs_list)
     new_rs = await get_new_replica_set(dc, d, rs_list, all_old, create_if_not_existed)
     return new_rs, list(all_old)
 
@@ -134,8 +200,8 @@ async def get_new_replica_set(
     create_if_not_existed: bool,
 ) -> Obj | None:
     """The ReplicaSet running the Deployment's template (synced, or created when asked); None if there is none."""
-    existing = util.find_new_replica_set(d, rs_list)
-    new_revision = str(util.max_revision(old_rss) + 1)
+    existing = find_new_replica_set(d, rs_list)
+    new_revision = str(max_revision(old_rss) + 1)
     if existing is not None:
         return await _sync_existing_new_replica_set(dc, d, existing, new_revision)
     if not create_if_not_existed:
@@ -145,8 +211,8 @@ async def get_new_replica_set(
 
 async def _sync_existing_new_replica_set(dc: DeploymentControl, d: dict[str, Any], existing: Obj,
                                          new_revision: str) -> Obj:
-    rs_copy, annotations_updated = util.set_new_replica_set_annotations(
-        d, existing, new_revision, True, util.MAX_REV_HISTORY_LENGTH_IN_CHARS)
+    rs_copy, annotations_updated = set_new_replica_set_annotations(
+        d, existing, new_revision, True, MAX_REV_HISTORY_LENGTH_IN_CHARS)
     min_ready = int(_spec(d).get("minReadySeconds") or 0)
     if annotations_updated or int(_spec(rs_copy).get("minReadySeconds") or 0) != min_ready:
         rs_copy = deep_copy(rs_copy)
@@ -154,16 +220,16 @@ async def _sync_existing_new_replica_set(dc: DeploymentControl, d: dict[str, Any
         return await dc.update_replica_set(rs_copy)
 
     # The revision the ReplicaSet already wears is the Deployment's.
-    rev = (meta(rs_copy).get("annotations") or {}).get(util.REVISION_ANNOTATION, "")
-    updated, needs_update = util.set_deployment_revision(d, rev)
+    rev = (meta(rs_copy).get("annotations") or {}).get(REVISION_ANNOTATION, "")
+    updated, needs_update = set_deployment_revision(d, rev)
     replace(d, updated)
     # A Deployment that just got a deadline starts estimating progress from the first sight of its new RS.
-    cond = util.get_deployment_condition(status_of(d), util.DEPLOYMENT_PROGRESSING)
-    if util.has_progress_deadline(d) and cond is None:
-        condition = util.new_deployment_condition(
-            util.DEPLOYMENT_PROGRESSING, util.CONDITION_TRUE, util.FOUND_NEW_RS_REASON,
-            util.found_new_replica_set_message(str(meta(rs_copy).get("name", ""))), dc.now())
-        d["status"] = util.set_deployment_condition(status_of(d), condition)
+    cond = get_deployment_condition(status_of(d), DEPLOYMENT_PROGRESSING)
+    if has_progress_deadline(d) and cond is None:
+        condition = new_deployment_condition(
+            DEPLOYMENT_PROGRESSING, CONDITION_TRUE, FOUND_NEW_RS_REASON,
+            found_new_replica_set_message(str(meta(rs_copy).get("name", ""))), dc.now())
+        d["status"] = set_deployment_condition(status_of(d), condition)
         needs_update = True
     if needs_update:
         await dc.update_deployment_status(d)
@@ -177,10 +243,10 @@ def _new_replica_set_object(d: Obj) -> dict[str, Any]:
     collision_count = status_of(d).get("collisionCount")
     template_hash = compute_hash(template, collision_count if isinstance(collision_count, int) else None)
     template_meta = dict(template.get("metadata") or {})
-    template_meta["labels"] = util.clone_and_add_label(
-        template_meta.get("labels"), util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, template_hash)
+    template_meta["labels"] = clone_and_add_label(
+        template_meta.get("labels"), DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, template_hash)
     template["metadata"] = template_meta
-    selector = util.clone_selector_and_add_label(spec.get("selector"), util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY,
+    selector = clone_selector_and_add_label(spec.get("selector"), DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY,
                                                  template_hash)
     m = meta(d)
     rs_spec: dict[str, Any] = {"replicas": 0, "selector": selector, "template": template}
@@ -202,10 +268,10 @@ def _new_replica_set_object(d: Obj) -> dict[str, Any]:
 async def _create_new_replica_set(dc: DeploymentControl, d: dict[str, Any], old_rss: Sequence[Obj],
                                   new_revision: str) -> Obj:
     new_rs = _new_replica_set_object(d)
-    new_replicas = util.new_rs_new_replicas(d, [*old_rss, new_rs], new_rs)
+    new_replicas = new_rs_new_replicas(d, [*old_rss, new_rs], new_rs)
     new_rs["spec"]["replicas"] = new_replicas
-    new_rs, _ = util.set_new_replica_set_annotations(d, new_rs, new_revision, False,
-                                                     util.MAX_REV_HISTORY_LENGTH_IN_CHARS)
+    new_rs, _ = set_new_replica_set_annotations(d, new_rs, new_revision, False,
+                                                     MAX_REV_HISTORY_LENGTH_IN_CHARS)
     name = str(new_rs["metadata"]["name"])
     namespace = str(meta(d).get("namespace") or "")
     already_exists = False
@@ -219,7 +285,7 @@ async def _create_new_replica_set(dc: DeploymentControl, d: dict[str, Any], old_
             raise NotFound(404, "NotFound", f'replicaset.apps "{name}" not found') from None
         ref = controller_ref(found)
         if (ref is not None and ref.get("uid") == meta(d).get("uid")
-                and util.equal_ignore_hash(_spec(d).get("template"), _spec(found).get("template"))):
+                and equal_ignore_hash(_spec(d).get("template"), _spec(found).get("template"))):
             created = found
         else:
             await _bump_collision_count(dc, d)
@@ -232,15 +298,15 @@ async def _create_new_replica_set(dc: DeploymentControl, d: dict[str, Any], old_
 
     created_name = str(meta(created).get("name", ""))
     if not already_exists and new_replicas > 0:
-        dc.event(d, "Normal", util.SCALING_REPLICA_SET_REASON,
-                 util.scaled_replica_set_message("up", created_name, 0, new_replicas))
-    updated, needs_update = util.set_deployment_revision(d, new_revision)
+        dc.event(d, "Normal", SCALING_REPLICA_SET_REASON,
+                 scaled_replica_set_message("up", created_name, 0, new_replicas))
+    updated, needs_update = set_deployment_revision(d, new_revision)
     replace(d, updated)
-    if not already_exists and util.has_progress_deadline(d):
-        condition = util.new_deployment_condition(
-            util.DEPLOYMENT_PROGRESSING, util.CONDITION_TRUE, util.NEW_REPLICA_SET_REASON,
-            util.created_new_replica_set_message(created_name), dc.now())
-        d["status"] = util.set_deployment_condition(status_of(d), condition)
+    if not already_exists and has_progress_deadline(d):
+        condition = new_deployment_condition(
+            DEPLOYMENT_PROGRESSING, CONDITION_TRUE, NEW_REPLICA_SET_REASON,
+            created_new_replica_set_message(created_name), dc.now())
+        d["status"] = set_deployment_condition(status_of(d), condition)
         needs_update = True
     if needs_update:
         await dc.update_deployment_status(d)
@@ -263,16 +329,16 @@ async def _bump_collision_count(dc: DeploymentControl, d: dict[str, Any]) -> Non
 
 
 async def _report_create_failure(dc: DeploymentControl, d: dict[str, Any], name: str, err: ApiError) -> None:
-    message = util.failed_create_replica_set_message(name, str(err))
-    if util.has_progress_deadline(d):
-        condition = util.new_deployment_condition(util.DEPLOYMENT_PROGRESSING, util.CONDITION_FALSE,
-                                                  util.FAILED_RS_CREATE_REASON, message, dc.now())
-        d["status"] = util.set_deployment_condition(status_of(d), condition)
+    message = failed_create_replica_set_message(name, str(err))
+    if has_progress_deadline(d):
+        condition = new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_FALSE,
+                                                  FAILED_RS_CREATE_REASON, message, dc.now())
+        d["status"] = set_deployment_condition(status_of(d), condition)
         try:
             await dc.update_deployment_status(d)
         except ApiError:
             pass  # the create failure is the bigger issue to report
-    dc.event(d, "Warning", util.FAILED_RS_CREATE_REASON, message)
+    dc.event(d, "Warning", FAILED_RS_CREATE_REASON, message)
 
 
 # --- scaling ------------------------------------------------------------------------------------------
@@ -281,9 +347,9 @@ async def _report_create_failure(dc: DeploymentControl, d: dict[str, Any], name:
 async def is_scaling_event(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> bool:
     """Whether ``spec.replicas`` differs from what an active ReplicaSet was last sized for."""
     new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
-    desired = util.deployment_replicas(d)
-    for rs in util.filter_active_replica_sets([*old_rss, new_rs]):
-        value, ok = util.get_desired_replicas_annotation(rs)
+    desired = deployment_replicas(d)
+    for rs in filter_active_replica_sets([*old_rss, new_rs]):
+        value, ok = get_desired_replicas_annotation(rs)
         if ok and value != desired:
             return True
     return False
@@ -291,22 +357,22 @@ async def is_scaling_event(dc: DeploymentControl, d: dict[str, Any], rs_list: Se
 
 async def scale(dc: DeploymentControl, d: dict[str, Any], new_rs: Obj | None, old_rss: Sequence[Obj]) -> None:
     """Resize the ReplicaSets to ``spec.replicas``: the one active (or newest) one, or all proportionally."""
-    desired = util.deployment_replicas(d)
-    active_or_latest = util.find_active_or_latest(new_rs, old_rss)
+    desired = deployment_replicas(d)
+    active_or_latest = find_active_or_latest(new_rs, old_rss)
     if active_or_latest is not None:
-        if util.replica_set_replicas(active_or_latest) != desired:
+        if replica_set_replicas(active_or_latest) != desired:
             await scale_replica_set_and_record_event(dc, active_or_latest, desired, d)
         return
 
     # A saturated new ReplicaSet (e.g. one just adopted) means the old ones go to zero.
-    if util.is_saturated(d, new_rs):
-        for old in util.filter_active_replica_sets(old_rss):
+    if is_saturated(d, new_rs):
+        for old in filter_active_replica_sets(old_rss):
             await scale_replica_set_and_record_event(dc, old, 0, d)
         return
 
-    if util.is_rolling_update(d):
-        active = util.filter_active_replica_sets([*old_rss, new_rs])
-        sizes, _ = util.proportional_scale_sizes(d, active)
+    if is_rolling_update(d):
+        active = filter_active_replica_sets([*old_rss, new_rs])
+        sizes, _ = proportional_scale_sizes(d, active)
         for rs, size in sizes:
             # One failure stops the pass; the Deployment is requeued and recomputes from what was written.
             await scale_replica_set(dc, rs, size, d)
@@ -315,27 +381,27 @@ async def scale(dc: DeploymentControl, d: dict[str, Any], new_rs: Obj | None, ol
 async def scale_replica_set_and_record_event(dc: DeploymentControl, rs: Obj, new_scale: int,
                                              d: Obj) -> tuple[bool, Obj]:
     """Scale ``rs`` to ``new_scale`` unless it is there already; ``(scaled, rs_now)``."""
-    if util.replica_set_replicas(rs) == new_scale:
+    if replica_set_replicas(rs) == new_scale:
         return False, rs
     return await scale_replica_set(dc, rs, new_scale, d)
 
 
 async def scale_replica_set(dc: DeploymentControl, rs: Obj, new_scale: int, d: Obj) -> tuple[bool, Obj]:
     """Write ``rs``'s size and replica annotations if either is stale; ``(size_changed, rs_now)``."""
-    desired = util.deployment_replicas(d)
-    max_replicas = desired + util.max_surge(d)
-    old_scale = util.replica_set_replicas(rs)
+    desired = deployment_replicas(d)
+    max_replicas = desired + max_surge(d)
+    old_scale = replica_set_replicas(rs)
     size_needs_update = old_scale != new_scale
-    if not size_needs_update and not util.replicas_annotations_need_update(rs, desired, max_replicas):
+    if not size_needs_update and not replicas_annotations_need_update(rs, desired, max_replicas):
         return False, rs
-    rs_copy, _ = util.set_replicas_annotations(rs, desired, max_replicas)
+    rs_copy, _ = set_replicas_annotations(rs, desired, max_replicas)
     rs_copy = deep_copy(rs_copy)
     rs_copy.setdefault("spec", {})["replicas"] = new_scale
     updated = await dc.update_replica_set(rs_copy)
     if size_needs_update:
         operation = "up" if old_scale < new_scale else "down"
-        dc.event(d, "Normal", util.SCALING_REPLICA_SET_REASON,
-                 util.scaled_replica_set_message(operation, str(meta(updated).get("name", "")), old_scale,
+        dc.event(d, "Normal", SCALING_REPLICA_SET_REASON,
+                 scaled_replica_set_message(operation, str(meta(updated).get("name", "")), old_scale,
                                                  new_scale))
     return size_needs_update, updated
 
@@ -346,7 +412,7 @@ async def scale_replica_set(dc: DeploymentControl, rs: Obj, new_scale: int, d: O
 def _cleanable(rs: Obj) -> bool:
     """A history ReplicaSet that is safe to delete: nothing wanted, nothing left, nothing unobserved."""
     status = status_of(rs)
-    if int(status.get("replicas") or 0) != 0 or util.replica_set_replicas(rs) != 0:
+    if int(status.get("replicas") or 0) != 0 or replica_set_replicas(rs) != 0:
         return False
     if int(meta(rs).get("generation") or 0) > int(status.get("observedGeneration") or 0):
         return False
@@ -362,13 +428,13 @@ def _cleanable(rs: Obj) -> bool:
 
 async def cleanup_deployment(dc: DeploymentControl, old_rss: Sequence[Obj], d: Obj) -> None:
     """Delete the oldest empty ReplicaSets beyond ``revisionHistoryLimit``."""
-    if not util.has_revision_history_limit(d):
+    if not has_revision_history_limit(d):
         return
     alive = [rs for rs in old_rss if rs is not None and meta(rs).get("deletionTimestamp") is None]
     diff = len(alive) - int(_spec(d).get("revisionHistoryLimit") or 0)
     if diff <= 0:
         return
-    ordered = util.replica_sets_by_revision(alive)
+    ordered = replica_sets_by_revision(alive)
     dc.log.debug("looking to cleanup old replica sets for deployment", deployment=meta(d).get("name"))
     for rs in ordered[:diff]:
         if not _cleanable(rs):
@@ -388,19 +454,19 @@ async def cleanup_deployment(dc: DeploymentControl, old_rss: Sequence[Obj], d: O
 
 def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, now: float) -> dict[str, Any]:
     """The Deployment status the ReplicaSets imply, conditions carried over and Available brought up to date."""
-    available = util.get_available_replica_count_for_replica_sets(all_rss)
-    total = util.get_replica_count_for_replica_sets(all_rss)
+    available = get_available_replica_count_for_replica_sets(all_rss)
+    total = get_replica_count_for_replica_sets(all_rss)
     status: dict[str, Any] = {
         "observedGeneration": int(meta(d).get("generation") or 0),
-        "replicas": util.get_actual_replica_count_for_replica_sets(all_rss),
-        "updatedReplicas": util.get_actual_replica_count_for_replica_sets([new_rs]),
-        "readyReplicas": util.get_ready_replica_count_for_replica_sets(all_rss),
+        "replicas": get_actual_replica_count_for_replica_sets(all_rss),
+        "updatedReplicas": get_actual_replica_count_for_replica_sets([new_rs]),
+        "readyReplicas": get_ready_replica_count_for_replica_sets(all_rss),
         "availableReplicas": available,
         # More available than wanted (scaling down) is no unavailability.
         "unavailableReplicas": max(total - available, 0),
     }
     status = {k: v for k, v in status.items() if v}
-    terminating = util.get_terminating_replica_count_for_replica_sets(all_rss)
+    terminating = get_terminating_replica_count_for_replica_sets(all_rss)
     if terminating is not None:
         status["terminatingReplicas"] = terminating
     old = status_of(d)
@@ -409,15 +475,15 @@ def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj, 
     if old.get("conditions"):
         status["conditions"] = deep_copy(list(old["conditions"]))
 
-    if available >= util.deployment_replicas(d) - util.max_unavailable(d):
-        condition = util.new_deployment_condition(util.DEPLOYMENT_AVAILABLE, util.CONDITION_TRUE,
-                                                  util.MINIMUM_REPLICAS_AVAILABLE,
-                                                  util.MINIMUM_REPLICAS_AVAILABLE_MESSAGE, now)
+    if available >= deployment_replicas(d) - max_unavailable(d):
+        condition = new_deployment_condition(DEPLOYMENT_AVAILABLE, CONDITION_TRUE,
+                                                  MINIMUM_REPLICAS_AVAILABLE,
+                                                  MINIMUM_REPLICAS_AVAILABLE_MESSAGE, now)
     else:
-        condition = util.new_deployment_condition(util.DEPLOYMENT_AVAILABLE, util.CONDITION_FALSE,
-                                                  util.MINIMUM_REPLICAS_UNAVAILABLE,
-                                                  util.MINIMUM_REPLICAS_UNAVAILABLE_MESSAGE, now)
-    return util.set_deployment_condition(status, condition)
+        condition = new_deployment_condition(DEPLOYMENT_AVAILABLE, CONDITION_FALSE,
+                                                  MINIMUM_REPLICAS_UNAVAILABLE,
+                                                  MINIMUM_REPLICAS_UNAVAILABLE_MESSAGE, now)
+    return set_deployment_condition(status, condition)
 
 
 def normalized_status(status: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from controller_manager.api.meta import deep_copy, meta, parse_time
 from controller_manager.api.quantity import parse_quantity
 from controller_manager.controllers.deployment.util_annotations import revision
 from controller_manager.controllers.deployment.util_strategy import replica_set_replicas
-from controller_manager.runtime.controller_utils import (
+from controller_manager.controllerutil.controller_utils import (
     filter_active_replica_sets,
     replica_sets_by_creation_timestamp,
     replica_sets_by_size_newer,

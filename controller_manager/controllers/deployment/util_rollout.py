@@ -46,7 +46,7 @@ from controller_manager.controllers.deployment.util_strategy import (
     replica_set_replicas,
     rolling_update_params,
 )
-from controller_manager.runtime.controller_utils import replica_sets_by_size_newer, replica_sets_by_size_older
+from controller_manager.controllerutil.controller_utils import replica_sets_by_size_newer, replica_sets_by_size_older
 
 __all__ = [
     "deployment_complete",

@@ -39,9 +39,9 @@ from controller_manager.api.pods import POD_FAILED, POD_SUCCEEDED, get_pod_condi
 from controller_manager.api.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, PODS, REPLICASETS, STATEFULSETS
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
 from controller_manager.client.errors import ApiError, Conflict
+from controller_manager.controllerutil.selector_cache import SelectorCache
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.selector_cache import SelectorCache
 from controller_manager.runtime.workqueue import DelayingQueue
 
 from . import messages
@@ -165,23 +165,18 @@ class DisruptionController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
-        try:
-            pdb = self.pdb_informer.store.get(key)
-            if pdb is None:
-                self.log.debug("pod disruption budget has been deleted", key=key)
-                return None
-            try:
-                await self._try_sync(key, pdb)
-            except Conflict:
-                raise  # our copy was stale: retry with backoff, no fail-safe write over a newer status
-            except _SYNC_ERRORS as err:
-                self.log.error("failed to sync PDB", key=key, error=str(err))
-                await self._fail_safe(pdb, err)
+        pdb = self.pdb_informer.store.get(key)
+        if pdb is None:
+            self.log.debug("pod disruption budget has been deleted", key=key)
             return None
-        finally:
-            self.log.debug("finished syncing PodDisruptionBudget", key=key,
-                           duration=self.ctx.clock.monotonic() - started)
+        try:
+            await self._try_sync(key, pdb)
+        except Conflict:
+            raise  # our copy was stale: retry with backoff, no fail-safe write over a newer status
+        except _SYNC_ERRORS as err:
+            self.log.error("failed to sync PDB", key=key, error=str(err))
+            await self._fail_safe(pdb, err)
+        return None
 
     async def _try_sync(self, key: str, pdb: Obj) -> None:
         try:
@@ -333,29 +328,13 @@ class DisruptionController(Controller):
     async def run_background(self) -> None:
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._recheck_worker(), name=f"{self.name}/recheck")
-                tg.create_task(self._stale_pod_disruption_worker(), name=f"{self.name}/stale-pod-disruption")
+                tg.create_task(self.run_queue(self.recheck_queue, self._recheck), name=f"{self.name}/recheck")
+                tg.create_task(self.run_queue(self.stale_pod_disruption_queue, self.sync_stale_pod_disruption),
+                               name=f"{self.name}/stale-pod-disruption")
         finally:
             self.recheck_queue.shut_down()
             self.stale_pod_disruption_queue.shut_down()
 
-    async def _recheck_worker(self) -> None:
-        while (key := await self.recheck_queue.get()) is not None:
-            try:
-                self.queue.add_rate_limited(key)
-            finally:
-                self.recheck_queue.done(key)
-
-    async def _stale_pod_disruption_worker(self) -> None:
-        queue = self.stale_pod_disruption_queue
-        while (key := await queue.get()) is not None:
-            try:
-                await self.sync_stale_pod_disruption(key)
-            except Exception as err:
-                self.log.error("error syncing Pod to clear DisruptionTarget condition, requeueing", pod=key,
-                               error=str(err) or type(err).__name__)
-                queue.add_rate_limited(key)
-            else:
-                queue.forget(key)
-            finally:
-                queue.done(key)
+    async def _recheck(self, key: str) -> None:
+        """A PDB whose recheck time came: back on the main queue, rate-limited (upstream's recheck worker)."""
+        self.queue.add_rate_limited(key)

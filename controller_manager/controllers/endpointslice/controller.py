@@ -39,7 +39,7 @@ from . import metrics
 from .endpointset import determine_needed_service_updates, pod_endpoints_changed
 from .reconciler import ReconcileError, Reconciler
 from .tracker import EndpointSliceTracker, TriggerTimeTracker
-from .utils import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
+from .util import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
 
 __all__ = [
     "CONTROLLER_QUALIFIED_NAME",
@@ -81,6 +81,7 @@ class EndpointSliceController(Controller):
     name: ClassVar[str] = "endpointslice-controller"
     alias: ClassVar[str] = "endpointslice"
     queue_name: ClassVar[str | None] = "endpoint_slice"
+    max_retries: ClassVar[int | None] = MAX_RETRIES
     workers_option: ClassVar[str | None] = "concurrent-service-endpoint-syncs"
     default_workers: ClassVar[int] = 5
 
@@ -202,22 +203,14 @@ class EndpointSliceController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
         try:
             await self._sync_service(key)
         except Exception as err:
             stale = isinstance(err, StaleInformerCache)
             metrics.ENDPOINT_SLICE_SYNCS.labels(metrics.SYNC_STALE if stale else metrics.SYNC_ERROR).inc()
-            if self.queue.num_requeues(key) < MAX_RETRIES:
-                raise  # the runner logs it and retries with backoff
-            self.log.info("Retry budget exceeded, dropping service out of the queue", key=key, error=str(err))
-            return None
-        else:
-            metrics.ENDPOINT_SLICE_SYNCS.labels(metrics.SYNC_SUCCESS).inc()
-            return None
-        finally:
-            self.log.debug("Finished syncing service endpoint slices", key=key,
-                           elapsed=self.ctx.clock.monotonic() - started)
+            raise  # the runner logs it and retries with backoff, dropping the key after max_retries in a row
+        metrics.ENDPOINT_SLICE_SYNCS.labels(metrics.SYNC_SUCCESS).inc()
+        return None
 
     async def _sync_service(self, key: str) -> None:
         namespace, name = split_key(key)

@@ -36,7 +36,7 @@ from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiErr
 from . import metrics
 from .endpointset import EndpointSet, PortMapKey, endpoints_equal_beyond_hash, port_map_key
 from .tracker import EndpointSliceTracker
-from .utils import (
+from .util import (
     LABEL_MANAGED_BY,
     address_types_for_service,
     get_endpoint_ports,

@@ -25,7 +25,7 @@ from typing import Any
 from controller_manager.api.meta import meta, parse_time
 from controller_manager.api.pods import get_pod_ready_condition
 
-from .utils import LABEL_SERVICE_NAME
+from .util import LABEL_SERVICE_NAME
 
 Obj = Mapping[str, Any]
 

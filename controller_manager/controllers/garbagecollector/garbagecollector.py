@@ -22,21 +22,21 @@ Guarantees (upstream ``garbagecollector.go``):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import meta
 from controller_manager.client.errors import NotFound
-from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import delete_owner_ref_patch
+from controller_manager.controllerutil.controller_ref import delete_owner_ref_patch
+from controller_manager.runtime.controller import RATE_LIMITED, Controller, ControllerContext, Result
 from controller_manager.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 from . import metrics
 from .discovery import GVR, RestMapper, discover, get_deletable_resources, list_resources
 from .errors import EnqueuedVirtualDeleteEvent, NamespacedOwnerOfClusterScopedObject, RestMappingError
 from .graph import Node, ObjectReference, OwnerRef
-from .graph_builder import FOREGROUND, ORPHAN, GraphBuilder, GraphQueues, has_finalizer
+from .graph_builder import FOREGROUND, ORPHAN, GraphBuilder, GraphEvent, GraphQueues, has_finalizer
 from .operations import Operations, unblock_owner_refs_strategic_patch
 
 SYNC_PERIOD = 30.0  # kube-controller-manager's garbage collector sync period (and initial sync timeout)
@@ -46,6 +46,19 @@ SYNCED_POLL_PERIOD = 0.1  # client-go's WaitForCacheSync poll
 class Action(Enum):
     FORGET = "forget"
     REQUEUE = "requeue"
+
+
+def _result(action: Action) -> Result | None:
+    """A worker's verdict as the runner's: forget, or requeue rate-limited (backoff growing, nothing logged)."""
+    return None if action is Action.FORGET else RATE_LIMITED
+
+
+def _describe_event(event: GraphEvent) -> str:
+    return f"{event.type} {event.identity()}"
+
+
+def _describe(node: Node) -> str:
+    return str(node.identity)
 
 
 class GarbageCollector(Controller):
@@ -155,17 +168,22 @@ class GarbageCollector(Controller):
         queues = self.builder.queues
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self.builder.run(), name=f"{self.name}/graph-builder")
+                # One processor applies graph changes in order, a loop turn between them so a burst of
+                # thousands does not starve the workers and informers.
+                tg.create_task(self.run_queue(queues.graph_changes, self.builder.apply, yield_between=True,
+                                              timed=False, describe=_describe_event),
+                               name=f"{self.name}/graph-builder")
                 if await self._wait_synced(self.sync_period):
                     self.log.info("Garbage collector: all resource monitors have synced")
                 else:
                     self.log.info("Garbage collector: not all resource monitors could be synced, proceeding anyways")
                 self.log.info("Proceeding to collect garbage", workers=self.gc_workers)
-                for i in range(self.gc_workers):
-                    tg.create_task(self._run_worker(self.process_attempt_to_delete_worker),
-                                   name=f"{self.name}/attempt-to-delete-{i}")
-                    tg.create_task(self._run_worker(self.process_attempt_to_orphan_worker),
-                                   name=f"{self.name}/attempt-to-orphan-{i}")
+                tg.create_task(self.run_queue(queues.attempt_to_delete, self._attempt_to_delete,
+                                              workers=self.gc_workers, describe=_describe),
+                               name=f"{self.name}/attempt-to-delete")
+                tg.create_task(self.run_queue(queues.attempt_to_orphan, self._attempt_to_orphan,
+                                              workers=self.gc_workers, describe=_describe),
+                               name=f"{self.name}/attempt-to-orphan")
                 self._workers_started = True
         finally:
             self._workers_started = False
@@ -173,44 +191,19 @@ class GarbageCollector(Controller):
             queues.attempt_to_delete.shut_down()
             queues.attempt_to_orphan.shut_down()
 
-    @staticmethod
-    async def _run_worker(process: Callable[[], Awaitable[bool]]) -> None:
-        while await process():
-            pass
-
     async def process_attempt_to_delete_worker(self) -> bool:
         """Take one node off ``attempt_to_delete`` and handle it; False once the queue is shut down."""
-        return await self._process_next(self.builder.attempt_to_delete, self.attempt_to_delete_worker)
+        return await self.process_next(self.builder.attempt_to_delete, self._attempt_to_delete, describe=_describe)
 
     async def process_attempt_to_orphan_worker(self) -> bool:
         """Take one owner off ``attempt_to_orphan`` and orphan its dependents; False once shut down."""
-        return await self._process_next(self.builder.attempt_to_orphan, self.attempt_to_orphan_worker)
+        return await self.process_next(self.builder.attempt_to_orphan, self._attempt_to_orphan, describe=_describe)
 
-    async def _process_next(self, queue: RateLimitingQueue[Node], worker: Callable[[Node], Awaitable[Action]]) -> bool:
-        """One item off ``queue`` through ``worker``: forgotten on FORGET, else requeued rate-limited."""
-        item = await queue.get()
-        if item is None:
-            return False
-        try:
-            action = await self._guarded(worker(item), item)
-            if action is Action.FORGET:
-                queue.forget(item)
-            else:
-                queue.add_rate_limited(item)
-        finally:
-            queue.done(item)
-        return True
+    async def _attempt_to_delete(self, n: Node) -> Result | None:
+        return _result(await self.attempt_to_delete_worker(n))
 
-    async def _guarded(self, work: Awaitable[Action], item: Node) -> Action:
-        try:
-            action = await work
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # A bug, not an API answer: never let it kill a worker; retry with backoff.
-            self.log.exception("error syncing item", item=str(item.identity))
-            return Action.REQUEUE
-        return action
+    async def _attempt_to_orphan(self, owner: Node) -> Result | None:
+        return _result(await self.attempt_to_orphan_worker(owner))
 
     async def attempt_to_delete_worker(self, n: Node) -> Action:
         graph = self.builder.uid_to_node

@@ -20,13 +20,13 @@ Guarantees (upstream ``graph_builder.go``):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import Resource
+from controller_manager.runtime.controller import Result, TerminalError
 from controller_manager.runtime.informers import Added, Deleted, SharedInformerFactory, Updated
 from controller_manager.runtime.informers.events import Event
 from controller_manager.runtime.informers.informer import SharedInformer
@@ -230,21 +230,13 @@ class GraphBuilder:
 
     # --- the processor ------------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Apply graph changes one at a time until the queue is shut down."""
-        queue = self.graph_changes
-        while True:
-            event = await queue.get()
-            if event is None:
-                return
-            try:
-                self.process_graph_changes(event)
-            except Exception:
-                self.log.exception("graph change failed", uid=str(meta(event.obj).get("uid", "")))
-            finally:
-                queue.done(event)
-            # Let the workers and informers run between events: a burst of thousands must not starve them.
-            await asyncio.sleep(0)
+    async def apply(self, event: GraphEvent) -> Result | None:
+        """The processor's sync (run on the shared runner): apply one event; a failure is logged, never retried."""
+        try:
+            self.process_graph_changes(event)
+        except Exception as err:
+            raise TerminalError(f"graph change failed for uid {meta(event.obj).get('uid', '')}") from err
+        return None
 
     def enqueue_virtual_delete_event(self, ref: ObjectReference) -> None:
         self.graph_changes.add(GraphEvent("delete", ref.as_object(), ref.api_version, ref.kind, virtual=True))

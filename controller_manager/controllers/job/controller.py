@@ -27,16 +27,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta, parse_time, split_key
+from controller_manager.api.meta import controller_ref, key_of, meta, parse_time, split_key
 from controller_manager.api.resources import JOBS, PODS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NotFound
+from controller_manager.controllerutil.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+)
+from controller_manager.controllerutil.expectations import ControllerExpectations
+from controller_manager.controllerutil.owner_handler import OwnerHandler
+from controller_manager.controllerutil.pod_control import PodControl
+from controller_manager.controllerutil.selector_cache import SelectorCache
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
-from controller_manager.runtime.expectations import ControllerExpectations
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.pod_control import PodControl
-from controller_manager.runtime.selector_cache import SelectorCache
 from controller_manager.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 from . import metrics
@@ -103,6 +107,12 @@ class JobController(Controller):
         self.job_informer = ctx.informers.informer(JOBS)
         self.pod_informer = ctx.informers.informer(PODS)
         self._selectors = SelectorCache()
+        # Pods wake their Job (batched), count off its expectations, and hand orphans still carrying our
+        # tracking finalizer to the orphan cleanup: upstream's addPod/updatePod/deletePod.
+        self.pods = OwnerHandler(self.job_informer.store, JOBS, self.queue, log=self.log, enqueue=self.enqueue_batched,
+                                 selectors=self._selectors,
+                                 created=lambda job, pod: self.expectations.creation_observed(key_of(job)),
+                                 updated=self._pod_updated, deleted=self._pod_deleted, orphan=self._orphan_seen)
         self.job_informer.add_handler(self._on_job)
         self.pod_informer.add_handler(self._on_pod)
 
@@ -163,101 +173,41 @@ class JobController(Controller):
     def _enqueue_orphan(self, pod: Obj) -> None:
         self.queue.add(ORPHAN_POD_PREFIX + key_of(pod))
 
-    def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        return resolve_controller_ref(self.job_informer.store.get, JOBS, namespace, ref)
-
-    def _pod_jobs(self, pod: Obj) -> list[Obj]:
-        labels = meta(pod).get("labels")
-        if not isinstance(labels, Mapping) or not labels:
-            return []
-        found: list[Obj] = []
-        for job in self.job_informer.store.by_index(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
-            selector = self.selector(job)
-            if selector is not None and not selector.is_empty() and selector.matches(labels):
-                found.append(job)
-        if len(found) > 1:
-            self.log.warning("more than one job is selecting pods with labels", labels=dict(labels))
-        return found
-
     def _on_pod(self, event: Event) -> None:
         if isinstance(event, Updated) and _nothing_for_jobs(event.old, event.new):
             return
         if isinstance(event, Added):
             metrics.record_finished_pod_with_tracking_finalizer(None, event.obj)
-            self._add_pod(event.obj)
+            self.pods.added(event.obj)
         elif isinstance(event, Updated):
             metrics.record_finished_pod_with_tracking_finalizer(event.old, event.new)
-            self._update_pod(event.old, event.new)
+            self.pods.updated(event.old, event.new)
         elif isinstance(event, Deleted):
             if not event.final_state_unknown:  # upstream reads no pod out of a tombstone here
                 metrics.record_finished_pod_with_tracking_finalizer(event.obj, None)
-            self._delete_pod(event.obj, final=True)
+            self.pods.deleted(event.obj, final=True)
 
-    def _add_pod(self, pod: Obj) -> None:
-        if is_being_deleted(pod):
-            # After a restart a pod may first show up already terminating: not a creation anyone waits for.
-            self._delete_pod(pod, final=False)
-            return
-        ref = controller_ref(pod)
-        if ref is not None:
-            job = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
-            if job is None:
-                return
-            self.expectations.creation_observed(key_of(job))
-            self.enqueue_batched(key_of(job))
-            return
+    def _orphan_seen(self, pod: Obj) -> None:
         if has_job_tracking_finalizer(pod):
             self._enqueue_orphan(pod)
-        for job in self._pod_jobs(pod):
-            self.enqueue_batched(key_of(job))
 
-    def _update_pod(self, old: Obj, cur: Obj) -> None:
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return  # a resync
-        if is_being_deleted(cur):
-            # Replace it as soon as deletion starts, not when the kubelet is done with it.
-            self._delete_pod(cur, final=False)
-            return
-        finalizer_removed = not has_job_tracking_finalizer(cur)
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        ref_changed = cur_ref != old_ref
-        if ref_changed and old_ref is not None:
-            job = self._resolve_controller_ref(meta(old).get("namespace"), old_ref)
-            if job is not None:
-                if finalizer_removed:
-                    self.finalizer_expectations.finalizer_removal_observed(key_of(job), pod_uid(cur))
-                self.enqueue_batched(key_of(job))
-        if cur_ref is not None:
-            job = self._resolve_controller_ref(meta(cur).get("namespace"), cur_ref)
-            if job is None:
-                return
-            if finalizer_removed:
-                self.finalizer_expectations.finalizer_removal_observed(key_of(job), pod_uid(cur))
-            self.enqueue_batched(key_of(job))
-            return
-        if has_job_tracking_finalizer(cur):
-            self._enqueue_orphan(cur)
-        if ref_changed or (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {}):
-            for job in self._pod_jobs(cur):
-                self.enqueue_batched(key_of(job))
+    def _pod_updated(self, job: Obj, old: Obj, cur: Obj) -> None:
+        # The old and the new controlling Job alike: a removed finalizer is one they may be waiting for.
+        if not has_job_tracking_finalizer(cur):
+            self.finalizer_expectations.finalizer_removal_observed(key_of(job), pod_uid(cur))
 
-    def _delete_pod(self, pod: Obj, *, final: bool) -> None:
-        ref = controller_ref(pod)
+    def _pod_deleted(self, job: Obj | None, pod: Obj, final: bool) -> bool:
         has_finalizer = has_job_tracking_finalizer(pod)
-        if ref is None:
-            if has_finalizer:
-                self._enqueue_orphan(pod)  # the GC may have removed the reference
-            return
-        job = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
         if job is None or is_job_finished(job):
             if has_finalizer:
-                self._enqueue_orphan(pod)  # no sync will remove this finalizer
-            return
+                # No reference (the GC may have removed it), or no sync will remove this finalizer.
+                self._enqueue_orphan(pod)
+            return False
         key = key_of(job)
         self.expectations.deletion_observed(key)
         if final or not has_finalizer:
             self.finalizer_expectations.finalizer_removal_observed(key, pod_uid(pod))
-        self.enqueue_batched(key)
+        return True
 
     # --- sync ---------------------------------------------------------------------------------------
 
@@ -265,11 +215,7 @@ class JobController(Controller):
         if key.startswith(ORPHAN_POD_PREFIX):
             await self.sync_orphan_pod(key[len(ORPHAN_POD_PREFIX):])
             return None
-        started = self.ctx.clock.monotonic()
-        try:
-            return await sync_job(self, key)
-        finally:
-            self.log.debug("finished syncing job", key=key, duration=self.ctx.clock.monotonic() - started)
+        return await sync_job(self, key)
 
     async def sync_orphan_pod(self, pod_key: str) -> None:
         """Remove the tracking finalizer from a pod no unfinished Job of ours controls."""
@@ -280,7 +226,7 @@ class JobController(Controller):
         if ref is not None:
             if ref.get("kind") != JOBS.kind or ref.get("apiVersion") != JOBS.api_version:
                 return  # someone else's pod: not our finalizer to touch
-            job = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
+            job = self.pods.resolve(pod, ref)
             if job is not None and managed_by_external_controller(job) is not None:
                 return
             if job is not None and not is_job_finished(job):

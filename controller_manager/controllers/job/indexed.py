@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from controller_manager.runtime.controller_utils import sort_active_pods
+from controller_manager.controllerutil.controller_utils import sort_active_pods
 
 from .pod_failure_policy import ACTION_FAIL_INDEX, match_pod_failure_policy
 from .util import (

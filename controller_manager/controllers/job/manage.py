@@ -26,8 +26,8 @@ from controller_manager.api.meta import deep_copy, key_of, meta
 from controller_manager.api.pods import filter_terminating_pods, is_pod_ready
 from controller_manager.api.resources import JOBS
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
-from controller_manager.runtime.controller_ref import new_controller_ref
-from controller_manager.runtime.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, sort_active_pods
+from controller_manager.controllerutil.controller_ref import new_controller_ref
+from controller_manager.controllerutil.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, sort_active_pods
 
 from . import metrics
 from .backoff import remaining_time_per_index

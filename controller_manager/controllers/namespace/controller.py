@@ -106,21 +106,17 @@ class NamespaceController(Controller):
             for namespace in self.informer.store.list():
                 self.enqueue(namespace)
             return Result(requeue_after=self.sync_period)
-        started = self.ctx.clock.monotonic()
-        try:
-            if self.informer.store.get(key) is None:
-                self.log.info("namespace has been deleted", key=key)
-                return None
-            try:
-                await self.deleter.delete(key)
-            except ResourcesRemainingError as remaining:
-                delay = requeue_delay(remaining.estimate)
-                self.log.info("content remaining in namespace", key=key, estimate=remaining.estimate,
-                              wait_seconds=delay)
-                return Result(requeue_after=delay)
+        if self.informer.store.get(key) is None:
+            self.log.info("namespace has been deleted", key=key)
             return None
-        finally:
-            self.log.debug("finished syncing namespace", key=key, duration=self.ctx.clock.monotonic() - started)
+        try:
+            await self.deleter.delete(key)
+        except ResourcesRemainingError as remaining:
+            delay = requeue_delay(remaining.estimate)
+            self.log.info("content remaining in namespace", key=key, estimate=remaining.estimate,
+                          wait_seconds=delay)
+            return Result(requeue_after=delay)
+        return None
 
 
 def _seconds(options: Mapping[str, Any], name: str, default: float) -> float:

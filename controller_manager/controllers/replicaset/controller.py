@@ -33,27 +33,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta
-from controller_manager.api.pods import is_pod_ready, pod_key, split_active_and_terminating
+from controller_manager.api.pods import pod_key, split_active_and_terminating
 from controller_manager.api.resources import PODS, REPLICASETS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
-from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import (
+from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
     new_controller_ref,
-    resolve_controller_ref,
 )
-from controller_manager.runtime.controller_utils import (
+from controller_manager.controllerutil.controller_utils import (
     SLOW_START_INITIAL_BATCH_SIZE,
     find_min_next_pod_availability_check,
     pod_keys,
     slow_start_batch,
 )
-from controller_manager.runtime.expectations import ControllerExpectations, UIDTrackingControllerExpectations
-from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
-from controller_manager.runtime.pod_control import PodControl
-from controller_manager.runtime.selector_cache import SelectorCache
+from controller_manager.controllerutil.expectations import ControllerExpectations, UIDTrackingControllerExpectations
+from controller_manager.controllerutil.owner_handler import OwnerHandler
+from controller_manager.controllerutil.pod_control import PodControl
+from controller_manager.controllerutil.selector_cache import SelectorCache
+from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Event, Updated
 
 from .pods import ORPHAN_INDEX, filter_claimed_pods, get_pods_to_delete, orphan_index
 from .status import calculate_status, min_ready_seconds, spec_replicas, update_replica_set_status
@@ -86,8 +86,14 @@ class ReplicaSetController(Controller):
         self.pod_informer = ctx.informers.informer(PODS, indexers={ORPHAN_INDEX: orphan_index})
         # Parsed selectors by RS key, valid while the RS's resourceVersion is unchanged (None: invalid).
         self._selectors = SelectorCache()
+        # Pods wake the ReplicaSet that controls them (or, orphans, every one that may adopt them) and count
+        # off its expectations: upstream's addPod/updatePod/deletePod.
+        self.pods = OwnerHandler(
+            self.rs_informer.store, REPLICASETS, self.queue, log=self.log, selectors=self._selectors,
+            deletion_start="deleted_old_too", ready_requeue_skew=0.0,
+            created=lambda rs, pod: self.expectations.creation_observed(key_of(rs)), deleted=self._pod_deleted)
         self.rs_informer.add_handler(self._on_replica_set)
-        self.pod_informer.add_handler(self._on_pod)
+        self.pod_informer.add_handler(self.pods.on_event)
 
     # --- event handlers (synchronous: they only enqueue keys and count expectations) ----------------
 
@@ -116,84 +122,21 @@ class ReplicaSetController(Controller):
         self._selectors.forget(key)
         self.queue.add(key)
 
-    def _on_pod(self, event: Event) -> None:
-        if isinstance(event, Added):
-            self._add_pod(event.obj)
-        elif isinstance(event, Updated):
-            self._update_pod(event.old, event.new)
-        elif isinstance(event, Deleted):
-            self._delete_pod(event.obj)
+    def _pod_deleted(self, rs: Obj | None, pod: Obj, final: bool) -> None:
+        if rs is not None:
+            self.expectations.deletion_observed(key_of(rs), pod_key(pod))
 
+    # Upstream's handler names, for tests that drive them one event at a time.
     def _add_pod(self, pod: Obj) -> None:
-        if is_being_deleted(pod):
-            # Seen first already terminating (e.g. after a restart): not a creation we are waiting for.
-            self._delete_pod(pod)
-            return
-        ref = controller_ref(pod)
-        if ref is not None:
-            rs = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
-            if rs is None:
-                return
-            rs_key = key_of(rs)
-            self.expectations.creation_observed(rs_key)
-            self.queue.add(rs_key)
-            return
-        # An orphan: wake every ReplicaSet that may adopt it (no one is waiting to see it created).
-        for rs in self._pod_replica_sets(pod):
-            self.queue.add(key_of(rs))
+        self.pods.added(pod)
 
     def _update_pod(self, old: Obj, cur: Obj) -> None:
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return  # a periodic resync, not a change
-        label_changed = (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {})
-        if is_being_deleted(cur):
-            # Graceful deletion starts: count it now, so a replacement starts without waiting for the grace
-            # period. With changed labels the old owner may differ, so tell it too.
-            self._delete_pod(cur)
-            if label_changed:
-                self._delete_pod(old)
-            return
-
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        ref_changed = cur_ref != old_ref
-        if ref_changed and old_ref is not None:
-            previous = self._resolve_controller_ref(meta(old).get("namespace"), old_ref)
-            if previous is not None:
-                self.queue.add(key_of(previous))
-
-        if cur_ref is not None:
-            rs = self._resolve_controller_ref(meta(cur).get("namespace"), cur_ref)
-            if rs is None:
-                return
-            self.queue.add(key_of(rs))
-            mrs = min_ready_seconds(rs)
-            if mrs > 0 and not is_pod_ready(old) and is_pod_ready(cur):
-                # Nothing else will happen when the pod turns available: look again then. (Upstream added a
-                # second against clock skew until the sync learnt to requeue for the next availability itself.)
-                self.queue.add_after(key_of(rs), float(mrs))
-            return
-
-        if label_changed or ref_changed:
-            for rs in self._pod_replica_sets(cur):
-                self.queue.add(key_of(rs))
+        self.pods.updated(old, cur)
 
     def _delete_pod(self, pod: Obj) -> None:
-        # A tombstone's object may be stale; if its labels changed meanwhile, a new owner waits for a resync.
-        ref = controller_ref(pod)
-        if ref is None:
-            return  # nobody waits for an orphan to go
-        rs = self._resolve_controller_ref(meta(pod).get("namespace"), ref)
-        if rs is None:
-            return
-        rs_key = key_of(rs)
-        self.expectations.deletion_observed(rs_key, pod_key(pod))
-        self.queue.add(rs_key)
+        self.pods.deleted(pod)
 
     # --- lookups in the cache ---------------------------------------------------------------------
-
-    def _resolve_controller_ref(self, namespace: str | None, ref: Mapping[str, Any]) -> Obj | None:
-        """The cached ReplicaSet ``ref`` points to, if it still exists with that UID."""
-        return resolve_controller_ref(self.rs_informer.store.get, REPLICASETS, namespace, ref)
 
     def _selector(self, rs: Obj) -> Selector | None:
         """The RS's selector, parsed once per resourceVersion; None if it is invalid."""
@@ -201,21 +144,7 @@ class ReplicaSetController(Controller):
 
     def _pod_replica_sets(self, pod: Obj) -> list[Obj]:
         """ReplicaSets of the pod's namespace whose selector matches it (``GetPodReplicaSets``)."""
-        labels = meta(pod).get("labels")
-        if not labels or not isinstance(labels, Mapping):
-            return []
-        matching: list[Obj] = []
-        for rs in self.rs_informer.store.by_index(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
-            selector = self._selector(rs)
-            # An empty selector must match nothing here, not everything.
-            if selector is None or selector.is_empty() or not selector.matches(labels):
-                continue
-            matching.append(rs)
-        if len(matching) > 1:
-            # Controller references keep this safe, but overlapping selectors are a user error.
-            self.log.warning("more than one ReplicaSet selects the pod's labels", pod=pod_key(pod),
-                             labels=dict(labels), replica_sets=[key_of(rs) for rs in matching])
-        return matching
+        return self.pods.matching(pod)
 
     def _pods_of(self, rs: Obj) -> list[Obj]:
         """Pods the RS controls plus the orphans of its namespace (``FilterPodsByOwner``)."""
@@ -255,13 +184,6 @@ class ReplicaSetController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        started = self.ctx.clock.monotonic()
-        try:
-            return await self._sync(key)
-        finally:
-            self.log.debug("finished syncing", key=key, duration=self.ctx.clock.monotonic() - started)
-
-    async def _sync(self, key: str) -> Result | None:
         rs = self.rs_informer.store.get(key)
         if rs is None:
             self.log.debug("replica set has been deleted", key=key)

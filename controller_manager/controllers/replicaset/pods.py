@@ -21,7 +21,7 @@ from prometheus_client import Histogram
 from controller_manager.api.meta import controller_ref, meta, parse_time
 from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.selectors import Selector
-from controller_manager.runtime.controller_utils import ranks_by_colocated_pods, sort_active_pods_with_ranks
+from controller_manager.controllerutil.controller_utils import ranks_by_colocated_pods, sort_active_pods_with_ranks
 
 __all__ = [
     "ORPHAN_INDEX",

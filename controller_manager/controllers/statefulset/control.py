@@ -6,7 +6,7 @@ PodIndexLabel on):
   renumbered to come last (a rollback), else a new one (bumping the collision count on a name clash). The current
   revision is ``status.currentRevision``'s, or the update revision when there is none.
 - Pods in ``[start, start + replicas)`` are the replicas (missing ones built at the revision their ordinal
-  should have, see :func:`.utils.new_versioned_stateful_set_pod`); valid ordinals outside are condemned, and pods
+  should have, see :func:`.util.new_versioned_stateful_set_pod`); valid ordinals outside are condemned, and pods
   without an ordinal are ignored.
 - OrderedReady ("monotonic"): replicas are visited in ascending ordinal order; a failed or succeeded pod is
   deleted (and recreated on a later sync); at most one pod is created per sync; the walk stops at a pod that is
@@ -34,7 +34,7 @@ from controller_manager.api.meta import is_being_deleted, meta
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NotFound
 from controller_manager.clock import Clock
-from controller_manager.runtime.controller_utils import slow_start_batch
+from controller_manager.controllerutil.controller_utils import slow_start_batch
 
 from .history import (
     History,
@@ -48,7 +48,7 @@ from .history import (
 )
 from .pod_control import AggregateError, StatefulPodControl, aggregate
 from .status import StatefulSetStatus, StatusUpdater, complete_rolling_update, count_replicas, inconsistent_status
-from .utils import (
+from .util import (
     ON_DELETE,
     allows_burst,
     get_max_unavailable,

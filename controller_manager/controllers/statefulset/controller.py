@@ -21,18 +21,21 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta
-from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.resources import CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
 from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
+from controller_manager.controllerutil.controller_ref import (
+    ControllerRefManager,
+    live_owner_check,
+)
+from controller_manager.controllerutil.owner_handler import OwnerHandler
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.controller_ref import ControllerRefManager, live_owner_check, resolve_controller_ref
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
 
 from .control import StatefulSetControl
 from .history import History
 from .pod_control import StatefulPodControl
 from .status import StatusUpdater
-from .utils import is_member_of, min_ready_seconds, replicas
+from .util import is_member_of, min_ready_seconds, replicas
 
 __all__ = ["POD_ORPHAN_INDEX", "StatefulSetController"]
 
@@ -72,6 +75,11 @@ class StatefulSetController(Controller):
         self.history = History(ctx.client, self.revision_informer)
         self.control = StatefulSetControl(self.pod_control, StatusUpdater(ctx.client), self.history, ctx.clock,
                                           self.log)
+        # Pods wake the set that controls them (or every set that may adopt an orphan); a pod turning ready wakes
+        # its set again after minReadySeconds (+1 s against clock skew).
+        self.pods = OwnerHandler(self.set_informer.store, STATEFULSETS, self.queue, log=self.log,
+                                 deletion_start="ignore", ready_requeue_skew=1.0,
+                                 deleted=lambda sts, pod, final: self.pod_control.forget_deletion(pod))
         self.set_informer.add_handler(self._on_set)
         self.pod_informer.add_handler(self._on_pod)
 
@@ -85,77 +93,11 @@ class StatefulSetController(Controller):
         elif isinstance(event, Deleted):
             self.queue.add(key_of(event.obj))
 
-    def _resolve(self, pod: Obj, ref: Mapping[str, Any] | None) -> Obj | None:
-        if ref is None:
-            return None
-        return resolve_controller_ref(self.set_informer.store.get, STATEFULSETS, meta(pod).get("namespace"), ref)
-
-    def _selecting(self, pod: Obj) -> list[Obj]:
-        """Sets of the pod's namespace whose selector matches its labels (``GetPodStatefulSets``)."""
-        labels = meta(pod).get("labels")
-        if not isinstance(labels, Mapping) or not labels:
-            return []
-        found: list[Obj] = []
-        for sts in self.set_informer.store.by_index("namespace", str(meta(pod).get("namespace") or "")):
-            try:
-                selector = from_label_selector((sts.get("spec") or {}).get("selector"))
-            except (InvalidSelector, TypeError, ValueError, AttributeError):
-                continue
-            if not selector.is_empty() and selector.matches(labels):
-                found.append(sts)
-        if len(found) > 1:
-            self.log.warning("user error: more than one StatefulSet is selecting pods with labels",
-                             labels=dict(labels), sets=[meta(s).get("name") for s in found])
-        return found
-
     def _on_pod(self, event: Event) -> None:
-        if isinstance(event, Added):
-            pod = event.obj
-            if is_being_deleted(pod):
-                self._pod_gone(pod)  # seen after a restart already terminating: not a creation
-                return
-            ref = controller_ref(pod)
-            if ref is not None:
-                sts = self._resolve(pod, ref)
-                if sts is not None:
-                    self.queue.add(key_of(sts))
-                return
-            for sts in self._selecting(pod):
-                self.queue.add(key_of(sts))
-        elif isinstance(event, Updated):
-            self._update_pod(event.old, event.new)
-        elif isinstance(event, Deleted):
-            self._pod_gone(event.obj)
-
-    def _update_pod(self, old: Obj, cur: Obj) -> None:
-        if meta(cur).get("resourceVersion") == meta(old).get("resourceVersion"):
-            return  # a resync
-        if is_being_deleted(cur):
-            self.pod_control.forget_deletion(cur)
-        cur_ref, old_ref = controller_ref(cur), controller_ref(old)
-        if cur_ref != old_ref and old_ref is not None:
-            previous = self._resolve(old, old_ref)
-            if previous is not None:
-                self.queue.add(key_of(previous))
-        if cur_ref is not None:
-            sts = self._resolve(cur, cur_ref)
-            if sts is None:
-                return
-            self.queue.add(key_of(sts))
-            mrs = min_ready_seconds(sts)
-            if mrs > 0 and not is_pod_ready(old) and is_pod_ready(cur):
-                # Nothing else happens when it turns available; a second more absorbs clock skew.
-                self.queue.add_after(key_of(sts), float(mrs) + 1.0)
-            return
-        if (meta(cur).get("labels") or {}) != (meta(old).get("labels") or {}) or cur_ref != old_ref:
-            for sts in self._selecting(cur):
-                self.queue.add(key_of(sts))
-
-    def _pod_gone(self, pod: Obj) -> None:
-        self.pod_control.forget_deletion(pod)
-        sts = self._resolve(pod, controller_ref(pod))
-        if sts is not None:
-            self.queue.add(key_of(sts))
+        if (isinstance(event, Updated) and is_being_deleted(event.new)
+                and meta(event.new).get("resourceVersion") != meta(event.old).get("resourceVersion")):
+            self.pod_control.forget_deletion(event.new)  # its deletion is under way: no longer ours to wait for
+        self.pods.on_event(event)
 
     # --- sync -------------------------------------------------------------------------------------
 

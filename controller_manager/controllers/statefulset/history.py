@@ -25,11 +25,11 @@ from controller_manager.api.resources import CONTROLLERREVISIONS, STATEFULSETS
 from controller_manager.api.selectors import Selector
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists, Conflict
-from controller_manager.runtime.controller_ref import CanAdopt, ControllerRefManager, new_controller_ref
-from controller_manager.runtime.controller_utils import compute_hash
-from controller_manager.runtime.informers import SharedInformer
+from controller_manager.controllerutil.controller_ref import CanAdopt, ControllerRefManager, new_controller_ref
+from controller_manager.controllerutil.controller_utils import compute_hash
+from controller_manager.runtime.informers import NAMESPACE_INDEX, SharedInformer
 
-from .utils import REVISION_LABEL
+from .util import REVISION_LABEL
 
 __all__ = [
     "DEFAULT_REVISION_HISTORY_LIMIT",
@@ -132,7 +132,7 @@ class History:
         """``ListControllerRevisions``: the namespace's revisions the selector matches, ours or orphans."""
         uid = meta(sts).get("uid")
         found: list[Obj] = []
-        for revision in self._revisions.store.by_index("namespace", str(meta(sts).get("namespace") or "")):
+        for revision in self._revisions.store.by_index(NAMESPACE_INDEX, str(meta(sts).get("namespace") or "")):
             if not selector.matches(meta(revision).get("labels") or {}):
                 continue
             ref = controller_ref(revision)

@@ -37,7 +37,7 @@ from .retention import (
     retention_policy,
     updated_claim_owner_refs,
 )
-from .utils import (
+from .util import (
     get_ordinal,
     get_persistent_volume_claim_name,
     get_persistent_volume_claims,

@@ -20,7 +20,7 @@ from typing import Any
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import PODS, STATEFULSETS, Resource
 
-from .utils import pod_in_ordinal_range
+from .util import pod_in_ordinal_range
 
 __all__ = [
     "DELETE",

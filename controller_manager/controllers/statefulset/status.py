@@ -23,7 +23,7 @@ from controller_manager.api.resources import STATEFULSETS
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import Conflict
 
-from .utils import (
+from .util import (
     ROLLING_UPDATE,
     get_pod_revision,
     is_created,

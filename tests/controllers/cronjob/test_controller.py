@@ -13,7 +13,7 @@ import pytest
 
 from controller_manager.api.meta import key_of
 from controller_manager.client.errors import AlreadyExists, Conflict, NotFound, ServerError
-from controller_manager.controllers.cronjob.utils import NEXT_SCHEDULE_DELTA, job_from_template
+from controller_manager.controllers.cronjob.util import NEXT_SCHEDULE_DELTA, job_from_template
 from controller_manager.runtime.controller import Result
 from controller_manager.runtime.events import object_reference
 from controller_manager.runtime.informers import Added, Deleted, Updated

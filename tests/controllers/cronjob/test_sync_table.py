@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from controller_manager.client.errors import AlreadyExists, ApiError, BadRequest, Forbidden
-from controller_manager.controllers.cronjob.utils import NEXT_SCHEDULE_DELTA, job_from_template
+from controller_manager.controllers.cronjob.util import NEXT_SCHEDULE_DELTA, job_from_template
 from controller_manager.runtime.events import object_reference
 
 from .fakes import FakeCronJobControl, FakeJobControl, new_controller

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from controller_manager.api.cron import parse_standard
-from controller_manager.controllers.cronjob.utils import (
+from controller_manager.controllers.cronjob.util import (
     CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION,
     NEXT_SCHEDULE_DELTA,
     InvalidSchedule,

@@ -151,6 +151,14 @@ async def test_key_is_dropped_after_max_retries() -> None:
     client.fail("create", "replicasets", ServerError(500, "InternalError", "boom"))
     with pytest.raises(ServerError):
         await dc.sync("default/foo")
+    assert dc.max_retries == MAX_RETRIES
     for _ in range(MAX_RETRIES):
         dc.queue.add_rate_limited("default/foo")
-    assert await dc.sync("default/foo") is None  # logged and dropped, as upstream's handleErr does
+    # The runner's step: past the retry budget the failure is logged and the key dropped (upstream's
+    # handleErr), not requeued.
+    dc.queue.add("default/foo")
+    waiting = dc.queue.waiting()
+    assert await dc.process_next(dc.queue, dc.sync)
+    assert dc.queue.num_requeues("default/foo") == 0
+    assert len(dc.queue) == 0
+    assert dc.queue.waiting() == waiting

@@ -9,12 +9,18 @@ from typing import Any
 import pytest
 
 from controller_manager.api.meta import format_time
-from controller_manager.controllers.deployment import util
 from controller_manager.controllers.deployment.progress import (
     NO_REQUEUE,
     get_replica_failures,
     requeue_stuck_deployment,
     sync_rollout_status,
+)
+from controller_manager.controllers.deployment.util_conditions import (
+    DEPLOYMENT_PROGRESSING,
+    NEW_RS_AVAILABLE_REASON,
+    REPLICA_SET_UPDATED_REASON,
+    TIMED_OUT_REASON,
+    get_deployment_condition,
 )
 from tests.controllers.deployment.test_sync import fake_control, rs
 
@@ -40,7 +46,7 @@ def current_deployment(pds: int | None, replicas: int, status_replicas: int, upd
     return d
 
 
-FAILED = [{"type": "Progressing", "status": "False", "reason": util.TIMED_OUT_REASON}]
+FAILED = [{"type": "Progressing", "status": "False", "reason": TIMED_OUT_REASON}]
 STUCK = [{"type": "Progressing", "status": "True", "lastUpdateTime": TEST_TIME}]
 
 
@@ -75,10 +81,10 @@ def rs_with_available(name: str, spec_replicas: int, status_replicas: int, avail
     return rs(name, spec_replicas, None, None, replicas=status_replicas, availableReplicas=available)
 
 
-FAILED_TIMED_OUT = {"type": "Progressing", "status": "False", "reason": util.TIMED_OUT_REASON}
-NEW_RS_AVAILABLE = {"type": "Progressing", "status": "True", "reason": util.NEW_RS_AVAILABLE_REASON,
+FAILED_TIMED_OUT = {"type": "Progressing", "status": "False", "reason": TIMED_OUT_REASON}
+NEW_RS_AVAILABLE = {"type": "Progressing", "status": "True", "reason": NEW_RS_AVAILABLE_REASON,
                     "lastUpdateTime": TEST_TIME, "lastTransitionTime": TEST_TIME}
-RS_UPDATED = {"type": "Progressing", "status": "True", "reason": util.REPLICA_SET_UPDATED_REASON,
+RS_UPDATED = {"type": "Progressing", "status": "True", "reason": REPLICA_SET_UPDATED_REASON,
               "lastUpdateTime": TEST_TIME, "lastTransitionTime": TEST_TIME}
 
 # (deployment, old ReplicaSets, new ReplicaSet, expected (status, reason) or None, lastUpdate kept,
@@ -88,34 +94,34 @@ SYNC_CASES = [
                  rs_with_available("foo", 3, 2, 2), None, False, False,
                  id="General: remove Progressing condition and do not estimate progress if no Progress Deadline"),
     pytest.param(current_deployment(PDS, 3, 3, 3, 3, [NEW_RS_AVAILABLE]), [rs_with_available("bar", 3, 3, 3)],
-                 None, ("True", util.NEW_RS_AVAILABLE_REASON), True, True,
+                 None, ("True", NEW_RS_AVAILABLE_REASON), True, True,
                  id="General: do not estimate progress of deployment with only one active ReplicaSet"),
     pytest.param(current_deployment(PDS, 3, 2, 2, 2, [RS_UPDATED]), [rs_with_available("bar", 0, 1, 1)],
-                 rs_with_available("foo", 3, 2, 2), ("True", util.REPLICA_SET_UPDATED_REASON), False, True,
+                 rs_with_available("foo", 3, 2, 2), ("True", REPLICA_SET_UPDATED_REASON), False, True,
                  id="DeploymentProgressing: dont update lastTransitionTime if deployment already has Progressing=True"),
     pytest.param(current_deployment(PDS, 3, 2, 2, 2, [FAILED_TIMED_OUT]), [rs_with_available("bar", 0, 1, 1)],
-                 rs_with_available("foo", 3, 2, 2), ("True", util.REPLICA_SET_UPDATED_REASON), False, False,
+                 rs_with_available("foo", 3, 2, 2), ("True", REPLICA_SET_UPDATED_REASON), False, False,
                  id="DeploymentProgressing: update everything if deployment has Progressing=False"),
     pytest.param(current_deployment(PDS, 3, 2, 2, 2, []), [rs_with_available("bar", 0, 1, 1)],
-                 rs_with_available("foo", 3, 2, 2), ("True", util.REPLICA_SET_UPDATED_REASON), False, False,
+                 rs_with_available("foo", 3, 2, 2), ("True", REPLICA_SET_UPDATED_REASON), False, False,
                  id="DeploymentProgressing: create Progressing condition if it does not exist"),
     pytest.param(current_deployment(PDS, 3, 3, 3, 3, [RS_UPDATED]), [], rs_with_available("foo", 3, 3, 3),
-                 ("True", util.NEW_RS_AVAILABLE_REASON), False, True,
+                 ("True", NEW_RS_AVAILABLE_REASON), False, True,
                  id="DeploymentComplete: dont update lastTransitionTime if deployment already has Progressing=True"),
     pytest.param(current_deployment(PDS, 3, 3, 3, 3, [FAILED_TIMED_OUT]), [], rs_with_available("foo", 3, 3, 3),
-                 ("True", util.NEW_RS_AVAILABLE_REASON), False, False,
+                 ("True", NEW_RS_AVAILABLE_REASON), False, False,
                  id="DeploymentComplete: update everything if deployment has Progressing=False"),
     pytest.param(current_deployment(PDS, 3, 3, 3, 3, []), [], rs_with_available("foo", 3, 3, 3),
-                 ("True", util.NEW_RS_AVAILABLE_REASON), False, False,
+                 ("True", NEW_RS_AVAILABLE_REASON), False, False,
                  id="DeploymentComplete: create Progressing condition if it does not exist"),
     pytest.param(current_deployment(PDS, 0, 3, 3, 3, [RS_UPDATED]), [rs_with_available("foo", 0, 0, 0)], None,
-                 ("True", util.NEW_RS_AVAILABLE_REASON), False, False,
+                 ("True", NEW_RS_AVAILABLE_REASON), False, False,
                  id="DeploymentComplete: defend against NPE when newRS=nil"),
     pytest.param(current_deployment(PDS, 3, 2, 2, 2, [RS_UPDATED]), [], rs_with_available("foo", 3, 2, 2),
-                 ("False", util.TIMED_OUT_REASON), False, False,
+                 ("False", TIMED_OUT_REASON), False, False,
                  id="DeploymentTimedOut: update status if rollout exceeds Progress Deadline"),
     pytest.param(current_deployment(PDS, 3, 2, 2, 2, [FAILED_TIMED_OUT]), [], rs_with_available("foo", 3, 2, 2),
-                 ("False", util.TIMED_OUT_REASON), False, False,
+                 ("False", TIMED_OUT_REASON), False, False,
                  id="DeploymentTimedOut: do not update status if deployment has existing timedOut condition"),
 ]
 
@@ -127,7 +133,7 @@ async def test_sync_rollout_status(d: dict[str, Any], old_rss: list[dict[str, An
     dc, _, _ = fake_control(now=T_STUCK + 3600)  # long after the deadline of any condition above
     all_rss = [*old_rss, new_rs] if new_rs is not None else old_rss
     await sync_rollout_status(dc, all_rss, new_rs, d)
-    cond = util.get_deployment_condition(d["status"], util.DEPLOYMENT_PROGRESSING)
+    cond = get_deployment_condition(d["status"], DEPLOYMENT_PROGRESSING)
     if expected is None:
         assert cond is None
         return
@@ -147,12 +153,12 @@ async def test_replica_failure_is_mirrored_and_cleared() -> None:
     d = current_deployment(PDS, 3, 0, 0, 0, [])
     dc, _, _ = fake_control(now=T_STUCK)
     await sync_rollout_status(dc, [new_rs], new_rs, d)
-    mirrored = util.get_deployment_condition(d["status"], "ReplicaFailure")
+    mirrored = get_deployment_condition(d["status"], "ReplicaFailure")
     assert mirrored is not None
     assert (mirrored["status"], mirrored["reason"], mirrored["message"]) == ("True", "FailedCreate", "quota")
     del new_rs["status"]["conditions"]
     await sync_rollout_status(dc, [new_rs], new_rs, d)
-    assert util.get_deployment_condition(d["status"], "ReplicaFailure") is None
+    assert get_deployment_condition(d["status"], "ReplicaFailure") is None
 
 
 def test_new_replica_set_failures_win_over_old_ones() -> None:
@@ -166,7 +172,7 @@ def test_new_replica_set_failures_win_over_old_ones() -> None:
 
 
 async def test_unchanged_stuck_rollout_is_requeued_at_its_deadline() -> None:
-    d = current_deployment(PDS, 3, 3, 3, 1, [dict(STUCK[0], reason=util.REPLICA_SET_UPDATED_REASON,
+    d = current_deployment(PDS, 3, 3, 3, 1, [dict(STUCK[0], reason=REPLICA_SET_UPDATED_REASON,
                                                   message='ReplicaSet "foo" is progressing.')])
     new_rs = rs_with_available("foo", 3, 3, 1)
     dc, client, _ = fake_control(now=T_STUCK + 30)

@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import Resource
 from controller_manager.clock import FakeClock
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment import util_strategy
 from controller_manager.controllers.deployment.control import DeploymentControl
 from controller_manager.controllers.deployment.rolling import rollout_rolling
+from controller_manager.controllers.deployment.util_annotations import REVISION_ANNOTATION
+from controller_manager.controllers.deployment.util_strategy import replica_set_replicas
 from tests.controllers.deployment.test_sync import FakeRecorder, new_deployment
 
 
@@ -68,13 +70,13 @@ class ModelApi:
 
     def available(self) -> int:
         """Pods available right now: scale-downs take effect at once, new pods wait for the model."""
-        return sum(min(util.replica_set_replicas(rs), int((rs.get("status") or {}).get("availableReplicas", 0)))
+        return sum(min(replica_set_replicas(rs), int((rs.get("status") or {}).get("availableReplicas", 0)))
                    for rs in self.replica_sets.values())
 
     def settle(self, new_ready: int) -> None:
         """The model ReplicaSet controller: pods follow spec; at most ``new_ready`` new ones become available."""
         for rs in self.replica_sets.values():
-            wanted = util.replica_set_replicas(rs)
+            wanted = replica_set_replicas(rs)
             status = rs.setdefault("status", {})
             available = min(int(status.get("availableReplicas", 0)), wanted)
             grown = min(wanted - available, new_ready)
@@ -92,8 +94,8 @@ async def test_rolling_update_invariants(replicas: int, surge: int | str, unavai
                                          readiness: list[int]) -> None:
     d = new_deployment("web", replicas, max_surge=surge, max_unavailable=unavailable, selector={"app": "web"})
     d["metadata"]["generation"] = 1
-    max_total = replicas + util.max_surge(d)
-    floor = replicas - util.max_unavailable(d)
+    max_total = replicas + util_strategy.max_surge(d)
+    floor = replicas - util_strategy.max_unavailable(d)
     api = ModelApi(d)
     dc = DeploymentControl(client=api, recorder=FakeRecorder(), clock=FakeClock(),
                            rs_lister=lambda ns, name: api.replica_sets.get(name))
@@ -112,10 +114,10 @@ async def test_rolling_update_invariants(replicas: int, surge: int | str, unavai
     api.deployment["spec"]["template"]["spec"]["containers"][0]["image"] = "foo/baz"
     for i in range(20 * (replicas + 2)):
         await step()
-        wanted = sum(util.replica_set_replicas(rs) for rs in api.replica_sets.values())
+        wanted = sum(replica_set_replicas(rs) for rs in api.replica_sets.values())
         assert wanted <= max_total, f"{wanted} pods wanted > {max_total}"
         assert api.available() >= floor, f"{api.available()} available < {floor}"
         api.settle(readiness[i % len(readiness)] or 1)
-    sizes = {meta(rs)["annotations"][util.REVISION_ANNOTATION]: util.replica_set_replicas(rs)
+    sizes = {meta(rs)["annotations"][REVISION_ANNOTATION]: replica_set_replicas(rs)
              for rs in api.replica_sets.values()}
     assert sizes == {"1": 0, "2": replicas}

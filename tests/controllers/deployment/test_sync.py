@@ -18,7 +18,7 @@ from controller_manager.api.meta import format_time, meta
 from controller_manager.api.resources import Resource
 from controller_manager.client.errors import AlreadyExists, Forbidden
 from controller_manager.clock import FakeClock
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment import util_strategy
 from controller_manager.controllers.deployment.control import DeploymentControl
 from controller_manager.controllers.deployment.sync import (
     calculate_status,
@@ -28,6 +28,16 @@ from controller_manager.controllers.deployment.sync import (
     scale,
     sync_deployment_status,
 )
+from controller_manager.controllers.deployment.util_annotations import (
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    REVISION_ANNOTATION,
+    REVISION_HISTORY_ANNOTATION,
+    set_replicas_annotations,
+)
+from controller_manager.controllers.deployment.util_conditions import DEPLOYMENT_PROGRESSING, get_deployment_condition
+from controller_manager.controllers.deployment.util_replicasets import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY
+from controller_manager.controllers.deployment.util_strategy import deployment_replicas, replica_set_replicas
 
 NEW_TS = 1_463_709_600.0  # 2016-05-20T02:00:00Z
 OLD_TS = NEW_TS - 3600
@@ -103,9 +113,8 @@ def fake_control(replica_sets: list[dict[str, Any]] | None = None, now: float = 
                  ) -> tuple[DeploymentControl, FakeClient, FakeRecorder]:
     client, recorder = FakeClient(), FakeRecorder()
     cache = {(meta(rs)["namespace"], meta(rs)["name"]): rs for rs in replica_sets or []}
-    requeued: list[str] = []
     dc = DeploymentControl(client=client, recorder=recorder, clock=FakeClock(now),
-                           rs_lister=lambda ns, name: cache.get((ns, name)), enqueue_rate_limited=requeued.append)
+                           rs_lister=lambda ns, name: cache.get((ns, name)))
     return dc, client, recorder
 
 
@@ -152,8 +161,8 @@ def with_annotations(obj: dict[str, Any], **annotations: str) -> dict[str, Any]:
 
 def sized_for(replica_set: dict[str, Any], d: dict[str, Any]) -> dict[str, Any]:
     """The desired/max-replicas annotations ``d`` would have left on the ReplicaSet (SetReplicasAnnotations)."""
-    desired = util.deployment_replicas(d)
-    annotated, _ = util.set_replicas_annotations(replica_set, desired, desired + util.max_surge(d))
+    desired = deployment_replicas(d)
+    annotated, _ = set_replicas_annotations(replica_set, desired, desired + util_strategy.max_surge(d))
     return dict(annotated)
 
 
@@ -161,7 +170,7 @@ def last_size(client: FakeClient, original: dict[str, Any]) -> int:
     """spec.replicas of the last update of ``original``, or its own when it was not written."""
     name = meta(original)["name"]
     sizes = [obj["spec"]["replicas"] for obj in client.verbs("update") if meta(obj)["name"] == name]
-    return sizes[-1] if sizes else util.replica_set_replicas(original)
+    return sizes[-1] if sizes else replica_set_replicas(original)
 
 
 # --- TestScale ----------------------------------------------------------------------------------------------
@@ -245,10 +254,10 @@ async def test_scale(deployment: dict[str, Any], old_deployment: dict[str, Any],
     assert [last_size(client, r) for r in old_rss] == expected_old
     # Whatever was written now carries the Deployment's size and surge.
     for written in client.verbs("update"):
-        assert written["metadata"]["annotations"][util.DESIRED_REPLICAS_ANNOTATION] == str(
-            util.deployment_replicas(deployment))
-        assert written["metadata"]["annotations"][util.MAX_REPLICAS_ANNOTATION] == str(
-            util.deployment_replicas(deployment) + util.max_surge(deployment))
+        assert written["metadata"]["annotations"][DESIRED_REPLICAS_ANNOTATION] == str(
+            deployment_replicas(deployment))
+        assert written["metadata"]["annotations"][MAX_REPLICAS_ANNOTATION] == str(
+            deployment_replicas(deployment) + util_strategy.max_surge(deployment))
 
 
 async def test_scale_records_scaling_events_with_upstream_wording() -> None:
@@ -309,7 +318,7 @@ async def test_cleanup_deployment(old_rss: list[dict[str, Any]], limit: int, exp
 def _by_revision(name: str, replicas: int, offset: float, revision: str) -> dict[str, Any]:
     obj = rs(name, replicas, SEL, NEW_TS + offset, replicas=replicas)
     if revision:
-        with_annotations(obj, **{util.REVISION_ANNOTATION: revision})
+        with_annotations(obj, **{REVISION_ANNOTATION: revision})
     return obj
 
 
@@ -376,7 +385,7 @@ async def test_new_replica_set_carries_hash_owner_revision_and_surge() -> None:
     created = await get_new_replica_set(dc, d, [], [], True)
     assert created is not None
     body = client.verbs("create")[0]
-    hash_label = body["metadata"]["labels"][util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY]
+    hash_label = body["metadata"]["labels"][DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY]
     assert body["metadata"]["name"] == f"web-{hash_label}"
     assert body["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": hash_label}
     assert body["spec"]["template"]["metadata"]["labels"] == {"app": "web", "pod-template-hash": hash_label}
@@ -384,13 +393,13 @@ async def test_new_replica_set_carries_hash_owner_revision_and_surge() -> None:
     assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("Deployment", "web", meta(d)["uid"], True)
     assert body["spec"]["replicas"] == 4  # nothing else exists: up to replicas (within replicas + surge)
     assert body["metadata"]["annotations"] == {
-        "team": "blue", util.REVISION_ANNOTATION: "1", util.DESIRED_REPLICAS_ANNOTATION: "4",
-        util.MAX_REPLICAS_ANNOTATION: "5"}
+        "team": "blue", REVISION_ANNOTATION: "1", DESIRED_REPLICAS_ANNOTATION: "4",
+        MAX_REPLICAS_ANNOTATION: "5"}
     assert recorder.events == [("Normal", "ScalingReplicaSet", f"Scaled up replica set web-{hash_label} from 0 to 4")]
     # The Deployment learns its revision and the creation, in one /status write.
     status_write = client.verbs("update_status", "deployments")[-1]
-    assert status_write["metadata"]["annotations"][util.REVISION_ANNOTATION] == "1"
-    progressing = util.get_deployment_condition(status_write["status"], util.DEPLOYMENT_PROGRESSING)
+    assert status_write["metadata"]["annotations"][REVISION_ANNOTATION] == "1"
+    progressing = get_deployment_condition(status_write["status"], DEPLOYMENT_PROGRESSING)
     assert progressing is not None
     assert (progressing["status"], progressing["reason"], progressing["message"]) == (
         "True", "NewReplicaSetCreated", f'Created new replica set "web-{hash_label}"')
@@ -437,8 +446,8 @@ async def test_refused_create_reports_replica_set_create_error() -> None:
     name = meta(client.verbs("create")[0])["name"]
     message = f'Failed to create new replica set "{name}": quota exceeded'
     assert recorder.events == [("Warning", "ReplicaSetCreateError", message)]
-    cond = util.get_deployment_condition(client.verbs("update_status", "deployments")[-1]["status"],
-                                         util.DEPLOYMENT_PROGRESSING)
+    cond = get_deployment_condition(client.verbs("update_status", "deployments")[-1]["status"],
+                                         DEPLOYMENT_PROGRESSING)
     assert cond is not None
     assert (cond["status"], cond["reason"], cond["message"]) == (
         "False", "ReplicaSetCreateError", message)
@@ -450,13 +459,13 @@ async def test_existing_new_replica_set_gets_next_revision_and_min_ready_seconds
     dc, client, _ = fake_control()
     await get_new_replica_set(dc, copy.deepcopy(d), [], [], True)
     current = client.verbs("create")[0]
-    with_annotations(current, **{util.REVISION_ANNOTATION: "1"})
-    old = with_annotations(rs("web-old", 0, {"app": "web"}, OLD_TS), **{util.REVISION_ANNOTATION: "3"})
+    with_annotations(current, **{REVISION_ANNOTATION: "1"})
+    old = with_annotations(rs("web-old", 0, {"app": "web"}, OLD_TS), **{REVISION_ANNOTATION: "3"})
     dc, client, _ = fake_control()
     await get_new_replica_set(dc, d, [current, old], [old], False)
     written = client.verbs("update")[0]
-    assert written["metadata"]["annotations"][util.REVISION_ANNOTATION] == "4"
-    assert written["metadata"]["annotations"][util.REVISION_HISTORY_ANNOTATION] == "1"
+    assert written["metadata"]["annotations"][REVISION_ANNOTATION] == "4"
+    assert written["metadata"]["annotations"][REVISION_HISTORY_ANNOTATION] == "1"
     assert written["spec"]["minReadySeconds"] == 5
 
 

@@ -8,16 +8,38 @@ from typing import Any
 
 import pytest
 
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment import util_annotations
+from controller_manager.controllers.deployment.util_annotations import (
+    ANNOTATIONS_TO_SKIP,
+    CHANGE_CAUSE_ANNOTATION,
+    DESIRED_REPLICAS_ANNOTATION,
+    LAST_APPLIED_CONFIG_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    MAX_REV_HISTORY_LENGTH_IN_CHARS,
+    REVISION_ANNOTATION,
+    REVISION_HISTORY_ANNOTATION,
+    copy_deployment_annotations_to_replica_set,
+    get_desired_replicas_annotation,
+    get_max_replicas_annotation,
+    get_non_negative_int32_from_annotation,
+    get_skipped_annotations,
+    last_revision,
+    max_revision,
+    replicas_annotations_need_update,
+    set_deployment_annotations_to,
+    set_deployment_revision,
+    set_new_replica_set_annotations,
+    set_replicas_annotations,
+)
 from tests.controllers.deployment.util_fixtures import deployment, replica_set, rolling
 
 
 def test_annotation_keys_are_upstreams() -> None:
-    assert util.REVISION_ANNOTATION == "deployment.kubernetes.io/revision"
-    assert util.REVISION_HISTORY_ANNOTATION == "deployment.kubernetes.io/revision-history"
-    assert util.DESIRED_REPLICAS_ANNOTATION == "deployment.kubernetes.io/desired-replicas"
-    assert util.MAX_REPLICAS_ANNOTATION == "deployment.kubernetes.io/max-replicas"
-    assert util.CHANGE_CAUSE_ANNOTATION == "kubernetes.io/change-cause"
+    assert REVISION_ANNOTATION == "deployment.kubernetes.io/revision"
+    assert REVISION_HISTORY_ANNOTATION == "deployment.kubernetes.io/revision-history"
+    assert DESIRED_REPLICAS_ANNOTATION == "deployment.kubernetes.io/desired-replicas"
+    assert MAX_REPLICAS_ANNOTATION == "deployment.kubernetes.io/max-replicas"
+    assert CHANGE_CAUSE_ANNOTATION == "kubernetes.io/change-cause"
     assert {
         "kubectl.kubernetes.io/last-applied-configuration",
         "deployment.kubernetes.io/revision",
@@ -25,12 +47,12 @@ def test_annotation_keys_are_upstreams() -> None:
         "deployment.kubernetes.io/desired-replicas",
         "deployment.kubernetes.io/max-replicas",
         "deprecated.deployment.rollback.to",
-    } == util.ANNOTATIONS_TO_SKIP
-    assert util.MAX_REV_HISTORY_LENGTH_IN_CHARS == 2000
+    } == ANNOTATIONS_TO_SKIP
+    assert MAX_REV_HISTORY_LENGTH_IN_CHARS == 2000
 
 
 def _with_revision(value: str | None) -> dict[str, Any]:
-    return replica_set(deployment(), annotations={} if value is None else {util.REVISION_ANNOTATION: value})
+    return replica_set(deployment(), annotations={} if value is None else {REVISION_ANNOTATION: value})
 
 
 @pytest.mark.parametrize(
@@ -43,7 +65,7 @@ def _with_revision(value: str | None) -> dict[str, Any]:
     ],
 )
 def test_revision(value: str | None, expected: int) -> None:
-    assert util.revision(_with_revision(value)) == expected
+    assert util_annotations.revision(_with_revision(value)) == expected
 
 
 @pytest.mark.parametrize(
@@ -57,7 +79,7 @@ def test_revision(value: str | None, expected: int) -> None:
 )
 def test_revision_invalid(value: str, message: str) -> None:
     with pytest.raises(ValueError, match=r"strconv\.ParseInt") as err:
-        util.revision(_with_revision(value))
+        util_annotations.revision(_with_revision(value))
     assert str(err.value) == message
 
 
@@ -73,17 +95,17 @@ def test_revision_invalid(value: str, message: str) -> None:
 )
 def test_max_and_last_revision(revisions: list[str | None], max_rev: int, last_rev: int) -> None:
     rss: list[dict[str, Any] | None] = [_with_revision(r) for r in revisions]
-    assert util.max_revision([*rss, None]) == max_rev
-    assert util.last_revision([*rss, None]) == last_rev
+    assert max_revision([*rss, None]) == max_rev
+    assert last_revision([*rss, None]) == last_rev
 
 
 def test_set_deployment_revision() -> None:
     d = deployment()
-    updated, changed = util.set_deployment_revision(d, "3")
+    updated, changed = set_deployment_revision(d, "3")
     assert changed
-    assert updated["metadata"]["annotations"][util.REVISION_ANNOTATION] == "3"
-    assert util.REVISION_ANNOTATION not in d["metadata"]["annotations"]
-    again, changed = util.set_deployment_revision(updated, "3")
+    assert updated["metadata"]["annotations"][REVISION_ANNOTATION] == "3"
+    assert REVISION_ANNOTATION not in d["metadata"]["annotations"]
+    again, changed = set_deployment_revision(updated, "3")
     assert not changed
     assert again == updated
 
@@ -91,39 +113,39 @@ def test_set_deployment_revision() -> None:
 def test_set_new_replica_set_annotations_revision_history() -> None:
     """TestAnnotationUtils/SetNewReplicaSetAnnotations: revisions 11..20 with a 5-character history limit."""
     d = deployment()
-    d["metadata"]["annotations"][util.REVISION_ANNOTATION] = "1"
+    d["metadata"]["annotations"][REVISION_ANNOTATION] = "1"
     rs = replica_set(d)
     for i in range(10, 20):
         next_revision = str(i + 1)
-        rs, _ = util.set_new_replica_set_annotations(d, rs, next_revision, True, 5)
+        rs, _ = set_new_replica_set_annotations(d, rs, next_revision, True, 5)
         if i >= 12:
-            assert rs["metadata"]["annotations"][util.REVISION_HISTORY_ANNOTATION] == f"{i - 1},{i}"
-        assert rs["metadata"]["annotations"][util.REVISION_ANNOTATION] == next_revision
+            assert rs["metadata"]["annotations"][REVISION_HISTORY_ANNOTATION] == f"{i - 1},{i}"
+        assert rs["metadata"]["annotations"][REVISION_ANNOTATION] == next_revision
 
 
 def test_set_new_replica_set_annotations_copies_and_protects() -> None:
     d = rolling(10, "25%", 0)
     d["metadata"]["annotations"] = {
-        util.CHANGE_CAUSE_ANNOTATION: "kubectl set image",
+        CHANGE_CAUSE_ANNOTATION: "kubectl set image",
         "team": "a",
-        util.LAST_APPLIED_CONFIG_ANNOTATION: "{}",
-        util.REVISION_ANNOTATION: "9",
-        util.DESIRED_REPLICAS_ANNOTATION: "99",
+        LAST_APPLIED_CONFIG_ANNOTATION: "{}",
+        REVISION_ANNOTATION: "9",
+        DESIRED_REPLICAS_ANNOTATION: "99",
     }
     rs = replica_set(d)
     snapshot = copy.deepcopy((d, rs))
-    new_rs, changed = util.set_new_replica_set_annotations(d, rs, "4", False)
+    new_rs, changed = set_new_replica_set_annotations(d, rs, "4", False)
     assert changed
     assert new_rs["metadata"]["annotations"] == {
-        util.CHANGE_CAUSE_ANNOTATION: "kubectl set image",
+        CHANGE_CAUSE_ANNOTATION: "kubectl set image",
         "team": "a",
-        util.REVISION_ANNOTATION: "4",
-        util.DESIRED_REPLICAS_ANNOTATION: "10",
-        util.MAX_REPLICAS_ANNOTATION: "13",  # 10 + ceil(25% of 10)
+        REVISION_ANNOTATION: "4",
+        DESIRED_REPLICAS_ANNOTATION: "10",
+        MAX_REPLICAS_ANNOTATION: "13",  # 10 + ceil(25% of 10)
     }
     assert (d, rs) == snapshot
     # Nothing left to do the second time round.
-    again, changed = util.set_new_replica_set_annotations(d, new_rs, "4", True)
+    again, changed = set_new_replica_set_annotations(d, new_rs, "4", True)
     assert not changed
     assert again == new_rs
 
@@ -131,22 +153,22 @@ def test_set_new_replica_set_annotations_copies_and_protects() -> None:
 @pytest.mark.parametrize(
     ("annotations", "new_revision", "expected", "changed"),
     [
-        pytest.param({util.REVISION_ANNOTATION: "5"}, "3", {util.REVISION_ANNOTATION: "5"}, False,
+        pytest.param({REVISION_ANNOTATION: "5"}, "3", {REVISION_ANNOTATION: "5"}, False,
                      id="revision never goes down"),
-        pytest.param({util.REVISION_ANNOTATION: "2"}, "6",
-                     {util.REVISION_ANNOTATION: "6", util.REVISION_HISTORY_ANNOTATION: "2"}, True,
+        pytest.param({REVISION_ANNOTATION: "2"}, "6",
+                     {REVISION_ANNOTATION: "6", REVISION_HISTORY_ANNOTATION: "2"}, True,
                      id="rollback records the old revision"),
-        pytest.param({util.REVISION_ANNOTATION: "4", util.REVISION_HISTORY_ANNOTATION: "1,2"}, "7",
-                     {util.REVISION_ANNOTATION: "7", util.REVISION_HISTORY_ANNOTATION: "1,2,4"}, True,
+        pytest.param({REVISION_ANNOTATION: "4", REVISION_HISTORY_ANNOTATION: "1,2"}, "7",
+                     {REVISION_ANNOTATION: "7", REVISION_HISTORY_ANNOTATION: "1,2,4"}, True,
                      id="history appends"),
-        pytest.param({util.REVISION_ANNOTATION: "x"}, "7", {util.REVISION_ANNOTATION: "x"}, False,
+        pytest.param({REVISION_ANNOTATION: "x"}, "7", {REVISION_ANNOTATION: "x"}, False,
                      id="unparsable old revision aborts"),
         pytest.param({}, "y", {}, False, id="unparsable new revision aborts"),
-        pytest.param({util.REVISION_ANNOTATION: "1", util.REVISION_HISTORY_ANNOTATION: "123456"}, "2",
-                     {util.REVISION_ANNOTATION: "2", util.REVISION_HISTORY_ANNOTATION: "1"}, True,
+        pytest.param({REVISION_ANNOTATION: "1", REVISION_HISTORY_ANNOTATION: "123456"}, "2",
+                     {REVISION_ANNOTATION: "2", REVISION_HISTORY_ANNOTATION: "1"}, True,
                      id="oversized history entries are dropped"),
-        pytest.param({util.REVISION_ANNOTATION: "123456", util.REVISION_HISTORY_ANNOTATION: "1,2"}, "1234567",
-                     {util.REVISION_ANNOTATION: "1234567", util.REVISION_HISTORY_ANNOTATION: "1,2"}, True,
+        pytest.param({REVISION_ANNOTATION: "123456", REVISION_HISTORY_ANNOTATION: "1,2"}, "1234567",
+                     {REVISION_ANNOTATION: "1234567", REVISION_HISTORY_ANNOTATION: "1,2"}, True,
                      id="a revision longer than the limit is not appended"),
     ],
 )
@@ -155,34 +177,34 @@ def test_set_new_replica_set_annotations_revisions(
 ) -> None:
     d = deployment()
     rs = replica_set(d, annotations=annotations)
-    new_rs, was_changed = util.set_new_replica_set_annotations(d, rs, new_revision, True, 5)
+    new_rs, was_changed = set_new_replica_set_annotations(d, rs, new_revision, True, 5)
     assert was_changed is changed
     assert new_rs["metadata"]["annotations"] == expected
 
 
 def test_copy_and_rollback_annotations() -> None:
     d = deployment()
-    d["metadata"]["annotations"] = {"a": "1", "b": "", util.REVISION_ANNOTATION: "3"}
+    d["metadata"]["annotations"] = {"a": "1", "b": "", REVISION_ANNOTATION: "3"}
     rs = replica_set(d, annotations={"a": "0", "c": "keep"})
-    copied, changed = util.copy_deployment_annotations_to_replica_set(d, rs)
+    copied, changed = copy_deployment_annotations_to_replica_set(d, rs)
     # An empty value equals a missing one (a Go map miss), so "b" is not copied.
     assert changed
     assert copied["metadata"]["annotations"] == {"a": "1", "c": "keep"}
-    rolled = util.set_deployment_annotations_to(d, replica_set(d, annotations={
-        "c": "from-rs", util.REVISION_ANNOTATION: "1", util.DESIRED_REPLICAS_ANNOTATION: "4"}))
-    assert rolled["metadata"]["annotations"] == {util.REVISION_ANNOTATION: "3", "c": "from-rs"}
-    assert util.get_skipped_annotations(None) == {}
+    rolled = set_deployment_annotations_to(d, replica_set(d, annotations={
+        "c": "from-rs", REVISION_ANNOTATION: "1", DESIRED_REPLICAS_ANNOTATION: "4"}))
+    assert rolled["metadata"]["annotations"] == {REVISION_ANNOTATION: "3", "c": "from-rs"}
+    assert get_skipped_annotations(None) == {}
 
 
 def test_set_replicas_annotations() -> None:
     """TestAnnotationUtils/SetReplicasAnnotations."""
     rs = replica_set(deployment())
-    updated, changed = util.set_replicas_annotations(rs, 10, 11)
+    updated, changed = set_replicas_annotations(rs, 10, 11)
     assert changed
-    assert updated["metadata"]["annotations"][util.DESIRED_REPLICAS_ANNOTATION] == "10"
-    assert updated["metadata"]["annotations"][util.MAX_REPLICAS_ANNOTATION] == "11"
+    assert updated["metadata"]["annotations"][DESIRED_REPLICAS_ANNOTATION] == "10"
+    assert updated["metadata"]["annotations"][MAX_REPLICAS_ANNOTATION] == "11"
     assert "annotations" not in rs["metadata"]
-    _, changed = util.set_replicas_annotations(updated, 10, 11)
+    _, changed = set_replicas_annotations(updated, 10, 11)
     assert not changed
 
 
@@ -197,16 +219,16 @@ def _rs_annotated(annotations: dict[str, str] | None) -> dict[str, Any]:
     ("annotations", "expected"),
     [
         pytest.param(None, True, id="annotations nil"),
-        pytest.param({util.DESIRED_REPLICAS_ANNOTATION: "8", util.MAX_REPLICAS_ANNOTATION: "20"}, True,
+        pytest.param({DESIRED_REPLICAS_ANNOTATION: "8", MAX_REPLICAS_ANNOTATION: "20"}, True,
                      id="desiredReplicas update"),
-        pytest.param({util.DESIRED_REPLICAS_ANNOTATION: "10", util.MAX_REPLICAS_ANNOTATION: "16"}, True,
+        pytest.param({DESIRED_REPLICAS_ANNOTATION: "10", MAX_REPLICAS_ANNOTATION: "16"}, True,
                      id="maxReplicas update"),
-        pytest.param({util.DESIRED_REPLICAS_ANNOTATION: "10", util.MAX_REPLICAS_ANNOTATION: "20"}, False,
+        pytest.param({DESIRED_REPLICAS_ANNOTATION: "10", MAX_REPLICAS_ANNOTATION: "20"}, False,
                      id="needn't update"),
     ],
 )
 def test_replicas_annotations_need_update(annotations: dict[str, str] | None, expected: bool) -> None:
-    assert util.replicas_annotations_need_update(_rs_annotated(annotations), 10, 20) is expected
+    assert replicas_annotations_need_update(_rs_annotated(annotations), 10, 20) is expected
 
 
 @pytest.mark.parametrize(
@@ -228,12 +250,12 @@ def test_get_non_negative_int32_from_annotation(
 ) -> None:
     rs = replica_set(deployment(), annotations=annotations)
     if error is None:
-        assert util.get_non_negative_int32_from_annotation(rs, "test") == (value, valid)
+        assert get_non_negative_int32_from_annotation(rs, "test") == (value, valid)
     else:
         with pytest.raises(ValueError, match=error):
-            util.get_non_negative_int32_from_annotation(rs, "test")
+            get_non_negative_int32_from_annotation(rs, "test")
     # The tolerant readers report a bad value as absent.
-    for key, reader in ((util.DESIRED_REPLICAS_ANNOTATION, util.get_desired_replicas_annotation),
-                        (util.MAX_REPLICAS_ANNOTATION, util.get_max_replicas_annotation)):
+    for key, reader in ((DESIRED_REPLICAS_ANNOTATION, get_desired_replicas_annotation),
+                        (MAX_REPLICAS_ANNOTATION, get_max_replicas_annotation)):
         renamed = {key if k == "test" else k: v for k, v in (annotations or {}).items()}
         assert reader(replica_set(deployment(), annotations=renamed)) == (value, valid)

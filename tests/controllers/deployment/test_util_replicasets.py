@@ -8,10 +8,24 @@ from typing import Any
 
 import pytest
 
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment.util_annotations import REVISION_ANNOTATION
+from controller_manager.controllers.deployment.util_replicasets import (
+    DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY,
+    add_label_to_selector,
+    clone_and_add_label,
+    clone_selector_and_add_label,
+    equal_ignore_hash,
+    filter_active_replica_sets,
+    find_active_or_latest,
+    find_new_replica_set,
+    find_old_replica_sets,
+    get_deployments_for_replica_set,
+    replica_sets_by_revision,
+    set_from_replica_set_template,
+)
 from tests.controllers.deployment.util_fixtures import T0, deployment, replica_set
 
-HASH = util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY
+HASH = DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY
 
 
 def pod_template(name: str, node: str, annotations: dict[str, str], labels: dict[str, str]) -> dict[str, Any]:
@@ -89,8 +103,8 @@ def test_label_key_is_upstreams() -> None:
 )
 def test_equal_ignore_hash(former: dict[str, Any], latter: dict[str, Any], expected: bool) -> None:
     before = (copy.deepcopy(former), copy.deepcopy(latter))
-    assert util.equal_ignore_hash(former, latter) is expected
-    assert util.equal_ignore_hash(latter, former) is expected  # the same case in reverse order
+    assert equal_ignore_hash(former, latter) is expected
+    assert equal_ignore_hash(latter, former) is expected  # the same case in reverse order
     assert (former, latter) == before  # labels (the hash included) are left as they were
 
 
@@ -118,8 +132,8 @@ def test_equal_ignore_hash(former: dict[str, Any], latter: dict[str, Any], expec
     ],
 )
 def test_equal_ignore_hash_semantic(former: Any, latter: Any, expected: bool) -> None:
-    assert util.equal_ignore_hash(former, latter) is expected
-    assert util.equal_ignore_hash(latter, former) is expected
+    assert equal_ignore_hash(former, latter) is expected
+    assert equal_ignore_hash(latter, former) is expected
 
 
 def _old_deployment() -> dict[str, Any]:
@@ -134,11 +148,11 @@ def test_find_new_replica_set() -> None:
     new_rs_dup = replica_set(d, hash_label="different-hash", created=T0)
     old_rs = replica_set(_old_deployment())
 
-    assert util.find_new_replica_set(d, [new_rs, old_rs]) is new_rs
+    assert find_new_replica_set(d, [new_rs, old_rs]) is new_rs
     # More than one ReplicaSet with the template: the oldest wins.
-    assert util.find_new_replica_set(d, [new_rs, old_rs, new_rs_dup]) is new_rs_dup
-    assert util.find_new_replica_set(d, [old_rs]) is None
-    assert util.find_new_replica_set(d, [None, new_rs]) is new_rs
+    assert find_new_replica_set(d, [new_rs, old_rs, new_rs_dup]) is new_rs_dup
+    assert find_new_replica_set(d, [old_rs]) is None
+    assert find_new_replica_set(d, [None, new_rs]) is new_rs
 
 
 def test_templates_are_compared_by_their_current_content() -> None:
@@ -146,20 +160,20 @@ def test_templates_are_compared_by_their_current_content() -> None:
     # compared as it is now, and equal content in another object must compare the same.
     d = deployment("nginx")
     rs = replica_set(d, hash_label="hash")
-    assert util.find_new_replica_set(d, [rs]) is rs
+    assert find_new_replica_set(d, [rs]) is rs
     d["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
-    assert util.find_new_replica_set(d, [rs]) is None
-    assert not util.equal_ignore_hash(d["spec"]["template"], rs["spec"]["template"])
+    assert find_new_replica_set(d, [rs]) is None
+    assert not equal_ignore_hash(d["spec"]["template"], rs["spec"]["template"])
     d["spec"]["template"]["spec"]["containers"][0]["image"] = rs["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert util.find_new_replica_set(d, [rs]) is rs
-    assert util.find_new_replica_set(copy.deepcopy(d), [copy.deepcopy(rs)]) is not None
+    assert find_new_replica_set(d, [rs]) is rs
+    assert find_new_replica_set(copy.deepcopy(d), [copy.deepcopy(rs)]) is not None
 
 
 def test_find_new_replica_set_ties_break_by_name() -> None:
     d = deployment("nginx")
     b = replica_set(d, name="b", created=T0)
     a = replica_set(d, name="a", created=T0)
-    assert util.find_new_replica_set(d, [b, a]) is a
+    assert find_new_replica_set(d, [b, a]) is a
 
 
 @pytest.mark.parametrize(
@@ -179,7 +193,7 @@ def test_find_old_replica_sets(members: list[str], expected: list[str], expected
         "dup": replica_set(d, 0, hash_label="different-hash", created=T0),
         "old": replica_set(_old_deployment(), 0, created=T0 - 60),
     }
-    required, everything = util.find_old_replica_sets(d, [by_role[m] for m in members])
+    required, everything = find_old_replica_sets(d, [by_role[m] for m in members])
     assert everything == [by_role[m] for m in expected]  # oldest first
     assert required == [by_role[m] for m in expected_required]  # filtered by spec.replicas
 
@@ -189,30 +203,30 @@ def test_find_active_or_latest() -> None:
     old1 = replica_set(d, 0, created=T0)
     old2 = replica_set(d, 0, created=T0 + 10)
     new = replica_set(d, 0, created=T0 + 20)
-    assert util.find_active_or_latest(None, []) is None
-    assert util.find_active_or_latest(new, [old1, old2]) is new  # nothing active: the new one
-    assert util.find_active_or_latest(None, [old1, old2]) is old2  # nothing active, no new one: the newest
+    assert find_active_or_latest(None, []) is None
+    assert find_active_or_latest(new, [old1, old2]) is new  # nothing active: the new one
+    assert find_active_or_latest(None, [old1, old2]) is old2  # nothing active, no new one: the newest
     active = replica_set(d, 3, created=T0 + 5)
-    assert util.find_active_or_latest(new, [old1, active]) is active
-    assert util.find_active_or_latest(replica_set(d, 1), [active]) is None  # two active: scale proportionally
+    assert find_active_or_latest(new, [old1, active]) is active
+    assert find_active_or_latest(replica_set(d, 1), [active]) is None  # two active: scale proportionally
 
 
 def test_replica_sets_by_revision() -> None:
     d = deployment("nginx")
-    r3 = replica_set(d, annotations={util.REVISION_ANNOTATION: "3"}, created=T0)
-    r10 = replica_set(d, annotations={util.REVISION_ANNOTATION: "10"}, created=T0 - 5)
-    bad = replica_set(d, annotations={util.REVISION_ANNOTATION: "x"}, created=T0 + 5)
+    r3 = replica_set(d, annotations={REVISION_ANNOTATION: "3"}, created=T0)
+    r10 = replica_set(d, annotations={REVISION_ANNOTATION: "10"}, created=T0 - 5)
+    bad = replica_set(d, annotations={REVISION_ANNOTATION: "x"}, created=T0 + 5)
     none = replica_set(d, created=T0 + 1)
-    assert util.replica_sets_by_revision([r10, r3]) == [r3, r10]
-    assert util.replica_sets_by_revision([none, r3]) == [none, r3]  # no annotation is revision 0
-    assert util.replica_sets_by_revision([bad, r3]) == [r3, bad]  # unparsable: creation order
+    assert replica_sets_by_revision([r10, r3]) == [r3, r10]
+    assert replica_sets_by_revision([none, r3]) == [none, r3]  # no annotation is revision 0
+    assert replica_sets_by_revision([bad, r3]) == [r3, bad]  # unparsable: creation order
 
 
 def test_set_from_replica_set_template() -> None:
     d = deployment("nginx")
     rs = replica_set(_old_deployment(), hash_label="abc")
     snapshot = copy.deepcopy((d, rs))
-    rolled = util.set_from_replica_set_template(d, rs["spec"]["template"])
+    rolled = set_from_replica_set_template(d, rs["spec"]["template"])
     assert rolled["spec"]["template"]["spec"] == rs["spec"]["template"]["spec"]
     assert HASH not in rolled["spec"]["template"]["metadata"]["labels"]
     assert (d, rs) == snapshot
@@ -241,27 +255,27 @@ def test_get_deployments_for_replica_set() -> None:
     ]
     rss = [_namespaced(f"test-replicaSet-{i}", {"app": f"test-{i}", "label": f"label-{i}"}) for i in range(5)]
     for i in range(3):
-        assert util.get_deployments_for_replica_set(deployments, rss[i]) == [deployments[i]]
+        assert get_deployments_for_replica_set(deployments, rss[i]) == [deployments[i]]
     for i in (3, 4):
         with pytest.raises(LookupError) as err:
-            util.get_deployments_for_replica_set(deployments, rss[i])
+            get_deployments_for_replica_set(deployments, rss[i])
         assert str(err.value) == (
             f"could not find deployments set for ReplicaSet test-replicaSet-{i} in namespace test "
             f"with labels: map[app:test-{i} label:label-{i}]"
         )
     with pytest.raises(LookupError, match="because it has no labels"):
-        util.get_deployments_for_replica_set(deployments, _namespaced("bare", None))
+        get_deployments_for_replica_set(deployments, _namespaced("bare", None))
 
 
 def test_label_helpers_copy() -> None:
     labels = {"a": "1"}
-    assert util.clone_and_add_label(labels, HASH, "h") == {"a": "1", HASH: "h"}
-    assert util.clone_and_add_label(labels, "", "h") == {"a": "1"}
+    assert clone_and_add_label(labels, HASH, "h") == {"a": "1", HASH: "h"}
+    assert clone_and_add_label(labels, "", "h") == {"a": "1"}
     selector = {"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]}
-    cloned = util.clone_selector_and_add_label(selector, HASH, "h")
+    cloned = clone_selector_and_add_label(selector, HASH, "h")
     assert cloned == {"matchLabels": {"a": "1", HASH: "h"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]}
-    assert util.clone_selector_and_add_label(None, HASH, "h") is None
-    assert util.add_label_to_selector(None, HASH, "h") == {"matchLabels": {HASH: "h"}}
+    assert clone_selector_and_add_label(None, HASH, "h") is None
+    assert add_label_to_selector(None, HASH, "h") == {"matchLabels": {HASH: "h"}}
     assert labels == {"a": "1"}
     assert selector == {"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "Exists"}]}
 
@@ -269,4 +283,4 @@ def test_label_helpers_copy() -> None:
 def test_filter_active_replica_sets() -> None:
     d = deployment("nginx")
     active, idle = replica_set(d, 2), replica_set(d, 0)
-    assert util.filter_active_replica_sets([active, None, idle]) == [active]
+    assert filter_active_replica_sets([active, None, idle]) == [active]

@@ -8,7 +8,41 @@ from typing import Any
 
 import pytest
 
-from controller_manager.controllers.deployment import util
+from controller_manager.controllers.deployment import util_strategy
+from controller_manager.controllers.deployment.util_annotations import (
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    REVISION_ANNOTATION,
+    set_replicas_annotations,
+)
+from controller_manager.controllers.deployment.util_conditions import NEW_RS_AVAILABLE_REASON, TIMED_OUT_REASON
+from controller_manager.controllers.deployment.util_replicasets import filter_active_replica_sets, find_active_or_latest
+from controller_manager.controllers.deployment.util_rollout import (
+    deployment_complete,
+    deployment_progressing,
+    deployment_timed_out,
+    get_actual_replica_count_for_replica_sets,
+    get_available_replica_count_for_replica_sets,
+    get_proportion,
+    get_ready_replica_count_for_replica_sets,
+    get_replica_count_for_replica_sets,
+    get_replica_set_fraction,
+    get_replica_set_proportion,
+    get_terminating_replica_count_for_replica_sets,
+    has_progress_deadline,
+    has_revision_history_limit,
+    is_saturated,
+    new_rs_new_replicas,
+    proportional_scale_sizes,
+)
+from controller_manager.controllers.deployment.util_strategy import (
+    deployment_replicas,
+    is_recreate,
+    is_rolling_update,
+    min_available,
+    replica_set_replicas,
+    resolve_fenceposts,
+)
 from tests.controllers.deployment.util_fixtures import deployment, replica_set, rolling
 
 INT32_MAX = 2**31 - 1
@@ -44,15 +78,15 @@ def test_get_replica_count_for_replica_sets(names: list[str], count: int, actual
     sets = _count_sets()
     chosen: list[dict[str, Any] | None] = [sets[n] for n in names]
     chosen.append(None)  # a missing new ReplicaSet is skipped
-    assert util.get_replica_count_for_replica_sets(chosen) == count
-    assert util.get_actual_replica_count_for_replica_sets(chosen) == actual
-    assert util.get_terminating_replica_count_for_replica_sets(chosen) == terminating
+    assert get_replica_count_for_replica_sets(chosen) == count
+    assert get_actual_replica_count_for_replica_sets(chosen) == actual
+    assert get_terminating_replica_count_for_replica_sets(chosen) == terminating
 
 
 def test_ready_and_available_counts() -> None:
     sets = [_rs("a", 3, {"readyReplicas": 2, "availableReplicas": 1}), _rs("b", 1, {"readyReplicas": 1}), None]
-    assert util.get_ready_replica_count_for_replica_sets(sets) == 3
-    assert util.get_available_replica_count_for_replica_sets(sets) == 1
+    assert get_ready_replica_count_for_replica_sets(sets) == 3
+    assert get_available_replica_count_for_replica_sets(sets) == 1
 
 
 @pytest.mark.parametrize(
@@ -67,7 +101,7 @@ def test_ready_and_available_counts() -> None:
     ],
 )
 def test_resolve_fenceposts(max_surge: Any, max_unavailable: Any, desired: int, surge: int, unavailable: int) -> None:
-    assert util.resolve_fenceposts(max_surge, max_unavailable, desired) == (surge, unavailable)
+    assert resolve_fenceposts(max_surge, max_unavailable, desired) == (surge, unavailable)
 
 
 @pytest.mark.parametrize(
@@ -76,7 +110,7 @@ def test_resolve_fenceposts(max_surge: Any, max_unavailable: Any, desired: int, 
 )
 def test_resolve_fenceposts_invalid(max_surge: str, max_unavailable: str) -> None:
     with pytest.raises(ValueError, match="invalid value for IntOrString"):
-        util.resolve_fenceposts(max_surge, max_unavailable, 10)
+        resolve_fenceposts(max_surge, max_unavailable, 10)
 
 
 @pytest.mark.parametrize(
@@ -94,16 +128,16 @@ def test_new_rs_new_replicas(strategy: str, dep_replicas: int, new_rs_replicas: 
         "type": strategy, "rollingUpdate": {"maxUnavailable": 1, "maxSurge": max_surge}})
     rs5 = replica_set(d, 5)
     new_rs = replica_set(d, new_rs_replicas)
-    assert util.new_rs_new_replicas(d, [rs5], new_rs) == expected
+    assert new_rs_new_replicas(d, [rs5], new_rs) == expected
 
 
 def test_new_rs_new_replicas_errors() -> None:
     d = deployment(strategy={"type": "BlueGreen"})
     with pytest.raises(ValueError, match="deployment type BlueGreen isn't supported"):
-        util.new_rs_new_replicas(d, [], replica_set(d))
+        new_rs_new_replicas(d, [], replica_set(d))
     d = deployment(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}})
     with pytest.raises(ValueError, match="nil value for IntOrString"):
-        util.new_rs_new_replicas(d, [], replica_set(d))
+        new_rs_new_replicas(d, [], replica_set(d))
 
 
 def _complete_case(desired: int, current: int, updated: int, available: int, max_unavailable: int,
@@ -125,14 +159,14 @@ def _complete_case(desired: int, current: int, updated: int, available: int, max
     ],
 )
 def test_deployment_complete(d: dict[str, Any], expected: bool) -> None:
-    assert util.deployment_complete(d, d["status"]) is expected
+    assert deployment_complete(d, d["status"]) is expected
 
 
 def test_deployment_complete_needs_current_generation() -> None:
     d = _complete_case(5, 5, 5, 5, 0, 0)
     d["metadata"]["generation"] = 3
-    assert not util.deployment_complete(d, {**d["status"], "observedGeneration": 2})
-    assert util.deployment_complete(d, {**d["status"], "observedGeneration": 3})
+    assert not deployment_complete(d, {**d["status"], "observedGeneration": 2})
+    assert deployment_complete(d, {**d["status"], "observedGeneration": 3})
 
 
 def _st(current: int, updated: int, ready: int, available: int) -> dict[str, int]:
@@ -152,7 +186,7 @@ def _st(current: int, updated: int, ready: int, available: int) -> dict[str, int
     ],
 )
 def test_deployment_progressing(old: dict[str, int], new: dict[str, int], expected: bool) -> None:
-    assert util.deployment_progressing({"status": old}, new) is expected
+    assert deployment_progressing({"status": old}, new) is expected
 
 
 def _t(minute: int, second: int) -> float:
@@ -177,11 +211,11 @@ def _timed(pds: int | None, reason: str, last_update: str | None) -> dict[str, A
         pytest.param(_timed(10, "", "2016-01-01T00:01:09Z"), _t(1, 20), True, id="10s deadline, 11s since progress"),
         pytest.param(_timed(10, "", "2016-01-01T00:01:11Z"), _t(1, 20), False, id="10s deadline, 9s since progress"),
         pytest.param(_timed(10, "", "2016-01-01T00:01:10Z"), _t(1, 20), False, id="exactly at the deadline"),
-        pytest.param(_timed(None, util.NEW_RS_AVAILABLE_REASON, None), _t(1, 20), False,
+        pytest.param(_timed(None, NEW_RS_AVAILABLE_REASON, None), _t(1, 20), False,
                      id="previous status was a complete deployment"),
-        pytest.param(_timed(10, util.NEW_RS_AVAILABLE_REASON, "2000-01-01T00:00:00Z"), _t(1, 20), False,
+        pytest.param(_timed(10, NEW_RS_AVAILABLE_REASON, "2000-01-01T00:00:00Z"), _t(1, 20), False,
                      id="a complete rollout never times out"),
-        pytest.param(_timed(10, util.TIMED_OUT_REASON, "2016-01-01T00:01:19Z"), _t(1, 20), True,
+        pytest.param(_timed(10, TIMED_OUT_REASON, "2016-01-01T00:01:19Z"), _t(1, 20), True,
                      id="timed out stays timed out"),
         pytest.param(_timed(10, "", None), _t(1, 20), True, id="missing update time reads as long ago"),
         pytest.param({"spec": {"progressDeadlineSeconds": 10}, "status": {}}, _t(1, 20), False,
@@ -189,7 +223,7 @@ def _timed(pds: int | None, reason: str, last_update: str | None) -> dict[str, A
     ],
 )
 def test_deployment_timed_out(d: dict[str, Any], now: float, expected: bool) -> None:
-    assert util.deployment_timed_out(d, d["status"], now) is expected
+    assert deployment_timed_out(d, d["status"], now) is expected
 
 
 @pytest.mark.parametrize(
@@ -208,7 +242,7 @@ def test_deployment_timed_out(d: dict[str, Any], now: float, expected: bool) -> 
     ],
 )
 def test_max_unavailable(d: dict[str, Any], expected: int) -> None:
-    assert util.max_unavailable(d) == expected
+    assert util_strategy.max_unavailable(d) == expected
 
 
 @pytest.mark.parametrize(
@@ -226,16 +260,16 @@ def test_max_unavailable(d: dict[str, Any], expected: int) -> None:
     ],
 )
 def test_min_available(d: dict[str, Any], expected: int) -> None:
-    assert util.min_available(d) == expected
+    assert min_available(d) == expected
 
 
 def test_max_surge_and_strategy() -> None:
-    assert util.max_surge(rolling(10, "25%", "25%")) == 3
-    assert util.max_surge(deployment(replicas=10, strategy={"type": "Recreate"})) == 0
-    assert util.is_rolling_update(rolling(1, 1, 0))
-    assert not util.is_recreate(rolling(1, 1, 0))
-    assert util.deployment_replicas(deployment(replicas=None)) == 1  # the API default
-    assert util.replica_set_replicas(None) == 0
+    assert util_strategy.max_surge(rolling(10, "25%", "25%")) == 3
+    assert util_strategy.max_surge(deployment(replicas=10, strategy={"type": "Recreate"})) == 0
+    assert is_rolling_update(rolling(1, 1, 0))
+    assert not is_recreate(rolling(1, 1, 0))
+    assert deployment_replicas(deployment(replicas=None)) == 1  # the API default
+    assert replica_set_replicas(None) == 0
 
 
 @pytest.mark.parametrize(
@@ -249,8 +283,8 @@ def test_max_surge_and_strategy() -> None:
     ],
 )
 def test_has_progress_deadline_and_history_limit(spec: dict[str, int], deadline: bool, history: bool) -> None:
-    assert util.has_progress_deadline({"spec": spec}) is deadline
-    assert util.has_revision_history_limit({"spec": spec}) is history
+    assert has_progress_deadline({"spec": spec}) is deadline
+    assert has_revision_history_limit({"spec": spec}) is history
 
 
 @pytest.mark.parametrize(
@@ -265,11 +299,11 @@ def test_has_progress_deadline_and_history_limit(spec: dict[str, int], deadline:
 )
 def test_is_saturated(annotation: str | None, replicas: int, available: int, expected: bool) -> None:
     d = deployment()
-    d["metadata"]["annotations"][util.REVISION_ANNOTATION] = "1"
-    annotations = {} if annotation is None else {util.DESIRED_REPLICAS_ANNOTATION: annotation}
+    d["metadata"]["annotations"][REVISION_ANNOTATION] = "1"
+    annotations = {} if annotation is None else {DESIRED_REPLICAS_ANNOTATION: annotation}
     rs = replica_set(d, replicas, annotations=annotations, status={"availableReplicas": available})
-    assert util.is_saturated(d, rs) is expected
-    assert util.is_saturated(d, None) is False
+    assert is_saturated(d, rs) is expected
+    assert is_saturated(d, None) is False
 
 
 @pytest.mark.parametrize(
@@ -277,16 +311,16 @@ def test_is_saturated(annotation: str | None, replicas: int, available: int, exp
     [
         pytest.param(0, 0, 0, 10, None, -10, id="empty deployment always scales to 0"),
         pytest.param(10, 0, 0, 5, None, 0, id="unsynced deployment does not scale without max-replicas"),
-        pytest.param(10, 0, 0, 5, {util.MAX_REPLICAS_ANNOTATION: "0"}, 0,
+        pytest.param(10, 0, 0, 5, {MAX_REPLICAS_ANNOTATION: "0"}, 0,
                      id="unsynced deployment does not scale with max-replicas 0"),
         pytest.param(120, 100, 0, 50, None, 10, id="scale up by 1/5 without max-replicas"),
-        pytest.param(120, 100, 0, 50, {util.MAX_REPLICAS_ANNOTATION: "0"}, 10,
+        pytest.param(120, 100, 0, 50, {MAX_REPLICAS_ANNOTATION: "0"}, 10,
                      id="scale up by 1/5 with max-replicas 0"),
-        pytest.param(120, 0, 0, 50, {util.MAX_REPLICAS_ANNOTATION: "100"}, 10, id="scale up by 1/5"),
-        pytest.param(120, 0, 10, 50, {util.MAX_REPLICAS_ANNOTATION: "110"}, 9, id="scale up with maxSurge by ~1/5"),
-        pytest.param(10, 0, 0, 6, {util.MAX_REPLICAS_ANNOTATION: "12"}, -1, id="scale down by 1/6"),
-        pytest.param(100, 0, 10, 50, {util.MAX_REPLICAS_ANNOTATION: "130"}, -8, id="scale down with maxSurge by ~1/6"),
-        pytest.param(3, 0, 0, 1, {util.MAX_REPLICAS_ANNOTATION: "2"}, 1, id="a half rounds away from zero"),
+        pytest.param(120, 0, 0, 50, {MAX_REPLICAS_ANNOTATION: "100"}, 10, id="scale up by 1/5"),
+        pytest.param(120, 0, 10, 50, {MAX_REPLICAS_ANNOTATION: "110"}, 9, id="scale up with maxSurge by ~1/5"),
+        pytest.param(10, 0, 0, 6, {MAX_REPLICAS_ANNOTATION: "12"}, -1, id="scale down by 1/6"),
+        pytest.param(100, 0, 10, 50, {MAX_REPLICAS_ANNOTATION: "130"}, -8, id="scale down with maxSurge by ~1/6"),
+        pytest.param(3, 0, 0, 1, {MAX_REPLICAS_ANNOTATION: "2"}, 1, id="a half rounds away from zero"),
     ],
 )
 def test_get_replica_set_fraction(d_replicas: int, status_replicas: int, surge: int, rs_replicas: int,
@@ -294,20 +328,20 @@ def test_get_replica_set_fraction(d_replicas: int, status_replicas: int, surge: 
     d = rolling(d_replicas, surge, 1)
     d["status"] = {"replicas": status_replicas}
     rs = replica_set(d, rs_replicas, annotations=annotations)
-    assert util.get_replica_set_fraction(rs, d) == expected
+    assert get_replica_set_fraction(rs, d) == expected
 
 
 def test_get_replica_set_proportion_bounds() -> None:
     d = rolling(20, 0, 1)
-    rs = replica_set(d, 5, annotations={util.MAX_REPLICAS_ANNOTATION: "10"})  # fraction: +5
-    assert util.get_replica_set_proportion(rs, d, 10, 0) == 5
-    assert util.get_replica_set_proportion(rs, d, 10, 7) == 3  # only 3 left to add
-    assert util.get_replica_set_proportion(rs, d, 10, 10) == 0
-    assert util.get_replica_set_proportion(None, d, 10, 0) == 0
-    assert util.get_replica_set_proportion(replica_set(d, 0), d, 10, 0) == 0  # never scale up from zero
+    rs = replica_set(d, 5, annotations={MAX_REPLICAS_ANNOTATION: "10"})  # fraction: +5
+    assert get_replica_set_proportion(rs, d, 10, 0) == 5
+    assert get_replica_set_proportion(rs, d, 10, 7) == 3  # only 3 left to add
+    assert get_replica_set_proportion(rs, d, 10, 10) == 0
+    assert get_replica_set_proportion(None, d, 10, 0) == 0
+    assert get_replica_set_proportion(replica_set(d, 0), d, 10, 0) == 0  # never scale up from zero
     shrink = rolling(2, 0, 1)
-    assert util.get_replica_set_proportion(rs, shrink, -2, 0) == -2  # fraction -4, bounded by what is left
-    assert util.get_proportion is util.get_replica_set_proportion
+    assert get_replica_set_proportion(rs, shrink, -2, 0) == -2  # fraction -4, bounded by what is left
+    assert get_proportion is get_replica_set_proportion
 
 
 # --- sync.go TestScale: the scale() decision built from util ----------------------------------------
@@ -322,28 +356,28 @@ def _controller_deployment(replicas: int, max_surge: int = 0, max_unavailable: i
 
 def _scale_rs(name: str, replicas: int, created: str, old_d: dict[str, Any], desired: int | None = None,
               available: int | None = None) -> dict[str, Any]:
-    want = util.deployment_replicas(old_d) if desired is None else desired
+    want = deployment_replicas(old_d) if desired is None else desired
     rs: dict[str, Any] = {
         "metadata": {"name": name, "namespace": "default", "uid": name, "creationTimestamp": created},
         "spec": {"replicas": replicas, "template": {}},
     }
     if available is not None:
         rs["status"] = {"availableReplicas": available}
-    rs, _ = util.set_replicas_annotations(rs, want, want + util.max_surge(old_d))
+    rs, _ = set_replicas_annotations(rs, want, want + util_strategy.max_surge(old_d))
     return rs
 
 
 def _scale(d: dict[str, Any], new_rs: dict[str, Any] | None, old_rss: list[dict[str, Any]]) -> dict[str, int]:
     """The sizes dc.scale would write, decided with util as sync.go decides."""
-    active_or_latest = util.find_active_or_latest(new_rs, old_rss)
+    active_or_latest = find_active_or_latest(new_rs, old_rss)
     if active_or_latest is not None:
-        return {active_or_latest["metadata"]["name"]: util.deployment_replicas(d)}
-    if util.is_saturated(d, new_rs):
-        return {rs["metadata"]["name"]: 0 for rs in util.filter_active_replica_sets(old_rss)}
-    if not util.is_rolling_update(d):
+        return {active_or_latest["metadata"]["name"]: deployment_replicas(d)}
+    if is_saturated(d, new_rs):
+        return {rs["metadata"]["name"]: 0 for rs in filter_active_replica_sets(old_rss)}
+    if not is_rolling_update(d):
         return {}
-    active = util.filter_active_replica_sets([*old_rss, new_rs])
-    sizes, _ = util.proportional_scale_sizes(d, active)
+    active = filter_active_replica_sets([*old_rss, new_rs])
+    sizes, _ = proportional_scale_sizes(d, active)
     return {rs["metadata"]["name"]: size for rs, size in sizes}
 
 
@@ -415,12 +449,12 @@ def test_proportional_scale_sizes_order_and_operation() -> None:
     d = _controller_deployment(4)
     old_d = _controller_deployment(3)
     rss = [_scale_rs("a", 1, OLDER_T, old_d), _scale_rs("b", 1, OLD_T, old_d), _scale_rs("c", 1, NEW_T, old_d)]
-    sizes, operation = util.proportional_scale_sizes(d, rss)
+    sizes, operation = proportional_scale_sizes(d, rss)
     assert operation == "up"
     assert [rs["metadata"]["name"] for rs, _ in sizes] == ["c", "b", "a"]
-    sizes, operation = util.proportional_scale_sizes(_controller_deployment(2), rss)
+    sizes, operation = proportional_scale_sizes(_controller_deployment(2), rss)
     assert operation == "down"
     assert [rs["metadata"]["name"] for rs, _ in sizes] == ["a", "b", "c"]
-    sizes, operation = util.proportional_scale_sizes(_controller_deployment(3), rss)
+    sizes, operation = proportional_scale_sizes(_controller_deployment(3), rss)
     assert operation == ""
     assert [size for _, size in sizes] == [1, 1, 1]

@@ -18,7 +18,7 @@ from controller_manager.api.resources import Resource
 from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.controllers.endpointslice import CONTROLLER_QUALIFIED_NAME, Reconciler
 from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker
-from controller_manager.controllers.endpointslice.utils import service_controller_ref
+from controller_manager.controllers.endpointslice.util import service_controller_ref
 
 CONTROLLER_NAME = CONTROLLER_QUALIFIED_NAME
 Obj = dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controller_manager.controllers.endpointslice.reconciler import ReconcileError
-from controller_manager.controllers.endpointslice.utils import (
+from controller_manager.controllers.endpointslice.util import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
     LAST_CHANGE_TRIGGER_TIME,

@@ -16,7 +16,7 @@ from controller_manager.controllers.endpointslice.endpointset import (
     port_map_key,
 )
 from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker, TriggerTimeTracker
-from controller_manager.controllers.endpointslice.utils import (
+from controller_manager.controllers.endpointslice.util import (
     IS_HEADLESS_SERVICE,
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,

@@ -17,7 +17,7 @@ from controller_manager.controllers.garbagecollector.garbagecollector import Act
 from controller_manager.controllers.garbagecollector.graph import Node, ObjectReference, references_diffs
 from controller_manager.controllers.garbagecollector.graph_builder import GraphEvent
 from controller_manager.controllers.garbagecollector.operations import unblock_owner_refs_strategic_patch
-from controller_manager.runtime.controller_ref import delete_owner_ref_patch
+from controller_manager.controllerutil.controller_ref import delete_owner_ref_patch
 from controller_manager.sim.apiserver.patch import apply_patch
 from tests.controllers.garbagecollector.fakes import (
     PODS,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controller_manager.api.meta import key_of
-from controller_manager.runtime.controller_utils import pod_key
+from controller_manager.controllerutil.controller_utils import pod_key
 
 from .fakes import cache, drain, new_controller
 from .objects import new_pod, new_replica_set, terminating, with_meta

@@ -14,7 +14,7 @@ from controller_manager.controllers.replicaset.pods import (
     is_controlled_by,
     orphan_index,
 )
-from controller_manager.runtime.controller_utils import find_min_next_pod_availability_check, pod_keys
+from controller_manager.controllerutil.controller_utils import find_min_next_pod_availability_check, pod_keys
 
 from .objects import new_pod, new_replica_set, terminating, with_meta
 

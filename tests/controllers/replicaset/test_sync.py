@@ -12,8 +12,8 @@ import pytest
 from controller_manager.api.meta import key_of
 from controller_manager.client.errors import Forbidden
 from controller_manager.controllers.replicaset import ReplicaSetController
+from controller_manager.controllerutil.controller_ref import ClaimError
 from controller_manager.runtime.controller import run_controller
-from controller_manager.runtime.controller_ref import ClaimError
 
 from .fakes import RecordingClient, cache, drain, fake_server_error, new_controller
 from .objects import new_pod, new_replica_set, with_meta

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from controller_manager.client.errors import ServerError
-from controller_manager.controllers.statefulset.utils import REVISION_LABEL
+from controller_manager.controllers.statefulset.util import REVISION_LABEL
 from tests.controllers.statefulset.fakes import Cluster, new_stateful_set
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller_manager.controllers.statefulset import history, retention, status, utils
+from controller_manager.controllers.statefulset import history, retention, status, util
 from tests.controllers.statefulset.fakes import new_stateful_set
 
 
@@ -30,12 +30,12 @@ def pod_named(name: str, *, namespace: str = "default", uid: str = "", labels: d
     pytest.param("web-2147483648", "web", -1, id="overflows-int32"),
 ])
 def test_get_parent_name_and_ordinal(name: str, parent: str, ordinal: int) -> None:
-    assert utils.get_parent_name_and_ordinal(pod_named(name)) == (parent, ordinal)
+    assert util.get_parent_name_and_ordinal(pod_named(name)) == (parent, ordinal)
 
 
 def test_new_pod_identity_storage_and_controller_ref() -> None:
     sts = new_stateful_set(3, claims=("data", "logs"))
-    pod = utils.new_stateful_set_pod(sts, 1)
+    pod = util.new_stateful_set_pod(sts, 1)
     m = pod["metadata"]
     assert m["name"] == "web-1"
     assert "generateName" not in m
@@ -47,8 +47,8 @@ def test_new_pod_identity_storage_and_controller_ref() -> None:
                                       {"name": "logs", "persistentVolumeClaim": {"claimName": "logs-web-1"}}]
     assert m["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
                                      "uid": "web-uid", "controller": True, "blockOwnerDeletion": True}]
-    assert utils.identity_matches(sts, pod)
-    assert utils.storage_matches(sts, pod)
+    assert util.identity_matches(sts, pod)
+    assert util.storage_matches(sts, pod)
     assert "volumes" not in sts["spec"]["template"]["spec"]  # the template was not touched
 
 
@@ -64,18 +64,18 @@ def test_new_pod_identity_storage_and_controller_ref() -> None:
 ])
 def test_identity_matches(change: Any, matches: bool) -> None:
     sts = new_stateful_set(3)
-    pod = utils.new_stateful_set_pod(sts, 1)
+    pod = util.new_stateful_set_pod(sts, 1)
     change(pod)
-    assert utils.identity_matches(sts, pod) is matches
+    assert util.identity_matches(sts, pod) is matches
 
 
 def test_update_identity_fixes_labels() -> None:
     sts = new_stateful_set(3)
-    pod = utils.new_stateful_set_pod(sts, 1)
+    pod = util.new_stateful_set_pod(sts, 1)
     pod["metadata"]["labels"].pop("statefulset.kubernetes.io/pod-name")
     pod["metadata"]["namespace"] = "other"
-    utils.update_identity(sts, pod)
-    assert utils.identity_matches(sts, pod)
+    util.update_identity(sts, pod)
+    assert util.identity_matches(sts, pod)
 
 
 @pytest.mark.parametrize(("volumes", "matches"), [
@@ -88,16 +88,16 @@ def test_storage_matches_and_update_storage(volumes: list[dict[str, Any]], match
     sts = new_stateful_set(3)
     pod = pod_named("web-1")
     pod["spec"]["volumes"] = [*volumes, {"name": "scratch", "emptyDir": {}}]
-    assert utils.storage_matches(sts, pod) is matches
-    utils.update_storage(sts, pod)
-    assert utils.storage_matches(sts, pod)
+    assert util.storage_matches(sts, pod) is matches
+    util.update_storage(sts, pod)
+    assert util.storage_matches(sts, pod)
     assert pod["spec"]["volumes"][-1] == {"name": "scratch", "emptyDir": {}}  # other volumes kept
 
 
 def test_get_persistent_volume_claims_merges_selector_labels() -> None:
     sts = new_stateful_set(3)
     sts["spec"]["volumeClaimTemplates"][0]["metadata"]["labels"] = {"tier": "db"}
-    claims = utils.get_persistent_volume_claims(sts, pod_named("web-2"))
+    claims = util.get_persistent_volume_claims(sts, pod_named("web-2"))
     assert list(claims) == ["data"]
     assert claims["data"]["metadata"] == {"name": "data-web-2", "namespace": "default",
                                           "labels": {"tier": "db", "app": "web"}}
@@ -114,7 +114,7 @@ def test_get_persistent_volume_claims_merges_selector_labels() -> None:
         {"type": "Ready", "status": "True"}]}}, False, id="ready-but-pending"),
 ])
 def test_is_running_and_ready(pod: dict[str, Any], ready: bool) -> None:
-    assert utils.is_running_and_ready(pod) is ready
+    assert util.is_running_and_ready(pod) is ready
 
 
 @pytest.mark.parametrize(("value", "replicas", "expected"), [
@@ -129,7 +129,7 @@ def test_get_max_unavailable(value: Any, replicas: int, expected: int) -> None:
     if value is not None:
         rolling["maxUnavailable"] = value
     sts = new_stateful_set(replicas, strategy={"type": "RollingUpdate", "rollingUpdate": rolling})
-    assert utils.get_max_unavailable(sts, replicas) == expected
+    assert util.get_max_unavailable(sts, replicas) == expected
 
 
 @pytest.mark.parametrize(("strategy", "ordinal", "current"), [
@@ -143,8 +143,8 @@ def test_new_versioned_pod_picks_revision(strategy: dict[str, Any], ordinal: int
     current_set = new_stateful_set(3, strategy=strategy)
     current_set["status"] = {"currentReplicas": 2}
     update_set = new_stateful_set(3, strategy=strategy, image="nginx:2")
-    pod = utils.new_versioned_stateful_set_pod(current_set, update_set, "web-a", "web-b", ordinal)
-    assert pod["metadata"]["labels"][utils.REVISION_LABEL] == ("web-a" if current else "web-b")
+    pod = util.new_versioned_stateful_set_pod(current_set, update_set, "web-a", "web-b", ordinal)
+    assert pod["metadata"]["labels"][util.REVISION_LABEL] == ("web-a" if current else "web-b")
     assert pod["spec"]["containers"][0]["image"] == ("nginx:1" if current else "nginx:2")
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from controller_manager.api.cron import ZERO, Schedule, load_location
 from controller_manager.api.meta import controller_ref, deep_copy, format_time, meta, parse_time
 from controller_manager.api.resources import CRONJOBS, JOBS
-from controller_manager.runtime.controller_ref import new_controller_ref
+from controller_manager.controllerutil.controller_ref import new_controller_ref
 
 __all__ = [
     "CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION",

@@ -24,8 +24,8 @@ from controller_manager.api.meta import deep_copy, is_being_deleted, meta
 from controller_manager.api.pods import POD_FAILED, POD_PENDING, POD_RUNNING, POD_SUCCEEDED, is_pod_available
 from controller_manager.api.pods import is_pod_ready as _is_pod_ready
 from controller_manager.api.resources import STATEFULSETS
-from controller_manager.runtime.controller_ref import new_controller_ref
-from controller_manager.runtime.pod_control import pod_from_template
+from controller_manager.controllerutil.controller_ref import new_controller_ref
+from controller_manager.controllerutil.pod_control import pod_from_template
 
 __all__ = [
     "MAX_INT32",

@@ -9,8 +9,8 @@ import pytest
 
 from controller_manager.api.resources import PODS, REPLICASETS
 from controller_manager.client.errors import Conflict, Forbidden, NotFound, ServerError, has_status_cause
-from controller_manager.runtime.controller_ref import new_controller_ref
-from controller_manager.runtime.pod_control import PodControl, pod_from_template, pods_prefix
+from controller_manager.controllerutil.controller_ref import new_controller_ref
+from controller_manager.controllerutil.pod_control import PodControl, pod_from_template, pods_prefix
 from controller_manager.sim.apiserver.server import ApiServer
 from tests.runtime.fakes import FakeClient, FakeRecorder, SimClient
 

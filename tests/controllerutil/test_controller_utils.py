@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller_manager.api.meta import format_time
-from controller_manager.runtime.controller_utils import (
+from controller_manager.controllerutil.controller_utils import (
     POD_DELETION_COST_ANNOTATION,
     SLOW_START_INITIAL_BATCH_SIZE,
     active_pods_less,

@@ -28,7 +28,7 @@ from controller_manager.api.resources import PODS, Resource
 from controller_manager.api.selectors import is_dns1123_subdomain
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
-from controller_manager.runtime.controller_ref import new_controller_ref, validate_controller_ref
+from controller_manager.controllerutil.controller_ref import new_controller_ref, validate_controller_ref
 from controller_manager.runtime.events import EventRecorder
 
 __all__ = [

@@ -10,7 +10,7 @@ import pytest
 from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, PODS, REPLICASETS
 from controller_manager.api.selectors import from_set
 from controller_manager.client.errors import Conflict, Invalid, NotFound, ServerError
-from controller_manager.runtime.controller_ref import (
+from controller_manager.controllerutil.controller_ref import (
     ClaimError,
     ControllerRefManager,
     delete_owner_ref_patch,

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from controller_manager.clock import FakeClock
-from controller_manager.runtime.expectations import (
+from controller_manager.controllerutil.expectations import (
     EXPECTATIONS_TIMEOUT,
     ControllerExpectations,
     UIDTrackingControllerExpectations,

@@ -168,98 +168,9 @@ def _log_rank(t: float, now: float) -> int:
     return int(math.log2(age_ns)) if age_ns > 0 else -1
 
 
-def _time_less(t1: float | None, t2: float | None, uid1: str, uid2: str, now: float | None) -> bool:
-    """The newer time first; with ``now``, times in the same power-of-two age bucket tie-break on UID."""
-    if now is None or t1 is None or t2 is None:
-        return _after_or_zero(t1, t2)
-    diff = _log_rank(t1, now) - _log_rank(t2, now)
-    if diff == 0:
-        return uid1 < uid2
-    return diff < 0
-
-
-def _restarts_less(a: _Facts, b: _Facts) -> bool | None:
-    if a.regular_restarts != b.regular_restarts:
-        return a.regular_restarts > b.regular_restarts
-    if a.sidecar_restarts != b.sidecar_restarts:
-        return a.sidecar_restarts > b.sidecar_restarts
-    return None
-
-
-def _ranked_less(a: _Facts, b: _Facts, now: float | None) -> bool:
-    # 1. unassigned before assigned
-    if a.node != b.node and (not a.node or not b.node):
-        return not a.node
-    # 2. Pending < Unknown < Running
-    if a.phase != b.phase:
-        return a.phase < b.phase
-    # 3. not ready before ready
-    if a.ready != b.ready:
-        return not a.ready
-    # 4. lower pod-deletion-cost first
-    if a.cost != b.cost:
-        return a.cost < b.cost
-    # 5. more co-located siblings (higher rank) first
-    if a.rank != b.rank:
-        return a.rank > b.rank
-    # 6. ready for less time first
-    if a.ready and b.ready and a.ready_time != b.ready_time:
-        return _time_less(a.ready_time, b.ready_time, a.uid, b.uid, now)
-    # 7. more restarts first
-    restarts = _restarts_less(a, b)
-    if restarts is not None:
-        return restarts
-    # 8. newer first
-    if a.created != b.created:
-        return _time_less(a.created, b.created, a.uid, b.uid, now)
-    return False
-
-
-def _plain_less(a: _Facts, b: _Facts) -> bool:
-    if a.node != b.node and (not a.node or not b.node):
-        return not a.node
-    if a.phase != b.phase:
-        return a.phase < b.phase
-    if a.ready != b.ready:
-        return not a.ready
-    if a.ready and b.ready and a.ready_time != b.ready_time:
-        return _after_or_zero(a.ready_time, b.ready_time)
-    restarts = _restarts_less(a, b)
-    if restarts is not None:
-        return restarts
-    if a.created != b.created:
-        return _after_or_zero(a.created, b.created)
-    return False
-
-
-def pods_with_ranks_less(p1: Obj, rank1: int, p2: Obj, rank2: int, now: float | None) -> bool:
-    """``ActivePodsWithRanks.Less``: True if ``p1`` should be deleted before ``p2``.
-
-    ``now`` (epoch seconds) turns on logarithmic comparison of ready and creation times; None compares
-    them exactly, as upstream does with a zero ``Now``.
-    """
-    return _ranked_less(_facts(p1, rank1), _facts(p2, rank2), now)
-
-
-def active_pods_less(p1: Obj, p2: Obj) -> bool:
-    """``ActivePods.Less``: True if ``p1`` should be deleted before ``p2``."""
-    return _plain_less(_facts(p1, 0), _facts(p2, 0))
-
-
-def _sort(facts: list[_Facts], pods: Sequence[Obj], less: Callable[[_Facts, _Facts], bool]) -> list[Obj]:
-    def cmp(i: int, j: int) -> int:
-        if less(facts[i], facts[j]):
-            return -1
-        if less(facts[j], facts[i]):
-            return 1
-        return 0
-
-    order = sorted(range(len(pods)), key=functools.cmp_to_key(cmp))
-    return [pods[i] for i in order]
-
-
 def _time_cmp(t1: float | None, t2: float | None, uid1: str, uid2: str, now: float | None) -> int:
-    """-1/1/0 as ``_time_less`` both ways round (the times differ)."""
+    """-1 when ``t1`` goes first, 1 when ``t2`` does (the times differ): the newer time first; with ``now``,
+    times in the same power-of-two age bucket tie-break on UID."""
     if now is None or t1 is None or t2 is None:
         return -1 if _after_or_zero(t1, t2) else 1 if _after_or_zero(t2, t1) else 0
     diff = _log_rank(t1, now) - _log_rank(t2, now)
@@ -268,31 +179,55 @@ def _time_cmp(t1: float | None, t2: float | None, uid1: str, uid2: str, now: flo
     return -1 if diff < 0 else 1
 
 
-def _ranked_cmp(a: _Facts, b: _Facts, now: float | None) -> int:
-    """``_ranked_less`` both ways in one pass: -1 when a goes first, 1 when b does, 0 when neither.
+def _compare(a: _Facts, b: _Facts, now: float | None, *, ranked: bool) -> int:
+    """The deletion order, once: -1 when ``a`` goes first, 1 when ``b`` does, 0 when neither.
 
-    Every step of the cascade is decided by a symmetric condition, so the first step that decides
-    ``less(a, b)`` also decides ``less(b, a)`` (the opposite way, or neither).
+    ``ranked`` is ``ActivePodsWithRanks`` (deletion cost and co-located rank count; with ``now``, ready and
+    creation times compare by power-of-two age bucket, ties broken by UID); otherwise ``ActivePods``. Every
+    step is decided by a symmetric condition, so ``less(a, b)`` is ``_compare(a, b) < 0``.
     """
+    # 1. unassigned before assigned
     if a.node != b.node and (not a.node or not b.node):
         return -1 if not a.node else 1
+    # 2. Pending < Unknown < Running
     if a.phase != b.phase:
         return -1 if a.phase < b.phase else 1
+    # 3. not ready before ready
     if a.ready != b.ready:
         return -1 if not a.ready else 1
-    if a.cost != b.cost:
-        return -1 if a.cost < b.cost else 1
-    if a.rank != b.rank:
-        return -1 if a.rank > b.rank else 1
+    if ranked:
+        # 4. lower pod-deletion-cost first
+        if a.cost != b.cost:
+            return -1 if a.cost < b.cost else 1
+        # 5. more co-located siblings (higher rank) first
+        if a.rank != b.rank:
+            return -1 if a.rank > b.rank else 1
+    # 6. ready for less time first
     if a.ready and b.ready and a.ready_time != b.ready_time:
-        return _time_cmp(a.ready_time, b.ready_time, a.uid, b.uid, now)
+        return _time_cmp(a.ready_time, b.ready_time, a.uid, b.uid, now if ranked else None)
+    # 7. more restarts first (regular containers, then sidecars)
     if a.regular_restarts != b.regular_restarts:
         return -1 if a.regular_restarts > b.regular_restarts else 1
     if a.sidecar_restarts != b.sidecar_restarts:
         return -1 if a.sidecar_restarts > b.sidecar_restarts else 1
+    # 8. newer first
     if a.created != b.created:
-        return _time_cmp(a.created, b.created, a.uid, b.uid, now)
+        return _time_cmp(a.created, b.created, a.uid, b.uid, now if ranked else None)
     return 0
+
+
+def pods_with_ranks_less(p1: Obj, rank1: int, p2: Obj, rank2: int, now: float | None) -> bool:
+    """``ActivePodsWithRanks.Less``: True if ``p1`` should be deleted before ``p2``.
+
+    ``now`` (epoch seconds) turns on logarithmic comparison of ready and creation times; None compares
+    them exactly, as upstream does with a zero ``Now``.
+    """
+    return _compare(_facts(p1, rank1), _facts(p2, rank2), now, ranked=True) < 0
+
+
+def active_pods_less(p1: Obj, p2: Obj) -> bool:
+    """``ActivePods.Less``: True if ``p1`` should be deleted before ``p2``."""
+    return _compare(_facts(p1, 0), _facts(p2, 0), None, ranked=False) < 0
 
 
 def sort_active_pods_with_ranks(pods: Sequence[Obj], ranks: Sequence[int], now: float | None) -> list[Obj]:
@@ -300,17 +235,21 @@ def sort_active_pods_with_ranks(pods: Sequence[Obj], ranks: Sequence[int], now: 
     if len(pods) != len(ranks):
         raise ValueError("pods and ranks must have the same length")
     facts = [_facts(p, r) for p, r in zip(pods, ranks, strict=True)]
-    # One three-way comparison per pair instead of two ``less`` calls: the hot part of a large scale-down.
-    def cmp(i: int, j: int) -> int:
-        return _ranked_cmp(facts[i], facts[j], now)
-
-    order = sorted(range(len(pods)), key=functools.cmp_to_key(cmp))
-    return [pods[i] for i in order]
+    return _sorted(pods, facts, now, ranked=True)
 
 
 def sort_active_pods(pods: Sequence[Obj]) -> list[Obj]:
     """The pods, those to delete first at the front (``sort.Sort(ActivePods(...))``)."""
-    return _sort([_facts(p, 0) for p in pods], pods, _plain_less)
+    return _sorted(pods, [_facts(p, 0) for p in pods], None, ranked=False)
+
+
+def _sorted(pods: Sequence[Obj], facts: list[_Facts], now: float | None, *, ranked: bool) -> list[Obj]:
+    # One three-way comparison per pair instead of two ``less`` calls: the hot part of a large scale-down.
+    def cmp(i: int, j: int) -> int:
+        return _compare(facts[i], facts[j], now, ranked=ranked)
+
+    order = sorted(range(len(pods)), key=functools.cmp_to_key(cmp))
+    return [pods[i] for i in order]
 
 
 def ranks_by_colocated_pods(pods: Sequence[Obj], related_pods: Iterable[Obj]) -> list[int]:
