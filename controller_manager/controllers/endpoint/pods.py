@@ -57,6 +57,12 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
 def parse_ip_sloppy(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """``netutils.ParseIPSloppy``: IPv4 octets may carry leading zeros (read as decimal); an IPv4-mapped IPv6
     address is the IPv4 address it maps."""
+    if ":" in text:
+        # The forked parser reads each IPv6 field as a hex number up to 0xFFFF, leading zeros and all.
+        fields = text.split(":")
+        if all(len(f) <= 4 or (all(c in "0123456789abcdefABCDEF" for c in f) and int(f, 16) <= 0xFFFF)
+               for f in fields):
+            text = ":".join(f if len(f) <= 4 else f"{int(f, 16):x}" for f in fields)
     try:
         ip = ipaddress.ip_address(text)
     except ValueError:

@@ -175,12 +175,12 @@ def repack_subsets(subsets: Iterable[Obj]) -> list[dict[str, Any]]:
     for subset in subsets:
         for port in _list(subset.get("ports")) or [_SENTINEL]:
             pkey = _port_key(port)
-            ports.setdefault(pkey, port)
-            by_address = readiness.setdefault(pkey, {})
             for field, ready in (("addresses", True), ("notReadyAddresses", False)):
                 for address in _list(subset.get(field)):
                     akey = _address_key(address)
                     addresses.setdefault(akey, address)
+                    ports.setdefault(pkey, port)
+                    by_address = readiness.setdefault(pkey, {})  # a port nobody offers is dropped
                     # Not ready for a port anywhere means not ready for it.
                     if by_address.get(akey, True):
                         by_address[akey] = ready
