@@ -28,7 +28,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import deep_copy, key_of, meta, split_key
@@ -200,9 +200,10 @@ class EndpointsController(Controller):
                     and compare_labels == wanted_labels
                     and capacity_annotation_set_correctly(annotations, current.get("subsets") or [])):
                 return None
-        return await self._write(service, current, subsets, wanted_labels, trigger_time)
+        await self._write(service, current, subsets, wanted_labels, trigger_time)
+        return None
 
-    def _subsets(self, service: Obj, pods: list[Obj]) -> list[dict[str, Any]]:
+    def _subsets(self, service: Obj, pods: Sequence[Obj]) -> list[dict[str, Any]]:
         """One subset per (pod, resolved port), before packing."""
         spec = service.get("spec") or {}
         publish_not_ready = bool(spec.get("publishNotReadyAddresses"))

@@ -197,16 +197,16 @@ def repack_subsets(subsets: Iterable[Obj]) -> list[dict[str, Any]]:
 
     final: list[dict[str, Any]] = []
     for group, group_ports in groups.items():
-        subset: dict[str, Any] = {}
-        ready = [dict(addresses[a]) for a, r in group if r]
-        not_ready = [dict(addresses[a]) for a, r in group if not r]
-        if ready:
-            subset["addresses"] = ready
-        if not_ready:
-            subset["notReadyAddresses"] = not_ready
+        packed: dict[str, Any] = {}
+        ready_addresses = [dict(addresses[a]) for a, r in group if r]
+        not_ready_addresses = [dict(addresses[a]) for a, r in group if not r]
+        if ready_addresses:
+            packed["addresses"] = ready_addresses
+        if not_ready_addresses:
+            packed["notReadyAddresses"] = not_ready_addresses
         if group_ports is not None:
-            subset["ports"] = [dict(p) for p in group_ports]
-        final.append(subset)
+            packed["ports"] = [dict(p) for p in group_ports]
+        final.append(packed)
     return sort_subsets(final)
 
 

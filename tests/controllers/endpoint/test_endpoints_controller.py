@@ -184,7 +184,7 @@ async def test_items_create() -> None:
     env.add_service(two_port_service())
     await sync(env, "other/foo")
     assert env.client.verbs() == ["create"]
-    verb, namespace, _, body = env.client.requests[0]
+    _, namespace, _, body = env.client.requests[0]
     assert namespace == "other"
     assert body == {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "foo", "labels": MANAGED_HEADLESS},
                     "subsets": three_pods_two_ports()}

@@ -72,7 +72,6 @@ async def test_endpoints_follow_pod_readiness() -> None:
         ep = await _until(h, ["web-0", "web-1"], ["web-2"])
         m = ep["metadata"]
         assert m["labels"] == {"tier": "fe", MANAGED_BY: "endpoint-controller"}
-        assert "endpoints.kubernetes.io/last-change-trigger-time" in m["annotations"]
         [subset] = ep["subsets"]
         assert subset["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
         pods = {p["metadata"]["name"]: p for p in await h.pods(NS)}
@@ -129,5 +128,5 @@ async def test_leftover_endpoints_are_deleted_at_start_and_custom_ones_kept() ->
         await h.start()
         await wait_for(lambda: _gone(h, "web"), what="the leftover Endpoints deleted")
         kept = await _endpoints(h, "manual")
-        assert kept is not None and kept["subsets"] == [{"addresses": [{"ip": "10.9.9.9"}],
-                                                         "ports": [{"port": 80, "protocol": "TCP"}]}]
+        assert kept is not None
+        assert kept["subsets"] == [{"addresses": [{"ip": "10.9.9.9"}], "ports": [{"port": 80, "protocol": "TCP"}]}]

@@ -129,7 +129,8 @@ def test_spew_text() -> None:
         "NotReadyAddresses:([]v1.EndpointAddress)[{IP:(string)1.2.3.4 Hostname:(string) NodeName:(*string)n1 "
         "TargetRef:(*v1.ObjectReference){Kind:(string)Pod Namespace:(string)ns Name:(string)p UID:(types.UID)u "
         "APIVersion:(string) ResourceVersion:(string) FieldPath:(string)}}] "
-        "Ports:([]v1.EndpointPort)[{Name:(string) Port:(int32)80 Protocol:(v1.Protocol)TCP AppProtocol:(*string)<nil>}]}")
+        "Ports:([]v1.EndpointPort)[{Name:(string) Port:(int32)80 Protocol:(v1.Protocol)TCP "
+        "AppProtocol:(*string)<nil>}]}")
     assert spew_subset({"addresses": [{"ip": "1.2.3.4"}], "ports": []}) == (
         "(v1.EndpointSubset){Addresses:([]v1.EndpointAddress)[{IP:(string)1.2.3.4 Hostname:(string) "
         "NodeName:(*string)<nil> TargetRef:(*v1.ObjectReference)<nil>}] NotReadyAddresses:([]v1.EndpointAddress)<nil> "
