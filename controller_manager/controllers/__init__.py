@@ -13,6 +13,7 @@ from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.disruption import DisruptionController
+from controller_manager.controllers.endpoint import EndpointsController
 from controller_manager.controllers.endpointslice import EndpointSliceController
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from controller_manager.controllers.job import JobController
@@ -36,6 +37,7 @@ ALL: list[type[Controller]] = [
     DaemonSetController,
     DeploymentController,
     DisruptionController,
+    EndpointsController,
     EndpointSliceController,
     ReplicaSetController,
     RootCACertPublisher,

@@ -156,6 +156,7 @@ class Options:
     concurrent_cron_job_syncs: int = 5
     concurrent_statefulset_syncs: int = 5
     concurrent_endpoint_syncs: int = 5
+    endpoint_updates_batch_period: float = 0.0
     concurrent_service_endpoint_syncs: int = 5
     mirroring_concurrent_service_endpoint_syncs: int = 5
     max_endpoints_per_slice: int = 100
@@ -290,6 +291,8 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'StatefulSets synced in parallel (workers).'),
         _flag("concurrent-endpoint-syncs", _INT, "5",
               'Services whose Endpoints are synced in parallel (workers).'),
+        _flag("endpoint-updates-batch-period", _DURATION, "0s",
+              "How long pod changes are gathered before a Service's Endpoints is rewritten (0: at once)."),
         _flag("concurrent-service-endpoint-syncs", _INT, "5",
               'Services whose EndpointSlices are synced in parallel (workers).'),
         _flag("mirroring-concurrent-service-endpoint-syncs", _INT, "5",

@@ -11,7 +11,15 @@ from typing import Any
 
 from aiohttp import web
 
-from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, ENDPOINTSLICES, JOBS, SERVICES, STATEFULSETS
+from controller_manager.api.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    ENDPOINTS,
+    ENDPOINTSLICES,
+    JOBS,
+    SERVICES,
+    STATEFULSETS,
+)
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
 from controller_manager.sim.apiserver import requestinfo
@@ -82,8 +90,11 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
             job = api.get(JOBS, NS, "once")
             statefulset = api.get(STATEFULSETS, NS, "db")
             slices, _ = api.list(ENDPOINTSLICES, NS)
+            endpoints, _ = api.list(ENDPOINTS, NS)
             checks = {
                 "endpointslice-controller": sum(len(s.get("endpoints") or ()) for s in slices) == 2,
+                "endpoints-controller": sum(len(s.get("addresses") or ()) for e in endpoints
+                                            for s in e.get("subsets") or ()) == 2,
                 "statefulset-controller": (statefulset.get("status") or {}).get("readyReplicas") == 2,
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
@@ -123,3 +134,5 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "endpointslices") in verbs
     if "statefulset-controller" in names:
         assert ("create", "persistentvolumeclaims") in verbs
+    if "endpoints-controller" in names:
+        assert {("create", "endpoints"), ("update", "endpoints")} <= verbs
