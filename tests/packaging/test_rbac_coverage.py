@@ -11,7 +11,15 @@ from typing import Any
 
 from aiohttp import web
 
-from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, ENDPOINTSLICES, JOBS, SERVICES, STATEFULSETS
+from controller_manager.api.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    ENDPOINTSLICES,
+    JOBS,
+    REPLICATIONCONTROLLERS,
+    SERVICES,
+    STATEFULSETS,
+)
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
 from controller_manager.sim.apiserver import requestinfo
@@ -76,8 +84,14 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                                                "accessModes": ["ReadWriteOnce"],
                                                "resources": {"requests": {"storage": "1Gi"}}}}]}}, NS)
 
+        api.create(REPLICATIONCONTROLLERS, {"apiVersion": "v1", "kind": "ReplicationController",
+                                            "metadata": {"name": "legacy"},
+                                            "spec": {"replicas": 2, "selector": {"app": "legacy"},
+                                                     "template": _template("legacy")}}, NS)
+
         async def settled() -> bool:
             deployment = api.get(DEPLOYMENTS, NS, "web")
+            rc = api.get(REPLICATIONCONTROLLERS, NS, "legacy")
             daemonset = api.get(DAEMONSETS, NS, "agent")
             job = api.get(JOBS, NS, "once")
             statefulset = api.get(STATEFULSETS, NS, "db")
@@ -88,6 +102,7 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
+                "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
             }
             return all(ok for name, ok in checks.items() if name in names)
 
@@ -121,5 +136,7 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "pods") in verbs
     if "endpointslice-controller" in names:
         assert ("create", "endpointslices") in verbs
+    if "replicationcontroller-controller" in names:
+        assert ("update", "replicationcontrollers") in verbs
     if "statefulset-controller" in names:
         assert ("create", "persistentvolumeclaims") in verbs
