@@ -25,6 +25,7 @@ from controller_manager.controllers.rootcacertpublisher import RootCACertPublish
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
+from controller_manager.controllers.ttl import TTLController
 from controller_manager.controllers.ttlafterfinished import TTLAfterFinishedController
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 ALL: list[type[Controller]] = [
     CronJobController,
     TTLAfterFinishedController,
+    TTLController,
     JobController,
     DaemonSetController,
     DeploymentController,

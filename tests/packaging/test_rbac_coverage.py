@@ -16,6 +16,7 @@ from controller_manager.api.resources import (
     DEPLOYMENTS,
     ENDPOINTSLICES,
     JOBS,
+    NODES,
     REPLICATIONCONTROLLERS,
     SERVICES,
     STATEFULSETS,
@@ -120,6 +121,17 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
             return done or "deployment-controller" not in names
 
         await wait_for(rolled, timeout=30, what="the rollout to finish")
+        # a node whose TTL annotation is off makes the ttl-controller patch it back
+        node_name = sorted(n["metadata"]["name"] for n in api.list(NODES, None)[0])[0]
+        node = api.get(NODES, None, node_name)
+        api.update(NODES, {**node, "metadata": {**node["metadata"], "annotations": {
+            **(node["metadata"].get("annotations") or {}), "node.alpha.kubernetes.io/ttl": "5"}}})
+
+        async def ttl_reset() -> bool:
+            annotations = api.get(NODES, None, node_name)["metadata"].get("annotations") or {}
+            return annotations.get("node.alpha.kubernetes.io/ttl") == "0" or "ttl-controller" not in names
+
+        await wait_for(ttl_reset, timeout=30, what="the node's TTL annotation to be reset")
         h.cluster.faults.set_latency(None)
 
     resource_requests = [info for info in seen if info.is_resource]
@@ -138,5 +150,7 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "endpointslices") in verbs
     if "replicationcontroller-controller" in names:
         assert ("update", "replicationcontrollers") in verbs
+    if "ttl-controller" in names:
+        assert ("patch", "nodes") in verbs
     if "statefulset-controller" in names:
         assert ("create", "persistentvolumeclaims") in verbs
