@@ -21,10 +21,12 @@ from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
+from controller_manager.controllers.replication import ReplicationManager
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
+from controller_manager.controllers.ttl import TTLController
 from controller_manager.controllers.ttlafterfinished import TTLAfterFinishedController
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 ALL: list[type[Controller]] = [
     CronJobController,
     TTLAfterFinishedController,
+    TTLController,
     JobController,
     DaemonSetController,
     DeploymentController,
@@ -40,6 +43,7 @@ ALL: list[type[Controller]] = [
     EndpointsController,
     EndpointSliceController,
     ReplicaSetController,
+    ReplicationManager,
     RootCACertPublisher,
     ServiceAccountsController,
     StatefulSetController,

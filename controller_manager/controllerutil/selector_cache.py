@@ -4,8 +4,9 @@ Controllers that match pods against their owner's ``spec.selector`` on every eve
 each selector once per resourceVersion instead of once per pod.
 
 Guarantees:
-- :meth:`SelectorCache.get` returns the parse of ``obj["spec"]["selector"]``, or None when it is invalid
-  (an invalid selector is cached as None too, so it is not re-parsed until the object changes).
+- :meth:`SelectorCache.get` returns the parse of ``obj["spec"]["selector"]`` (a ``metav1.LabelSelector`` unless
+  another ``parse`` is given, e.g. a ReplicationController's plain map), or None when it is invalid (an invalid
+  selector is cached as None too, so it is not re-parsed until the object changes).
 - A cached parse is reused only while the object's ``metadata.resourceVersion`` is the one it was parsed at;
   an object without a resourceVersion is parsed every time.
 - :meth:`SelectorCache.forget` drops a key (call it when the object is deleted). Synchronous, no locks.
@@ -13,7 +14,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller_manager.api.meta import key_of, meta
@@ -25,7 +26,8 @@ __all__ = ["SelectorCache"]
 class SelectorCache:
     """Parsed ``spec.selector`` of objects by key, valid for one resourceVersion each."""
 
-    def __init__(self) -> None:
+    def __init__(self, parse: Callable[[Any], Selector] = from_label_selector) -> None:
+        self._parse = parse
         self._entries: dict[str, tuple[object, Selector | None]] = {}
 
     def get(self, obj: Mapping[str, Any]) -> Selector | None:
@@ -35,7 +37,7 @@ class SelectorCache:
         if cached is not None and rv is not None and cached[0] == rv:
             return cached[1]
         try:
-            selector: Selector | None = from_label_selector((obj.get("spec") or {}).get("selector"))
+            selector: Selector | None = self._parse((obj.get("spec") or {}).get("selector"))
         except (InvalidSelector, TypeError, ValueError, AttributeError):
             selector = None
         self._entries[key] = (rv, selector)

@@ -17,6 +17,8 @@ from controller_manager.api.resources import (
     ENDPOINTS,
     ENDPOINTSLICES,
     JOBS,
+    NODES,
+    REPLICATIONCONTROLLERS,
     SERVICES,
     STATEFULSETS,
 )
@@ -84,8 +86,14 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                                                "accessModes": ["ReadWriteOnce"],
                                                "resources": {"requests": {"storage": "1Gi"}}}}]}}, NS)
 
+        api.create(REPLICATIONCONTROLLERS, {"apiVersion": "v1", "kind": "ReplicationController",
+                                            "metadata": {"name": "legacy"},
+                                            "spec": {"replicas": 2, "selector": {"app": "legacy"},
+                                                     "template": _template("legacy")}}, NS)
+
         async def settled() -> bool:
             deployment = api.get(DEPLOYMENTS, NS, "web")
+            rc = api.get(REPLICATIONCONTROLLERS, NS, "legacy")
             daemonset = api.get(DAEMONSETS, NS, "agent")
             job = api.get(JOBS, NS, "once")
             statefulset = api.get(STATEFULSETS, NS, "db")
@@ -99,6 +107,7 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
+                "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
             }
             return all(ok for name, ok in checks.items() if name in names)
 
@@ -116,6 +125,17 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
             return done or "deployment-controller" not in names
 
         await wait_for(rolled, timeout=30, what="the rollout to finish")
+        # a node whose TTL annotation is off makes the ttl-controller patch it back
+        node_name = sorted(n["metadata"]["name"] for n in api.list(NODES, None)[0])[0]
+        node = api.get(NODES, None, node_name)
+        api.update(NODES, {**node, "metadata": {**node["metadata"], "annotations": {
+            **(node["metadata"].get("annotations") or {}), "node.alpha.kubernetes.io/ttl": "5"}}})
+
+        async def ttl_reset() -> bool:
+            annotations = api.get(NODES, None, node_name)["metadata"].get("annotations") or {}
+            return annotations.get("node.alpha.kubernetes.io/ttl") == "0" or "ttl-controller" not in names
+
+        await wait_for(ttl_reset, timeout=30, what="the node's TTL annotation to be reset")
         h.cluster.faults.set_latency(None)
 
     resource_requests = [info for info in seen if info.is_resource]
@@ -132,6 +152,10 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "pods") in verbs
     if "endpointslice-controller" in names:
         assert ("create", "endpointslices") in verbs
+    if "replicationcontroller-controller" in names:
+        assert ("update", "replicationcontrollers") in verbs
+    if "ttl-controller" in names:
+        assert ("patch", "nodes") in verbs
     if "statefulset-controller" in names:
         assert ("create", "persistentvolumeclaims") in verbs
     if "endpoints-controller" in names:
