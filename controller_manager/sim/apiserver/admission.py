@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from controller_manager.api.resource_lists import ResourceList, render
 from controller_manager.api.resources import (
     INGRESSCLASSES,
     LIMITRANGES,
@@ -26,7 +27,6 @@ from controller_manager.api.resources import (
     Resource,
 )
 from controller_manager.sim.apiserver import limitranger, networking, priority, quota, storage_kinds
-from controller_manager.sim.apiserver.resource_lists import ResourceList, render
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from controller_manager.api import quota
+from controller_manager.api.resource_lists import render
 from controller_manager.api.resources import CONFIGMAPS, DEPLOYMENTS, PERSISTENTVOLUMECLAIMS, PODS, SERVICES
-from controller_manager.sim.apiserver import quota
-from controller_manager.sim.apiserver.resource_lists import render
 
 
 def container(name: str, requests: dict[str, str] | None = None, limits: dict[str, str] | None = None,
