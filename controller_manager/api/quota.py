@@ -33,6 +33,7 @@ from controller_manager.api.resource_lists import Amount, ResourceList, add, par
 from controller_manager.api.resources import Resource
 
 __all__ = [
+    "IGNORED_RESOURCES",
     "LEGACY_COUNTS",
     "count_name",
     "is_terminating",
@@ -59,6 +60,12 @@ _DEVICE_CLASS_REQUESTS_PREFIX = "requests.deviceclass.resource.kubernetes.io/"
 _SERVICE_RESOURCES = frozenset({"count/services", "services", "services.loadbalancers", "services.nodeports"})
 _PVC_RESOURCES = frozenset({"count/persistentvolumeclaims", "persistentvolumeclaims", "requests.storage"})
 STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
+# Never quota'd (quota/v1/install's ignoredResources): virtual kinds that are not stored, and events.
+IGNORED_RESOURCES = frozenset({
+    ("", "bindings"), ("", "componentstatuses"), ("authentication.k8s.io", "tokenreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"), ("authorization.k8s.io", "subjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"), ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"), ("", "events"), ("events.k8s.io", "events")})
 # The core kinds whose object count also has a name of its own (upstream's legacyObjectCountAliases).
 LEGACY_COUNTS = frozenset({"configmaps", "secrets", "replicationcontrollers", "resourcequotas"})
 
@@ -328,11 +335,11 @@ def is_terminating(pod: Obj) -> bool:
 
 def pod_matches_scope(selector: Mapping[str, Any], pod: Obj) -> bool:
     """podMatchesScopeFunc: whether ``pod`` falls under one scope requirement."""
-    scope = selector.get("scopeName")
+    scope = str(selector.get("scopeName") or "")
     if scope in ("Terminating", "NotTerminating"):
-        return is_terminating(pod) == (scope == "Terminating")
+        return is_terminating(pod) is (scope == "Terminating")
     if scope in ("BestEffort", "NotBestEffort"):
-        return (pod_qos(pod) == "BestEffort") == (scope == "BestEffort")
+        return (pod_qos(pod) == "BestEffort") is (scope == "BestEffort")
     if scope == "PriorityClass":
         class_name = str(_dict(pod.get("spec")).get("priorityClassName") or "")
         operator = selector.get("operator")

@@ -20,6 +20,7 @@ from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
+from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.statefulset import StatefulSetController
@@ -38,6 +39,7 @@ ALL: list[type[Controller]] = [
     DisruptionController,
     EndpointSliceController,
     ReplicaSetController,
+    ResourceQuotaController,
     RootCACertPublisher,
     ServiceAccountsController,
     StatefulSetController,

@@ -15,8 +15,8 @@ Guarantees:
   limits.cpu for: c; requests.memory for: c``. A matching quota whose ``status.used`` lacks one of its hard
   names: 403 ``status unknown for quota: <q>``. A request over the limit: 403 ``exceeded quota: <q>, requested:
   ..., used: ..., limited: ...`` (names sorted, quantities as ``Quantity.String()``).
-- Updates are charged the difference they make, for services and claims only (the other evaluators handle
-  creates).
+- Updates are charged what they add (never less than nothing), for services and claims only (the other
+  evaluators handle creates); a zero charge is no charge.
 - :func:`check` is pure: it returns the quotas whose ``status.used`` the admitted object raises; the caller
   writes them once the object is stored (upstream writes them before; the difference shows only when the
   create then fails).
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller_manager.api.quota import container_usage, matches_scopes, matching_resources, usage
+from controller_manager.api.quota import IGNORED_RESOURCES, container_usage, matches_scopes, matching_resources, usage
 from controller_manager.api.resource_lists import (
     ResourceList,
     add,
@@ -85,7 +85,7 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | 
           ) -> list[tuple[Obj, ResourceList]]:
     """Admit the creation of ``obj`` (named ``name``), or its update over ``old``, against its namespace's quotas:
     the quotas whose usage it raises, each with its new ``status.used``. Raises the 403 the real plugin answers."""
-    if old is not None and not handles_update(res):
+    if (old is not None and not handles_update(res)) or (res.group, res.plural) in IGNORED_RESOURCES:
         return []
     interesting: list[Obj] = []
     for quota in quotas:
@@ -105,13 +105,14 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | 
     if not interesting:
         return []
     delta = usage(res, obj)
-    if old is not None:
-        delta = subtract(delta, usage(res, old))
     negative = sorted(n for n, a in delta.items() if a.value < 0)
     if negative:
         raise errors.forbidden(res.group, res.plural, name,
                                f"quota usage is negative for resource(s): {','.join(negative)}")
-    if all(a.value == 0 for a in delta.values()):
+    if old is not None:  # an update is charged what it adds (SubtractWithNonNegativeResult)
+        delta = {n: a for n, a in subtract(delta, usage(res, old)).items() if a.value > 0}
+    delta = {n: a for n, a in delta.items() if a.value != 0}
+    if not delta:
         return []
     changes: list[tuple[Obj, ResourceList]] = []
     for quota in interesting:
