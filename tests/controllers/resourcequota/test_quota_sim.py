@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from controller_manager.api.resources import CONFIGMAPS, PODS, RESOURCEQUOTAS, SERVICES
-from controller_manager.client.errors import Forbidden
+from controller_manager.api.resources import CONFIGMAPS, PODS, RESOURCEQUOTAS, SECRETS, SERVICES, Resource
+from controller_manager.client.errors import ApiError, Forbidden
 from controller_manager.controllers.resourcequota import ResourceQuotaController
+from controller_manager.runtime.controller import ControllerContext
 from tests.controllers.harness import Harness, controller_harness, wait_for
 
 NS = "default"
@@ -118,3 +119,59 @@ async def test_object_counts_services_and_scopes() -> None:
         await _used_becomes(h, "best-effort", {"pods": "1"})
         await h.client.delete(PODS, "be", NS, grace_period_seconds=0)
         await _used_becomes(h, "best-effort", {"pods": "0"})
+
+
+class _Discovery:
+    """What discovery answers, switched by the test: resources, an error, or a resource that never lists."""
+
+    def __init__(self) -> None:
+        self.resources = [PODS, SECRETS]
+        self.error: Exception | None = None
+        self.calls = 0
+
+    async def __call__(self) -> tuple[list[Resource], dict[str, ApiError]]:
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return list(self.resources), {}
+
+
+DISCOVERY = _Discovery()
+
+
+class _QuotaControllerWithFakeDiscovery(ResourceQuotaController):
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx, discover=DISCOVERY, discovery_period=0.3)
+
+
+async def test_discovery_errors_and_unsyncable_resources_never_block_the_workers() -> None:
+    """TestDiscoverySync: a discovery error, then a resource whose cache never fills, hold syncs back at most a
+    discovery period each; quotas keep being synced."""
+    widgets = Resource("example.com", "v1", "widgets", "Widget", True, verbs=("create", "delete", "list", "watch"))
+    async with controller_harness(_QuotaControllerWithFakeDiscovery, nodes=1) as h:
+        await h.client.create(RESOURCEQUOTAS, _quota("first", {"pods": "3", "count/secrets": "3"}), NS)
+        await _used_becomes(h, "first", {"pods": "0", "count/secrets": "0"})
+
+        DISCOVERY.error = ApiError(503, "ServiceUnavailable", "discovery is down")
+        calls = DISCOVERY.calls
+        await wait_for(lambda: _at_least(DISCOVERY, calls + 2), what="discovery retried")
+        await h.client.create(RESOURCEQUOTAS, _quota("second", {"pods": "3"}), NS)
+        await _used_becomes(h, "second", {"pods": "0"})
+
+        DISCOVERY.error = None
+        DISCOVERY.resources = [PODS, SECRETS, widgets]  # served by no one: its list never succeeds
+        calls = DISCOVERY.calls
+        await wait_for(lambda: _at_least(DISCOVERY, calls + 2), what="discovery with the unsyncable resource")
+        await h.client.create(RESOURCEQUOTAS, _quota("third", {"pods": "3"}), NS)
+        await _used_becomes(h, "third", {"pods": "0"})
+
+        DISCOVERY.resources = [PODS, SECRETS]
+        await h.client.create(SECRETS, {"metadata": {"name": "s"}, "type": "Opaque"}, NS)
+        await _used_becomes(h, "first", {"pods": "0", "count/secrets": "1"})  # charged by admission
+        await h.client.delete(SECRETS, "s", NS)
+        # The secrets monitor still replenishes after the changes: the deleted secret no longer counts.
+        await _used_becomes(h, "first", {"pods": "0", "count/secrets": "0"})
+
+
+async def _at_least(discovery: _Discovery, calls: int) -> bool:
+    return discovery.calls >= calls
