@@ -13,7 +13,8 @@ Guarantees:
 - Every ``--resource-quota-sync-period`` (5m; 0 disables it) every quota is queued for a full recalculation;
   discovery runs every 30 s and monitors each quotable resource (:mod:`.monitor`): deleting an object, or an
   update lowering its charge (a pod terminating or past its deletion grace period, a service changing type, a
-  claim's allocated size changing), queues the quotas of its namespace that track its kind.
+  claim's allocated size changing), queues (through ``resource_quota_controller_resource_changes``) the quotas
+  of its namespace that track its kind.
 - No quota is synced before the quota cache and every monitor have listed; while discovery brings new
   resources, syncs wait until their monitors have listed, for at most the discovery period.
 """
@@ -39,6 +40,7 @@ from controller_manager.client import ApiClient
 from controller_manager.client.errors import ApiError
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 from .evaluators import Evaluator, Registry, semantic, status_for
 from .monitor import GVR, QuotaMonitor, lister_for, quotable_resources
@@ -95,7 +97,11 @@ class ResourceQuotaController(Controller):
         for res in (CONFIGMAPS, SECRETS, REPLICATIONCONTROLLERS, RESOURCEQUOTAS):
             registry.add(Evaluator(res, self._monitored_objects(res)))
         self.registry = registry
-        self.monitor = QuotaMonitor(ctx.informers, registry, self.replenish, ctx.clock, self.log)
+        # The monitors' events go through their own queue, as upstream's (its workqueue metrics included).
+        self.resource_changes: RateLimitingQueue[tuple[Resource, str]] = RateLimitingQueue(
+            "resource_quota_controller_resource_changes", rate_limiter=default_controller_rate_limiter(ctx.clock),
+            clock=ctx.clock)
+        self.monitor = QuotaMonitor(ctx.informers, registry, self._resource_changed, ctx.clock, self.log)
         self._monitored: dict[GVR, Resource] = {}
         self._workers_may_run = asyncio.Event()
         self._started = False
@@ -136,6 +142,13 @@ class ResourceQuotaController(Controller):
                 self.missing_usage_queue.add(key)
                 return
         self.queue.add(key)
+
+    def _resource_changed(self, res: Resource, namespace: str) -> None:
+        self.resource_changes.add((res, namespace))
+
+    async def _process_resource_change(self, change: tuple[Resource, str]) -> Result | None:
+        self.replenish(*change)
+        return None
 
     def replenish(self, res: Resource, namespace: str) -> None:
         """An object of ``res`` changed in ``namespace``: recalculate the quotas there that track its kind."""
@@ -191,8 +204,11 @@ class ResourceQuotaController(Controller):
                 tg.create_task(self._resync_loop(), name=f"{self.name}/resync")
                 tg.create_task(self.run_queue(self.missing_usage_queue, self.sync, workers=self.workers()),
                                name=f"{self.name}/priority")
+                tg.create_task(self.run_queue(self.resource_changes, self._process_resource_change, timed=False,
+                                              describe=_describe_change), name=f"{self.name}/resource-changes")
         finally:
             self.missing_usage_queue.shut_down()
+            self.resource_changes.shut_down()
 
     async def _resync_loop(self) -> None:
         await self._workers_may_run.wait()
@@ -261,6 +277,10 @@ class ResourceQuotaController(Controller):
             self._started = True
             self._workers_may_run.set()
         return True
+
+
+def _describe_change(change: tuple[Resource, str]) -> str:
+    return f"{change[0].group_resource} in {change[1]}"
 
 
 def _spec_hard(quota: Obj) -> Any:
