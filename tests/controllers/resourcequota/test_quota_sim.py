@@ -175,3 +175,63 @@ async def test_discovery_errors_and_unsyncable_resources_never_block_the_workers
 
 async def _at_least(discovery: _Discovery, calls: int) -> bool:
     return discovery.calls >= calls
+
+
+class _QuotaControllerDiscoveringQuickly(ResourceQuotaController):
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx, discovery_period=0.5)
+
+
+WIDGETS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+async def test_count_quota_of_a_custom_resource_discovered_later() -> None:
+    """``count/widgets.example.com``: a kind served after the controller started is discovered, monitored
+    (metadata only) and counted by the next full recalculation (``--resource-quota-sync-period``, short here: a
+    quota already synced is not looked at again before it); admission refuses the widget over the limit and a
+    delete frees its place at once."""
+    widgets = Resource("example.com", "v1", "widgets", "Widget", True)
+    async with controller_harness(_QuotaControllerDiscoveringQuickly, nodes=1,
+                                  options={"resource_quota_sync_period": 2.0}) as h:
+        await h.client.create(RESOURCEQUOTAS, _quota("widgets", {"count/widgets.example.com": "2"}), NS)
+        # No evaluator for the kind yet: the controller writes hard and leaves used unknown.
+        status = await wait_for(lambda: _status_with_hard(h, "widgets"), what="status.hard")
+        assert status.get("used", {}) == {}
+        await h.client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=WIDGETS_CRD)
+        await wait_for(lambda: _served(h, widgets), what="widgets served")
+        # Until the controller has counted the new kind, admission answers "status unknown" (as upstream).
+        await _used_becomes(h, "widgets", {"count/widgets.example.com": "0"}, timeout=20.0)
+        await h.client.create(widgets, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                        "metadata": {"name": "one"}}, NS)
+        await _used_becomes(h, "widgets", {"count/widgets.example.com": "1"})
+        await h.client.create(widgets, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                        "metadata": {"name": "two"}}, NS)
+        await _used_becomes(h, "widgets", {"count/widgets.example.com": "2"})
+        with pytest.raises(Forbidden) as refused:
+            await h.client.create(widgets, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                            "metadata": {"name": "three"}}, NS)
+        assert refused.value.message == (
+            'widgets.example.com "three" is forbidden: exceeded quota: widgets, requested: '
+            "count/widgets.example.com=1, used: count/widgets.example.com=2, limited: count/widgets.example.com=2")
+        await h.client.delete(widgets, "one", NS)
+        await _used_becomes(h, "widgets", {"count/widgets.example.com": "1"})
+
+
+async def _status_with_hard(h: Harness, name: str) -> dict[str, Any] | None:
+    status = await _status(h, name)
+    return status if status.get("hard") else None
+
+
+async def _served(h: Harness, res: Resource) -> bool:
+    try:
+        await h.client.list(res, NS)
+    except ApiError:
+        return False
+    return True
