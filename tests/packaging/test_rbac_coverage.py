@@ -11,7 +11,15 @@ from typing import Any
 
 from aiohttp import web
 
-from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, ENDPOINTSLICES, JOBS, SERVICES, STATEFULSETS
+from controller_manager.api.resources import (
+    DAEMONSETS,
+    DEPLOYMENTS,
+    ENDPOINTSLICES,
+    JOBS,
+    RESOURCEQUOTAS,
+    SERVICES,
+    STATEFULSETS,
+)
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
 from controller_manager.sim.apiserver import requestinfo
@@ -76,6 +84,9 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                                                "accessModes": ["ReadWriteOnce"],
                                                "resources": {"requests": {"storage": "1Gi"}}}}]}}, NS)
 
+        api.create(RESOURCEQUOTAS, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "counts"},
+                                    "spec": {"hard": {"pods": "100", "count/deployments.apps": "10"}}}, NS)
+
         async def settled() -> bool:
             deployment = api.get(DEPLOYMENTS, NS, "web")
             daemonset = api.get(DAEMONSETS, NS, "agent")
@@ -88,6 +99,8 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
+                "resourcequota-controller": "count/deployments.apps" in (
+                    api.get(RESOURCEQUOTAS, NS, "counts").get("status") or {}).get("used", {}),
             }
             return all(ok for name, ok in checks.items() if name in names)
 
@@ -123,3 +136,5 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "endpointslices") in verbs
     if "statefulset-controller" in names:
         assert ("create", "persistentvolumeclaims") in verbs
+    if "resourcequota-controller" in names:
+        assert ("update", "resourcequotas") in verbs
