@@ -22,6 +22,7 @@ from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
 from controller_manager.controllers.replication import ReplicationManager
+from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.statefulset import StatefulSetController
@@ -44,6 +45,7 @@ ALL: list[type[Controller]] = [
     EndpointSliceController,
     ReplicaSetController,
     ReplicationManager,
+    ResourceQuotaController,
     RootCACertPublisher,
     ServiceAccountsController,
     StatefulSetController,

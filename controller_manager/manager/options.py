@@ -167,6 +167,7 @@ class Options:
     namespace_sync_period: float = 5 * 60.0
     concurrent_ttl_after_finished_syncs: int = 5
     concurrent_resource_quota_syncs: int = 5
+    resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
     # node lifecycle
@@ -313,6 +314,8 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Finished Jobs checked for expiry in parallel (workers).'),
         _flag("concurrent-resource-quota-syncs", _INT, "5",
               'ResourceQuotas synced in parallel (workers).'),
+        _flag("resource-quota-sync-period", _DURATION, "5m",
+              'How often every quota\'s usage is recalculated in full, whatever changed (0 disables it).'),
         _flag("concurrent-serviceaccount-token-syncs", _INT, "5",
               'Service-account token Secrets synced in parallel (workers).'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",

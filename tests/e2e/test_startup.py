@@ -28,7 +28,7 @@ UPSTREAM_FLAGS = (
     "--concurrent-namespace-syncs", "--namespace-sync-period", "--concurrent-ttl-after-finished-syncs",
     "--node-monitor-period", "--node-monitor-grace-period", "--node-startup-grace-period", "--node-eviction-rate",
     "--secondary-node-eviction-rate", "--large-cluster-size-threshold", "--unhealthy-zone-threshold",
-    "--terminated-pod-gc-threshold", "--v",
+    "--terminated-pod-gc-threshold", "--concurrent-resource-quota-syncs", "--resource-quota-sync-period", "--v",
 )
 
 

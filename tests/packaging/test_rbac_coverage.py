@@ -19,6 +19,7 @@ from controller_manager.api.resources import (
     JOBS,
     NODES,
     REPLICATIONCONTROLLERS,
+    RESOURCEQUOTAS,
     SERVICES,
     STATEFULSETS,
 )
@@ -90,6 +91,8 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                                             "metadata": {"name": "legacy"},
                                             "spec": {"replicas": 2, "selector": {"app": "legacy"},
                                                      "template": _template("legacy")}}, NS)
+        api.create(RESOURCEQUOTAS, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "counts"},
+                                    "spec": {"hard": {"pods": "100", "count/deployments.apps": "10"}}}, NS)
 
         async def settled() -> bool:
             deployment = api.get(DEPLOYMENTS, NS, "web")
@@ -108,6 +111,8 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
                 "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
+                "resourcequota-controller": "count/deployments.apps" in (
+                    api.get(RESOURCEQUOTAS, NS, "counts").get("status") or {}).get("used", {}),
             }
             return all(ok for name, ok in checks.items() if name in names)
 
@@ -160,3 +165,5 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "persistentvolumeclaims") in verbs
     if "endpoints-controller" in names:
         assert {("create", "endpoints"), ("update", "endpoints")} <= verbs
+    if "resourcequota-controller" in names:
+        assert ("update", "resourcequotas") in verbs

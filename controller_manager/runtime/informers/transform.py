@@ -260,16 +260,17 @@ class Sharer:
 # scalars; of each container its name (pod failure policies and sidecar restart counts match on it, with
 # initContainers' restartPolicy) and ports (EndpointSlices resolve named target ports), plus image and resources
 # for whoever reports them; status.phase, conditions, reason, message, hostIP, podIP, startTime, qosClass, and of
-# the containers' statuses their name, state, lastState, ready, restartCount, started and image. Dropped:
+# the containers' statuses their name, state, lastState, ready, restartCount, started, image, and the resources and
+# allocatedResources the kubelet reports (the quota controller charges a resized pod by them). Dropped:
 # spec.volumes, every other container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when
 # they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0] to hostIP, so a single
 # entry says nothing more; dual-stack lists are kept: read ``api.pods.pod_ips``), and every other container status field
-# (containerID and imageID, unique per pod; allocated resources, mounts, user, ...). The projected pod must never
+# (containerID and imageID, unique per pod; mounts, user, ...). The projected pod must never
 # be written back whole (no controller updates a pod from its cache: they patch), so what is dropped here is never
 # lost on the server.
 POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy", "ports"})
 POD_CONTAINER_STATUS_KEEP: frozenset[str] = frozenset(
-    {"name", "state", "lastState", "ready", "restartCount", "started", "image"})
+    {"name", "state", "lastState", "ready", "restartCount", "started", "image", "resources", "allocatedResources"})
 POD_SPEC_DROP: frozenset[str] = frozenset({"volumes"})
 POD_STATUS_IP_LISTS: frozenset[str] = frozenset({"podIPs", "hostIPs"})  # dropped when single (see above)
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")

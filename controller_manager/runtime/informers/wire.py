@@ -104,6 +104,8 @@ class _ContainerStatus(msgspec.Struct, gc=False):
     restartCount: Any = msgspec.UNSET
     started: Any = msgspec.UNSET
     image: Any = msgspec.UNSET
+    resources: Any = msgspec.UNSET
+    allocatedResources: Any = msgspec.UNSET
 
 
 assert frozenset(_Container.__struct_fields__) == POD_CONTAINER_KEEP, "keep _Container in step with the projection"

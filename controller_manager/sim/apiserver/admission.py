@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from controller_manager.api.resource_lists import ResourceList, render
 from controller_manager.api.resources import LIMITRANGES, RESOURCEQUOTAS, Resource
 from controller_manager.sim.apiserver import limitranger, quota
 from controller_manager.sim.apiserver.registry import strategy_for
 from controller_manager.sim.apiserver.registry.base import stored_objects
-from controller_manager.sim.apiserver.resource_lists import ResourceList, render
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from controller_manager.api.quota import pod_totals
+from controller_manager.api.resource_lists import Amount, ResourceList, parse_list
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.quota import pod_totals
-from controller_manager.sim.apiserver.resource_lists import Amount, ResourceList, parse_list
 from controller_manager.sim.apiserver.validation_errors import FieldError, duplicate, forbidden, invalid
 
 Obj = dict[str, Any]
@@ -214,8 +214,8 @@ def _pod_messages(pod: Mapping[str, Any], lr: Mapping[str, Any]) -> list[str]:
                 out += _check("Container", item, parse_list(resources.get("requests")),
                               parse_list(resources.get("limits")))
         elif item.get("type") == "Pod":
-            out += _check("Pod", item, pod_totals(spec, "requests", overhead=False),
-                          pod_totals(spec, "limits", overhead=False))
+            out += _check("Pod", item, pod_totals(pod, "requests", overhead=False),
+                          pod_totals(pod, "limits", overhead=False))
     return out
 
 

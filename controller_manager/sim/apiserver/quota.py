@@ -15,8 +15,8 @@ Guarantees:
   limits.cpu for: c; requests.memory for: c``. A matching quota whose ``status.used`` lacks one of its hard
   names: 403 ``status unknown for quota: <q>``. A request over the limit: 403 ``exceeded quota: <q>, requested:
   ..., used: ..., limited: ...`` (names sorted, quantities as ``Quantity.String()``).
-- Updates are charged the difference they make, for services and claims only (the other evaluators handle
-  creates).
+- Updates are charged what they add (never less than nothing), for services and claims only (the other
+  evaluators handle creates); a zero charge is no charge.
 - :func:`check` is pure: it returns the quotas whose ``status.used`` the admitted object raises; the caller
   writes them once the object is stored (upstream writes them before; the difference shows only when the
   create then fails).
@@ -27,10 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.resource_lists import (
-    Amount,
+from controller_manager.api.quota import IGNORED_RESOURCES, container_usage, matches_scopes, matching_resources, usage
+from controller_manager.api.resource_lists import (
     ResourceList,
     add,
     less_than_or_equal,
@@ -38,224 +36,23 @@ from controller_manager.sim.apiserver.resource_lists import (
     parse_list,
     subtract,
 )
+from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import errors
 
 Obj = dict[str, Any]
 
-_ONE = Amount.of(1)
-_ZERO = Amount.of(0)
-_POD_RESOURCES = frozenset({
-    "count/pods", "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
-    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods"})
-_POD_RESOURCE_PREFIXES = ("hugepages-", "requests.hugepages-")
 # A quota on these makes every container state them (an old coupling upstream keeps for compatibility).
 _MUST_SPECIFY = frozenset({"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"})
-_SERVICE_RESOURCES = frozenset({"count/services", "services", "services.loadbalancers", "services.nodeports"})
-_PVC_RESOURCES = frozenset({"count/persistentvolumeclaims", "persistentvolumeclaims", "requests.storage"})
-_STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
-_LEGACY_COUNTS = frozenset({"configmaps", "secrets", "replicationcontrollers", "resourcequotas"})
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def count_name(res: Resource) -> str:
-    """``count/pods``, ``count/deployments.apps``: the object-count name of a resource."""
-    return f"count/{res.group_resource}"
-
-
-def _is_native(name: str) -> bool:
-    return "/" not in name or "kubernetes.io/" in name
-
-
-# --- what each kind is charged for ----------------------------------------------------------------------
-
-def matching_resources(res: Resource, names: Iterable[str]) -> list[str]:
-    """Of a quota's hard names, those this kind's evaluator tracks."""
-    out = []
-    for name in names:
-        if res.group == "" and res.plural == "pods":
-            if name in _POD_RESOURCES or name.startswith(_POD_RESOURCE_PREFIXES) or (
-                    not _is_native(name) and name.startswith("requests.")):
-                out.append(name)
-        elif res.group == "" and res.plural == "services":
-            if name in _SERVICE_RESOURCES:
-                out.append(name)
-        elif res.group == "" and res.plural == "persistentvolumeclaims":
-            if name in _PVC_RESOURCES or _STORAGE_CLASS_SUFFIX in name:
-                out.append(name)
-        elif name == count_name(res) or (res.group == "" and res.plural in _LEGACY_COUNTS and name == res.plural):
-            out.append(name)
-    return out
-
-
-def _container_usage(requests: ResourceList, limits: ResourceList) -> ResourceList:
-    """podComputeUsageHelper: the quota names a container's (or pod's) requests and limits count toward."""
-    out: ResourceList = {"pods": _ONE}
-    for name in ("cpu", "memory", "ephemeral-storage"):
-        if name in requests:
-            out[name] = requests[name]
-            out[f"requests.{name}"] = requests[name]
-        if name in limits:
-            out[f"limits.{name}"] = limits[name]
-    for name, amount in requests.items():
-        if name.startswith("hugepages-"):
-            out[name] = amount
-            out[f"requests.{name}"] = amount
-        if not _is_native(name):
-            out[f"requests.{name}"] = amount
-    return out
-
-
-def _max(a: ResourceList, b: ResourceList) -> ResourceList:
-    out = dict(a)
-    for name, amount in b.items():
-        if name not in out or amount.value > out[name].value:
-            out[name] = amount
-    return out
-
-
-def pod_totals(spec: Mapping[str, Any], field: str, *, overhead: bool = True) -> ResourceList:
-    """resourcehelper.PodRequests/PodLimits: containers summed, each init container as a floor, plus overhead
-    (restartable init containers, sidecars, run beside the app containers and are summed with them; overhead adds
-    to every request but only to the limits already set)."""
-    total: ResourceList = {}
-    sidecars: ResourceList = {}
-    floor: ResourceList = {}
-    for c in spec.get("containers") or ():
-        total = add(total, parse_list(_dict(_dict(c).get("resources")).get(field)))
-    for c in spec.get("initContainers") or ():
-        amounts = parse_list(_dict(_dict(c).get("resources")).get(field))
-        if _dict(c).get("restartPolicy") == "Always":
-            sidecars = add(sidecars, amounts)
-            total = add(total, amounts)
-        else:
-            floor = _max(floor, add(amounts, sidecars))
-    total = _max(total, floor)
-    # Pod-level resources (PodLevelResources, on by default) replace the containers' cpu and memory totals.
-    for name, amount in parse_list(_dict(spec.get("resources")).get(field)).items():
-        if name in ("cpu", "memory"):
-            total[name] = amount
-    if not overhead:
-        return total
-    extra = parse_list(spec.get("overhead"))
-    if field == "limits":  # overhead raises only the limits a pod has
-        extra = mask(extra, total)
-    return add(total, extra)
-
-
-def _pod_usage(pod: Obj) -> ResourceList:
-    usage: ResourceList = {"count/pods": _ONE}
-    phase = _dict(pod.get("status")).get("phase")
-    if phase in ("Succeeded", "Failed"):
-        return usage
-    spec = _dict(pod.get("spec"))
-    return add(usage, _container_usage(pod_totals(spec, "requests"), pod_totals(spec, "limits")))
-
-
-def _service_usage(svc: Obj) -> ResourceList:
-    spec = _dict(svc.get("spec"))
-    ports = list(spec.get("ports") or ())
-    usage: ResourceList = {"count/services": _ONE, "services": _ONE, "services.loadbalancers": _ZERO,
-                           "services.nodeports": _ZERO}
-    if spec.get("type") == "NodePort":
-        usage["services.nodeports"] = Amount.of(len(ports))
-    elif spec.get("type") == "LoadBalancer":
-        if spec.get("allocateLoadBalancerNodePorts") is False:
-            usage["services.nodeports"] = Amount.of(sum(1 for p in ports if _dict(p).get("nodePort")))
-        else:
-            usage["services.nodeports"] = Amount.of(len(ports))
-        usage["services.loadbalancers"] = _ONE
-    return usage
-
-
-def _pvc_usage(pvc: Obj) -> ResourceList:
-    spec = _dict(pvc.get("spec"))
-    usage: ResourceList = {"count/persistentvolumeclaims": _ONE, "persistentvolumeclaims": _ONE}
-    storage_class = spec.get("storageClassName")
-    if storage_class:
-        usage[f"{storage_class}{_STORAGE_CLASS_SUFFIX}persistentvolumeclaims"] = _ONE
-    request = parse_list(_dict(spec.get("resources")).get("requests")).get("storage")
-    allocated = parse_list(_dict(pvc.get("status")).get("allocatedResources")).get("storage")
-    if allocated is not None and (request is None or allocated.value > request.value):
-        request = allocated
-    if request is not None:
-        usage["requests.storage"] = request
-        if storage_class:
-            usage[f"{storage_class}{_STORAGE_CLASS_SUFFIX}requests.storage"] = request
-    return usage
-
-
-def usage(res: Resource, obj: Obj) -> ResourceList:
-    """What creating ``obj`` charges to a quota."""
-    if res.group == "":
-        if res.plural == "pods":
-            return _pod_usage(obj)
-        if res.plural == "services":
-            return _service_usage(obj)
-        if res.plural == "persistentvolumeclaims":
-            return _pvc_usage(obj)
-    out: ResourceList = {count_name(res): _ONE}
-    if res.group == "" and res.plural in _LEGACY_COUNTS:
-        out[res.plural] = _ONE
-    return out
-
-
-# --- scopes and constraints ------------------------------------------------------------------------------
-
-def _scope_selectors(quota: Obj) -> list[Mapping[str, Any]]:
-    spec = _dict(quota.get("spec"))
-    selectors: list[Mapping[str, Any]] = [{"scopeName": s, "operator": "Exists"} for s in spec.get("scopes") or ()]
-    selectors += [_dict(e) for e in _dict(spec.get("scopeSelector")).get("matchExpressions") or ()]
-    return selectors
-
-
-def _cross_namespace_affinity(spec: Mapping[str, Any]) -> bool:
-    affinity = _dict(spec.get("affinity"))
-    for kind in ("podAffinity", "podAntiAffinity"):
-        terms = _dict(affinity.get(kind))
-        required = [_dict(t) for t in terms.get("requiredDuringSchedulingIgnoredDuringExecution") or ()]
-        preferred = [_dict(_dict(t).get("podAffinityTerm"))
-                     for t in terms.get("preferredDuringSchedulingIgnoredDuringExecution") or ()]
-        if any(t.get("namespaces") or t.get("namespaceSelector") is not None for t in required + preferred):
-            return True
-    return False
-
-
-def _pod_matches_scope(selector: Mapping[str, Any], pod: Obj) -> bool:
-    spec = _dict(pod.get("spec"))
-    scope = selector.get("scopeName")
-    if scope in ("Terminating", "NotTerminating"):
-        deadline = spec.get("activeDeadlineSeconds")
-        terminating = isinstance(deadline, int) and deadline >= 0
-        return terminating if scope == "Terminating" else not terminating
-    if scope in ("BestEffort", "NotBestEffort"):
-        best_effort = pod_qos(pod) == "BestEffort"
-        return best_effort if scope == "BestEffort" else not best_effort
-    if scope == "PriorityClass":
-        class_name = spec.get("priorityClassName") or ""
-        operator = selector.get("operator")
-        values = list(selector.get("values") or ())
-        if operator == "Exists":
-            return bool(class_name)
-        if operator == "DoesNotExist":
-            return not class_name
-        if operator == "In":
-            return bool(class_name) and class_name in values
-        if operator == "NotIn":
-            return not class_name or class_name not in values
-        return False
-    if scope == "CrossNamespacePodAffinity":
-        return _cross_namespace_affinity(spec)
-    return False
-
-
 def _matches(res: Resource, quota: Obj, obj: Obj) -> bool:
+    """generic.Matches: the quota tracks one of the kind's resources and ``obj`` is in its scopes."""
     hard = _dict(_dict(quota.get("status")).get("hard"))
-    if not matching_resources(res, hard):
-        return False
-    is_pod = res.group == "" and res.plural == "pods"
-    return all(is_pod and _pod_matches_scope(s, obj) for s in _scope_selectors(quota))
+    return bool(matching_resources(res, hard)) and matches_scopes(res, quota, obj)
 
 
 def _missing_requirements(required: set[str], pod: Obj) -> str | None:
@@ -267,7 +64,7 @@ def _missing_requirements(required: set[str], pod: Obj) -> str | None:
     spec = _dict(pod.get("spec"))
     for c in [*(spec.get("containers") or ()), *(spec.get("initContainers") or ())]:
         resources = _dict(_dict(c).get("resources"))
-        stated = set(_container_usage(parse_list(resources.get("requests")), parse_list(resources.get("limits"))))
+        stated = set(container_usage(parse_list(resources.get("requests")), parse_list(resources.get("limits"))))
         for name in required - stated:
             missing.setdefault(name, set()).add(str(_dict(c).get("name") or ""))
     if not missing:
@@ -288,7 +85,7 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | 
           ) -> list[tuple[Obj, ResourceList]]:
     """Admit the creation of ``obj`` (named ``name``), or its update over ``old``, against its namespace's quotas:
     the quotas whose usage it raises, each with its new ``status.used``. Raises the 403 the real plugin answers."""
-    if old is not None and not handles_update(res):
+    if (old is not None and not handles_update(res)) or (res.group, res.plural) in IGNORED_RESOURCES:
         return []
     interesting: list[Obj] = []
     for quota in quotas:
@@ -308,13 +105,14 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | 
     if not interesting:
         return []
     delta = usage(res, obj)
-    if old is not None:
-        delta = subtract(delta, usage(res, old))
     negative = sorted(n for n, a in delta.items() if a.value < 0)
     if negative:
         raise errors.forbidden(res.group, res.plural, name,
                                f"quota usage is negative for resource(s): {','.join(negative)}")
-    if all(a.value == 0 for a in delta.values()):
+    if old is not None:  # an update is charged what it adds (SubtractWithNonNegativeResult)
+        delta = {n: a for n, a in subtract(delta, usage(res, old)).items() if a.value > 0}
+    delta = {n: a for n, a in delta.items() if a.value != 0}
+    if not delta:
         return []
     changes: list[tuple[Obj, ResourceList]] = []
     for quota in interesting:
@@ -331,25 +129,3 @@ def check(res: Resource, obj: Obj, name: str, quotas: Iterable[Obj], old: Obj | 
                                    f"used: {_pretty(mask(used, exceeded))}, limited: {_pretty(mask(hard, exceeded))}")
         changes.append((quota, new_used))
     return changes
-
-
-def pod_qos(pod: Mapping[str, Any]) -> str:
-    """v1.PodQOSClass as ``qos.GetPodQOS`` computes it from cpu/memory requests and limits."""
-    containers = list((pod.get("spec") or {}).get("containers") or [])
-    containers += list((pod.get("spec") or {}).get("initContainers") or [])
-    any_set = False
-    guaranteed = True
-    for c in containers:
-        resources = c.get("resources") or {}
-        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in ("cpu", "memory")}
-        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")}
-        if requests or limits:
-            any_set = True
-        if set(limits) != {"cpu", "memory"}:
-            guaranteed = False
-        for name, value in requests.items():
-            if str(limits.get(name)) != str(value):
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controller_manager.api.resource_lists import parse_list
 from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_label_key
-from controller_manager.sim.apiserver.resource_lists import parse_list
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     duplicate,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from controller_manager.api import selectors
+from controller_manager.api.quota import pod_qos
 from controller_manager.api.resources import LIMITRANGES, NAMESPACES, PRIORITYCLASSES, STORAGECLASSES, Resource
 from controller_manager.sim.apiserver import (
     errors,
@@ -38,7 +39,6 @@ from controller_manager.sim.apiserver import (
 )
 from controller_manager.sim.apiserver.auth import serviceaccount_admission
 from controller_manager.sim.apiserver.objects import Obj, Stored
-from controller_manager.sim.apiserver.quota import pod_qos
 from controller_manager.sim.apiserver.registry.base import Strategy, Write, stored_objects
 from controller_manager.sim.apiserver.validation_errors import FieldError
 from controller_manager.sim.apiserver.validation_pod_status import validate_pod_status_update
@@ -88,7 +88,7 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
         out = dict(obj)
         meta = dict(out.get("metadata") or {})
-        out["status"] = {"phase": "Pending", "qosClass": pod_qos(out)}
+        out["status"] = {"phase": "Pending", "qosClass": pod_qos(out)}  # GetPodQOS: a qosClass sent is kept
         meta["generation"] = 1
         out["metadata"] = meta
         return out

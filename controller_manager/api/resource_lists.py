@@ -3,7 +3,8 @@
 Guarantees (``k8s.io/apiserver/pkg/quota/v1`` helpers over ``resource.Quantity``):
 - A :class:`Amount` keeps a quantity's exact value and the format it was written in (decimal SI, binary
   SI or decimal exponent); :meth:`Amount.text` writes it as ``Quantity.String()`` would.
-- :func:`add` keeps the first operand's format, as ``Quantity.Add`` does; keys of either side are kept.
+- :func:`add` keeps the first operand's format (the second's where the first is zero), as ``Quantity.Add``
+  does; keys of either side are kept.
 - :func:`subtract`, :func:`mask`, :func:`less_than_or_equal` follow the quota helpers of the same names.
 """
 
@@ -46,10 +47,12 @@ class Amount:
         return canonicalize(f"{value:f}")
 
     def plus(self, other: Amount) -> Amount:
-        return Amount(self.value + other.value, self.format)
+        """``Quantity.Add``: the receiver's format, unless it is zero (then the other's)."""
+        return Amount(self.value + other.value, other.format if self.value == 0 else self.format)
 
     def minus(self, other: Amount) -> Amount:
-        return Amount(self.value - other.value, self.format)
+        """``Quantity.Sub``: likewise."""
+        return Amount(self.value - other.value, other.format if self.value == 0 else self.format)
 
 
 ResourceList = dict[str, Amount]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from controller_manager.api import quota
+from controller_manager.api.resource_lists import Amount, add, render
 from controller_manager.api.resources import CONFIGMAPS, DEPLOYMENTS, PERSISTENTVOLUMECLAIMS, PODS, SERVICES
-from controller_manager.sim.apiserver import quota
-from controller_manager.sim.apiserver.resource_lists import render
 
 
 def container(name: str, requests: dict[str, str] | None = None, limits: dict[str, str] | None = None,
@@ -87,3 +87,62 @@ def test_matching_resources() -> None:
     assert quota.matching_resources(SERVICES, hard) == ["services"]
     assert quota.matching_resources(DEPLOYMENTS, hard) == ["count/deployments.apps"]
     assert quota.matching_resources(CONFIGMAPS, hard) == ["configmaps"]
+
+
+def _resized(status_cpu: str, allocated_cpu: str, *conditions: dict[str, str]) -> dict[str, Any]:
+    p = pod(container("a", {"cpu": "1"}), phase="Running")
+    p["status"]["containerStatuses"] = [{"name": "a", "resources": {"requests": {"cpu": status_cpu}},
+                                         "allocatedResources": {"cpu": allocated_cpu}}]
+    if conditions:
+        p["status"]["conditions"] = list(conditions)
+    return p
+
+
+@pytest.mark.parametrize(("obj", "cpu"), [
+    pytest.param(_resized("2", "1500m"), "2", id="kubelet-reports-more"),
+    pytest.param(_resized("500m", "500m"), "1", id="spec-is-more"),
+    pytest.param(_resized("500m", "750m", {"type": "PodResizePending", "reason": "Infeasible"}), "750m",
+                 id="infeasible-resize-takes-the-status"),
+])
+def test_pod_usage_with_in_place_resize(obj: dict[str, Any], cpu: str) -> None:
+    assert render(quota.usage(PODS, obj))["requests.cpu"] == cpu
+
+
+def test_pod_level_resources_replace_the_containers() -> None:
+    p = pod(container("a", {"cpu": "1", "memory": "1Gi"}), resources={"requests": {"cpu": "3"}})
+    assert render(quota.usage(PODS, p))["requests.cpu"] == "3"
+    assert render(quota.usage(PODS, p))["requests.memory"] == "1Gi"
+
+
+def test_pod_past_deletion_grace_period() -> None:
+    p = pod(container("a", {"cpu": "1"}), phase="Running")
+    p["metadata"].update(deletionTimestamp="2023-11-14T22:13:20Z", deletionGracePeriodSeconds=30)
+    deleted_at = 1_700_000_000.0
+    assert "pods" in quota.usage(PODS, p, deleted_at + 30)  # not after the grace period yet
+    assert render(quota.usage(PODS, p, deleted_at + 31)) == {"count/pods": "1"}
+    assert "pods" in quota.usage(PODS, p)  # admission: no clock, a new pod
+
+
+@pytest.mark.parametrize(("obj", "qos"), [
+    pytest.param(pod(container("a")), "BestEffort", id="nothing"),
+    pytest.param(pod(container("a", {"cpu": "0"})), "BestEffort", id="zero-requests-ignored"),
+    pytest.param(pod(container("a", {"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"})), "Guaranteed",
+                 id="guaranteed"),
+    pytest.param(pod(container("a", {"cpu": "1000m", "memory": "1Gi"}, {"cpu": "1", "memory": "1024Mi"})),
+                 "Guaranteed", id="equal-by-value"),
+    pytest.param(pod(container("a", {"cpu": "1"}, {"cpu": "2", "memory": "1Gi"})), "Burstable", id="burstable"),
+    pytest.param(pod(container("a", {"cpu": "100m"}), resources={"requests": {"cpu": "1", "memory": "1Gi"},
+                                                                  "limits": {"cpu": "1", "memory": "1Gi"}}),
+                 "Guaranteed", id="pod-level-replaces-containers"),
+    pytest.param(pod(container("a"), resources={"limits": {"cpu": "1", "memory": "1Gi"}}), "Burstable",
+                 id="pod-level-limits-without-requests"),
+    pytest.param({**pod(container("a")), "status": {"qosClass": "Burstable"}}, "Burstable", id="status-wins"),
+])
+def test_pod_qos(obj: dict[str, Any], qos: str) -> None:
+    assert quota.pod_qos(obj) == qos
+
+
+def test_sum_from_zero_takes_the_other_format() -> None:
+    zero = {"memory": Amount.of(0)}
+    assert render(add(zero, {"memory": Amount.of("1Gi")})) == {"memory": "1Gi"}
+    assert render(add({"memory": Amount.of("1Gi")}, {"memory": Amount.of("1000")})) == {"memory": "1073742824"}
