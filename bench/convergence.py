@@ -32,7 +32,7 @@ from typing import Any
 
 from bench import procs
 from bench.report import Figure, at_most
-from controller_manager.api.resources import DEPLOYMENTS, NAMESPACES, PODS
+from controller_manager.api.resources import DEPLOYMENTS, NAMESPACES, PODS, SERVICEACCOUNTS
 from controller_manager.client import ApiClient, ApiError, load_config
 
 NS = "bench"
@@ -85,8 +85,14 @@ async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float, what:
 
 
 async def ensure_namespace(client: ApiClient, name: str) -> None:
+    """The namespace with its "default" ServiceAccount, made here: kube-sim's ServiceAccount admission (on, as on
+    kube-apiserver) refuses pods without it, and the reference creates run before the daemon (whose
+    serviceaccount controller would make it) is started."""
     with contextlib.suppress(ApiError):
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    with contextlib.suppress(ApiError):
+        await client.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                              "metadata": {"name": "default", "namespace": name}}, name)
 
 
 async def count_pods(client: ApiClient, namespace: str) -> int:

@@ -90,6 +90,16 @@ async def wait_until(check: Callable[[], Awaitable[T | None]], *, timeout: float
         await asyncio.sleep(interval)
 
 
+async def wait_for_default_service_account(kubectl: Kubectl, timeout: float = 30.0) -> None:
+    """Until the namespace's "default" ServiceAccount exists: kube-sim (as kube-apiserver, its ServiceAccount
+    admission on) refuses pods without it, and the serviceaccount controller makes it."""
+
+    async def default_account() -> bool:
+        return (await kubectl("get", "serviceaccount", "default"))[0] == 0
+
+    await wait_until(default_account, timeout=timeout, what='the "default" ServiceAccount')
+
+
 # Resolved once, here: the child runs _die_with_parent between fork and exec, where loading a library could
 # deadlock on a lock another thread of this process held at fork time.
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.conftest import Kubectl, KubeSim, Processes, start_manager, wait_until
+from tests.e2e.conftest import Kubectl, KubeSim, Processes, start_manager, wait_for_default_service_account, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-light")]
 
@@ -54,11 +54,7 @@ async def gate(kubectl: Kubectl, status: str) -> None:
 async def test_endpoints_follow_readiness(processes: Processes, sim: KubeSim, kubectl: Kubectl) -> None:
     # The service-account controller gives the namespace the "default" ServiceAccount pods need.
     await start_manager(processes, sim, "--controllers=endpoint,serviceaccount")
-
-    async def default_account() -> bool:
-        return (await kubectl("get", "serviceaccount", "default"))[0] == 0
-
-    await wait_until(default_account, timeout=30, what='the "default" ServiceAccount')
+    await wait_for_default_service_account(kubectl)
     path = processes.directory / "web.yaml"
     path.write_text(yaml.safe_dump_all(manifest()))
     await kubectl.ok("apply", "-f", str(path))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Kubectl, KubeSim, Processes, start_manager, wait_until
+from tests.e2e.conftest import Kubectl, KubeSim, Processes, start_manager, wait_for_default_service_account, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-light")]
 
@@ -29,7 +29,8 @@ async def _used(kubectl: Kubectl) -> dict[str, str]:
 
 async def test_quota_usage_follows_pods_and_refuses_a_create_over_quota(
         processes: Processes, sim: KubeSim, kubectl: Kubectl, tmp_path: Path) -> None:
-    await start_manager(processes, sim, "--controllers=resourcequota")
+    await start_manager(processes, sim, "--controllers=resourcequota,serviceaccount")
+    await wait_for_default_service_account(kubectl)
     await kubectl.ok("create", "quota", "compute", "--hard=pods=2,requests.cpu=1")
 
     async def used_is(want: dict[str, str]) -> bool:

@@ -19,6 +19,7 @@ from tests.e2e.conftest import (
     KubeSim,
     Processes,
     start_manager,
+    wait_for_default_service_account,
     wait_until,
     watch_pods,
     watch_replica_sets,
@@ -139,11 +140,7 @@ async def test_a_restart_mid_scale_up_ends_with_exactly_the_replicas(
     flags = ("--controllers=deployment,replicaset,serviceaccount", "--kube-api-qps=10", "--kube-api-burst=10")
     first = await start_manager(processes, sim, *flags, name="manager-1", https=https)
     await https.wait_role(first, "leader")
-
-    async def default_account() -> bool:
-        return (await kubectl("get", "serviceaccount", "default"))[0] == 0
-
-    await wait_until(default_account, what='the "default" ServiceAccount')
+    await wait_for_default_service_account(kubectl)
     manifest = processes.directory / "big.json"
     manifest.write_text(deployment("big", replicas))
 
