@@ -37,20 +37,16 @@ from controller_manager.api.resources import ENDPOINTS, PODS, SERVICES
 from controller_manager.api.selectors import from_set
 from controller_manager.client import ApiError, Forbidden, NotFound
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
+from controller_manager.controllerutil.endpoints import (
+    PortNotFound,
+    TriggerTimeTracker,
+    format_trigger_time,
+    should_pod_be_in_endpoints,
+)
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Deleted, Event, Updated
 
-from .pods import (
-    CLUSTER_IP_NONE,
-    PortNotFound,
-    TriggerTimeTracker,
-    endpoint_port,
-    find_port,
-    format_trigger_time,
-    pod_endpoints_changed,
-    pod_to_endpoint_address,
-    should_pod_be_in_endpoints,
-)
+from .pods import CLUSTER_IP_NONE, endpoint_port, find_port, pod_endpoints_changed, pod_to_endpoint_address
 from .subsets import (
     OVER_CAPACITY_ANNOTATION,
     capacity_annotation_set_correctly,

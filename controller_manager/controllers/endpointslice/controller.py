@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from controller_manager.api.meta import key_of, meta, split_key
 from controller_manager.api.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from controller_manager.api.selectors import from_set
+from controller_manager.controllerutil.endpoints import TriggerTimeTracker
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.workqueue import (
@@ -38,7 +39,7 @@ from controller_manager.runtime.workqueue import (
 from . import metrics
 from .endpointset import determine_needed_service_updates, pod_endpoints_changed
 from .reconciler import ReconcileError, Reconciler
-from .tracker import EndpointSliceTracker, TriggerTimeTracker
+from .tracker import EndpointSliceTracker
 from .util import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
 
 __all__ = [

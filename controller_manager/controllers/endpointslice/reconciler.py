@@ -32,6 +32,7 @@ import structlog
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import ENDPOINTSLICES, Resource
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
+from controller_manager.controllerutil.endpoints import should_pod_be_in_endpoints
 
 from . import metrics
 from .endpointset import EndpointSet, PortMapKey, endpoints_equal_beyond_hash, port_map_key
@@ -46,7 +47,6 @@ from .util import (
     placeholder_slice_equal,
     pod_to_endpoint,
     set_endpoint_slice_labels,
-    should_pod_be_in_endpoints,
     slice_endpoints,
     with_trigger_time,
 )

@@ -11,19 +11,17 @@ Guarantees of :class:`EndpointSliceTracker`:
 - :meth:`~EndpointSliceTracker.should_sync` says whether an informer event about a slice is news (not the echo
   of our own write), :meth:`~EndpointSliceTracker.handle_deletion` whether a deletion was unexpected.
 
-Guarantees of :class:`TriggerTimeTracker`: the trigger time of a sync is the Service's creation time the first
-time a Service is seen, then the earliest Ready-transition time (or Service creation) that changed since the
-previous sync, or None when nothing did (the annotation is then removed by the next write).
+:class:`TriggerTimeTracker` (the trigger time of a sync: the Service's creation time the first time a Service is
+seen, then the earliest Ready-transition time or Service creation that changed since the previous sync, or None)
+is shared with the endpoints controller, from :mod:`controller_manager.controllerutil.endpoints`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from controller_manager.api.meta import meta, parse_time
-from controller_manager.api.pods import get_pod_ready_condition
+from controller_manager.api.meta import meta
 
 from .util import LABEL_SERVICE_NAME
 
@@ -110,52 +108,3 @@ class EndpointSliceTracker:
     def delete_service(self, namespace: str, name: str) -> None:
         self._generations.pop((namespace, name), None)
         self._service_uids.pop((namespace, name), None)
-
-
-@dataclass
-class _ServiceState:
-    service_trigger_time: float | None = None
-    pod_trigger_times: dict[str, float] = field(default_factory=dict)
-
-
-def _pod_trigger_time(pod: Obj) -> float | None:
-    condition = get_pod_ready_condition(pod)
-    return parse_time(condition.get("lastTransitionTime")) if condition is not None else None
-
-
-class TriggerTimeTracker:
-    """``TriggerTimeTracker``: the last-change-trigger-time of each sync, per Service.
-
-    Like upstream it may be off when one object changes several times between two syncs."""
-
-    def __init__(self) -> None:
-        self._states: dict[ServiceName, _ServiceState] = {}
-
-    def compute(self, namespace: str, service: Obj, pods: Iterable[Obj]) -> float | None:
-        """Update the Service's state; the trigger time to publish, or None for none."""
-        key = (namespace, str(meta(service).get("name") or ""))
-        state = self._states.get(key)
-        was_known = state is not None
-        previous = state or _ServiceState()
-        earliest: float | None = None
-        pod_times: dict[str, float] = {}
-        for pod in pods:
-            t = _pod_trigger_time(pod)
-            if t is None:
-                continue
-            name = str(meta(pod).get("name") or "")
-            pod_times[name] = t
-            last = previous.pod_trigger_times.get(name)
-            if last is None or t > last:
-                earliest = t if earliest is None else min(earliest, t)
-        service_time = parse_time(meta(service).get("creationTimestamp"))
-        if service_time is not None and (previous.service_trigger_time is None
-                                         or service_time > previous.service_trigger_time):
-            earliest = service_time if earliest is None else min(earliest, service_time)
-        self._states[key] = _ServiceState(service_time, pod_times)
-        if not was_known:
-            return service_time  # a new Service: its creation triggered this sync
-        return earliest
-
-    def delete_service(self, namespace: str, name: str) -> None:
-        self._states.pop((namespace, name), None)

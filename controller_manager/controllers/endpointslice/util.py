@@ -21,9 +21,15 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from controller_manager.api.meta import format_time, meta
-from controller_manager.api.pods import is_pod_ready, is_pod_terminal, pod_ips
+from controller_manager.api.meta import meta
+from controller_manager.api.pods import is_pod_ready, pod_ips
 from controller_manager.api.selectors import is_dns1123_subdomain
+from controller_manager.controllerutil.endpoints import (
+    LAST_CHANGE_TRIGGER_TIME,
+    PortNotFound,
+    format_trigger_time,
+    should_set_hostname,
+)
 
 Obj = Mapping[str, Any]
 
@@ -31,16 +37,11 @@ LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 IS_HEADLESS_SERVICE = "service.kubernetes.io/headless"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
-LAST_CHANGE_TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time"
 CLUSTER_IP_NONE = "None"
 ADDRESS_TYPE_IPV4 = "IPv4"
 ADDRESS_TYPE_IPV6 = "IPv6"
 SIDECAR_RESTART_POLICY = "Always"
 DEFAULT_PROTOCOL = "TCP"
-
-
-class PortNotFound(LookupError):
-    """A Service port's named targetPort matches no container port of the pod."""
 
 
 def _spec(obj: Obj) -> Mapping[str, Any]:
@@ -86,21 +87,6 @@ def get_endpoint_addresses(pod: Obj, address_type: str) -> list[str]:
 
 
 # --- pods -------------------------------------------------------------------------------------------------
-
-def should_pod_be_in_endpoints(pod: Obj, include_terminating: bool = True) -> bool:
-    """Terminal pods and pods without an IP never are; terminating ones only if ``include_terminating``."""
-    if is_pod_terminal(pod):
-        return False
-    if not pod_ips(pod):
-        return False
-    return include_terminating or meta(pod).get("deletionTimestamp") is None
-
-
-def should_set_hostname(pod: Obj, service: Obj) -> bool:
-    """A pod gets a hostname in the Service's endpoints when it sets one and its subdomain is the Service."""
-    spec = _spec(pod)
-    return (bool(spec.get("hostname")) and spec.get("subdomain") == meta(service).get("name")
-            and meta(service).get("namespace") == meta(pod).get("namespace"))
 
 
 def pod_to_endpoint(pod: Obj, node: Obj | None, service: Obj, address_type: str) -> dict[str, Any]:
@@ -302,16 +288,6 @@ def get_slice_to_fill(slices: Iterable[Obj], num_endpoints: int, max_endpoints: 
             if diff == 0:
                 break
     return closest
-
-
-def format_trigger_time(ts: float) -> str:
-    """RFC 3339 with nanosecond precision and trailing zeros trimmed (Go's ``time.RFC3339Nano``)."""
-    whole = int(ts // 1)
-    text = format_time(float(whole))
-    nanos = round((ts - whole) * 1e9)
-    if nanos <= 0 or nanos >= 1_000_000_000:
-        return text
-    return f"{text[:-1]}.{nanos:09d}".rstrip("0") + "Z"
 
 
 def with_trigger_time(slice_: Mapping[str, Any], trigger_time: float | None) -> dict[str, Any]:

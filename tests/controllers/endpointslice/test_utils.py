@@ -15,7 +15,7 @@ from controller_manager.controllers.endpointslice.endpointset import (
     pod_endpoints_changed,
     port_map_key,
 )
-from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker, TriggerTimeTracker
+from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker
 from controller_manager.controllers.endpointslice.util import (
     IS_HEADLESS_SERVICE,
     LABEL_MANAGED_BY,
@@ -29,6 +29,7 @@ from controller_manager.controllers.endpointslice.util import (
     service_controller_key,
     set_endpoint_slice_labels,
 )
+from controller_manager.controllerutil.endpoints import TriggerTimeTracker
 
 from .fakes import CONTROLLER_NAME, new_pod, new_service, node
 
