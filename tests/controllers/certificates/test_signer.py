@@ -138,12 +138,15 @@ async def test_signer_certificate_fields(tmp_path: Path) -> None:
     assert san.get_values_for_type(x509.DNSName) == ["node-1.example"]
     assert [str(i) for i in san.get_values_for_type(x509.IPAddress)] == ["10.0.0.1"]
     ku = cert.extensions.get_extension_for_class(x509.KeyUsage)
-    assert ku.critical and ku.value.digital_signature and ku.value.key_encipherment
+    assert ku.critical
+    assert ku.value.digital_signature
+    assert ku.value.key_encipherment
     assert not ku.value.key_cert_sign
     assert list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
         ExtendedKeyUsageOID.SERVER_AUTH]
     bc = cert.extensions.get_extension_for_class(x509.BasicConstraints)
-    assert bc.critical and not bc.value.ca
+    assert bc.critical
+    assert not bc.value.ca
     assert cert.not_valid_before_utc.timestamp() == pytest.approx(NOW - 300)
     assert cert.not_valid_after_utc.timestamp() == pytest.approx(NOW + 3600)
 
@@ -171,16 +174,19 @@ async def test_lifetime_is_cut_at_the_ca(tmp_path: Path) -> None:
     assert cert.not_valid_after_utc == ca.not_valid_after_utc
 
 
+def replace_files(targets: dict[Path, Path]) -> None:
+    for target, source in targets.items():
+        target.write_bytes(source.read_bytes())
+        os.utime(target, ns=(1, 1))
+
+
 async def test_ca_files_are_read_again_when_they_change(tmp_path: Path) -> None:
     controller, client, _ = new_controller(tmp_path)
     ca_dir = tmp_path / "new"
     ca_dir.mkdir()
     new_cert, new_key, new = new_ca(ca_dir, "test-ca")
-    old_cert = Path(controller.signers["kubernetes.io/legacy-unknown"].ca.cert_file)
-    old_key = Path(controller.signers["kubernetes.io/legacy-unknown"].ca.key_file)
-    old_key.write_bytes(new_key.read_bytes())
-    old_cert.write_bytes(new_cert.read_bytes())
-    os.utime(old_cert, ns=(1, 1))
+    ca = controller.signers["kubernetes.io/legacy-unknown"].ca
+    replace_files({Path(ca.key_file): new_key, Path(ca.cert_file): new_cert})
     await controller.handle(csr("kubernetes.io/legacy-unknown", ["client auth"]))
     cert = x509.load_pem_x509_certificate(base64.b64decode(client.updates[0]["status"]["certificate"]))
     cert.verify_directly_issued_by(new)
@@ -211,8 +217,8 @@ def test_signer_files() -> None:
                       "cluster_signing_legacy_unknown_cert_file": "x"})
 
 
-async def test_unreadable_ca_is_a_startup_error(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="failed to start kubernetes.io/kubelet-serving certificate controller"):
+def test_unreadable_ca_is_a_startup_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"failed to start kubernetes\.io/kubelet-serving certificate controller"):
         new_controller(tmp_path, cluster_signing_cert_file=str(tmp_path / "missing.crt"))
 
 
