@@ -167,7 +167,7 @@ def sign(ca: CertificateAuthority, request: x509.CertificateSigningRequest, usag
          now: float) -> bytes:
     """A PEM leaf certificate for ``request`` signed by ``ca`` (see the module's guarantees)."""
     if not request.is_signature_valid:
-        raise SigningError("unable to verify certificate request signature: x509: ECDSA verification failure")
+        raise SigningError("unable to verify certificate request signature")
     key_usage, ext_usages = _usages(usages)
     not_before, not_after = boundaries(now, ttl, ca.certificate.not_valid_after_utc.timestamp())
     builder = (x509.CertificateBuilder()
