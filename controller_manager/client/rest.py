@@ -378,6 +378,13 @@ class ApiClient:
         result: dict[str, Any] = await self._json("PUT", res.path(m.get("namespace"), m["name"], "status"), body=obj)
         return result
 
+    async def update_subresource(self, res: Resource, obj: Mapping[str, Any], subresource: str) -> dict[str, Any]:
+        """PUT the whole object to one of its subresources (``approval`` of a CertificateSigningRequest)."""
+        m = _meta(obj)
+        result: dict[str, Any] = await self._json("PUT", res.path(m.get("namespace"), m["name"], subresource),
+                                                  body=obj)
+        return result
+
     async def patch(
         self,
         res: Resource,

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from controller_manager.controllers.certificates import (
+    CSRApprovingController,
+    CSRCleanerController,
+    CSRSigningController,
+)
 from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
@@ -54,4 +59,7 @@ ALL: list[type[Controller]] = [
     PodGCController,
     NamespaceController,
     GarbageCollector,
+    CSRSigningController,
+    CSRApprovingController,
+    CSRCleanerController,
 ]

@@ -170,6 +170,18 @@ class Options:
     resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
+    # CSR signing
+    cluster_signing_cert_file: str = ""
+    cluster_signing_key_file: str = ""
+    cluster_signing_kubelet_serving_cert_file: str = ""
+    cluster_signing_kubelet_serving_key_file: str = ""
+    cluster_signing_kubelet_client_cert_file: str = ""
+    cluster_signing_kubelet_client_key_file: str = ""
+    cluster_signing_kube_apiserver_client_cert_file: str = ""
+    cluster_signing_kube_apiserver_client_key_file: str = ""
+    cluster_signing_legacy_unknown_cert_file: str = ""
+    cluster_signing_legacy_unknown_key_file: str = ""
+    cluster_signing_duration: float = 8760 * 3600.0
     # node lifecycle
     node_monitor_period: float = 5.0
     node_monitor_grace_period: float = 50.0
@@ -320,6 +332,43 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Service-account token Secrets synced in parallel (workers).'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
               'HorizontalPodAutoscalers synced in parallel (workers).'),
+        _flag("cluster-signing-cert-file", _str, "",
+              'PEM-encoded X509 CA certificate used to issue cluster-scoped certificates for every kubernetes.io '
+              'signer. If specified, no more specific --cluster-signing-* flag may be set.'),
+        _flag("cluster-signing-key-file", _str, "",
+              'PEM-encoded RSA or ECDSA private key of --cluster-signing-cert-file. If specified, no more '
+              'specific --cluster-signing-* flag may be set.'),
+        _flag("cluster-signing-kubelet-serving-cert-file", _str, "",
+              'PEM-encoded X509 CA certificate used to issue certificates'
+              ' for the kubernetes.io/kubelet-serving signer. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-kubelet-serving-key-file", _str, "",
+              'PEM-encoded private key of --cluster-signing-kubelet-serving-cert-file. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-kubelet-client-cert-file", _str, "",
+              'PEM-encoded X509 CA certificate used to issue certificates'
+              ' for the kubernetes.io/kube-apiserver-client-kubelet signer. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-kubelet-client-key-file", _str, "",
+              'PEM-encoded private key of --cluster-signing-kubelet-client-cert-file. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-kube-apiserver-client-cert-file", _str, "",
+              'PEM-encoded X509 CA certificate used to issue certificates'
+              ' for the kubernetes.io/kube-apiserver-client signer. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-kube-apiserver-client-key-file", _str, "",
+              'PEM-encoded private key of --cluster-signing-kube-apiserver-client-cert-file. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-legacy-unknown-cert-file", _str, "",
+              'PEM-encoded X509 CA certificate used to issue certificates'
+              ' for the kubernetes.io/legacy-unknown signer. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-legacy-unknown-key-file", _str, "",
+              'PEM-encoded private key of --cluster-signing-legacy-unknown-cert-file. '
+              'If specified, --cluster-signing-{cert,key}-file must not be set.'),
+        _flag("cluster-signing-duration", _DURATION, "8760h0m0s",
+              'The max length of duration signed certificates will be given. Individual CSRs may request shorter '
+              'certs by setting spec.expirationSeconds.'),
         _flag("node-monitor-period", _DURATION, "5s",
               "How often the node lifecycle controller checks every node's heartbeats."),
         _flag("node-monitor-grace-period", _DURATION, "50s",

@@ -7,11 +7,13 @@ their manager's event writer's) requests reach the HTTP server."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from controller_manager.api.resources import (
+    CERTIFICATESIGNINGREQUESTS,
     DAEMONSETS,
     DEPLOYMENTS,
     ENDPOINTS,
@@ -27,6 +29,7 @@ from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
 from controller_manager.sim.apiserver import requestinfo
 from controller_manager.sim.apiserver.requestinfo import RequestInfo
+from tests.controllers.certificates.pki import csr_object, csr_pem, new_ca
 from tests.controllers.harness import controller_harness, wait_for
 
 NS = "default"
@@ -54,7 +57,7 @@ def _template(name: str) -> dict[str, Any]:
             "spec": {"containers": [{"name": "c", "image": "registry.example/app:1"}]}}
 
 
-async def test_controllers_only_send_requests_their_rbac_allows() -> None:
+async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) -> None:
     names = sorted(kind.name for kind in ALL)
     rules = rules_for(names)
     seen: list[RequestInfo] = []
@@ -63,7 +66,9 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         seen.append(requestinfo.parse(request.method, request.path, request.query))
         return 0.0  # no delay: the latency hook is only used to observe each HTTP request
 
-    async with controller_harness(*ALL, nodes=2, start=False) as h:
+    cert_file, key_file, _ = new_ca(tmp_path)
+    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file)}
+    async with controller_harness(*ALL, nodes=2, start=False, options=signing) as h:
         h.cluster.faults.set_latency(record)
         await h.start()
         api = h.cluster.api
@@ -141,6 +146,19 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
             return annotations.get("node.alpha.kubernetes.io/ttl") == "0" or "ttl-controller" not in names
 
         await wait_for(ttl_reset, timeout=30, what="the node's TTL annotation to be reset")
+        # a kubelet client CSR from a cluster admin: SubjectAccessReview, /approval, then /status with the cert
+        csr = csr_object("node-csr", csr_pem("system:node:n"), "kubernetes.io/kube-apiserver-client-kubelet",
+                         ["digital signature", "client auth"], username="admin")
+        csr["spec"]["groups"] = ["system:masters", "system:authenticated"]  # type: ignore[index]
+        api.create(CERTIFICATESIGNINGREQUESTS, csr)
+
+        async def issued() -> bool:
+            status = api.get(CERTIFICATESIGNINGREQUESTS, None, "node-csr").get("status") or {}
+            signing_runs = {"certificatesigningrequest-approving-controller",
+                            "certificatesigningrequest-signing-controller"} <= set(names)
+            return bool(status.get("certificate")) or not signing_runs
+
+        await wait_for(issued, timeout=30, what="the CSR to be approved and signed")
         h.cluster.faults.set_latency(None)
 
     resource_requests = [info for info in seen if info.is_resource]
@@ -165,5 +183,9 @@ async def test_controllers_only_send_requests_their_rbac_allows() -> None:
         assert ("create", "persistentvolumeclaims") in verbs
     if "endpoints-controller" in names:
         assert {("create", "endpoints"), ("update", "endpoints")} <= verbs
+    if "certificatesigningrequest-signing-controller" in names:
+        assert ("update", "certificatesigningrequests") in verbs
+    if "certificatesigningrequest-approving-controller" in names:
+        assert ("create", "subjectaccessreviews") in verbs
     if "resourcequota-controller" in names:
         assert ("update", "resourcequotas") in verbs
