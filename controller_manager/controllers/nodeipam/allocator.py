@@ -32,7 +32,7 @@ def node_pod_cidrs(node: Mapping[str, Any]) -> list[str]:
 
 
 def _overlap(a: Network, b: Network) -> bool:
-    return a.version == b.version and a.overlaps(b)  # type: ignore[arg-type]
+    return a.version == b.version and a.overlaps(b)
 
 
 class RangeAllocator:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TypeAlias
 
-__all__ = ["CIDRSet", "CIDRSetError", "ERR_NO_CIDRS_REMAINING", "ERR_SUBNET_TOO_BIG", "Network", "parse_cidr"]
+__all__ = ["ERR_NO_CIDRS_REMAINING", "ERR_SUBNET_TOO_BIG", "CIDRSet", "CIDRSetError", "Network", "parse_cidr"]
 
 Network: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -43,7 +43,7 @@ def parse_cidr(text: str) -> Network:
 
 
 def _overlap(a: Network, b: Network) -> bool:
-    return a.version == b.version and a.overlaps(b)  # type: ignore[arg-type]
+    return a.version == b.version and a.overlaps(b)
 
 
 class CIDRSet:

@@ -8,8 +8,8 @@ Guarantees:
   with the per-family flags), else ``--node-cidr-mask-size-ipv4``/``-ipv6`` (each refused for a single-stack
   cluster of the other family); unset (0) means 24 for IPv4 and 64 for IPv6.
 - A cluster CIDR whose mask is longer than its node mask size is refused; so is no cluster CIDR at all.
-- The service ranges (``--service-cluster-ip-range``, primary then secondary after a comma) are optional; an unparsable one is logged and ignored, as upstream; both given must be of
-  different families.
+- The service ranges (``--service-cluster-ip-range``: primary, then secondary after a comma) are optional;
+  an unparsable one is logged and ignored, as upstream; both given must be of different families.
 Every refusal is a :class:`ConfigError` carrying upstream's message.
 """
 

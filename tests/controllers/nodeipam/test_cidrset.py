@@ -197,7 +197,8 @@ def test_allocations_never_overlap(scenario: tuple[str, int, list[tuple[str, int
             except CIDRSetError:
                 assert len(s) == s.max_cidrs
                 continue
-            assert cidr.prefixlen == node_mask and cidr.subnet_of(cluster)  # type: ignore[arg-type]
+            assert cidr.prefixlen == node_mask
+            assert cidr.subnet_of(cluster)
             assert all(not cidr.overlaps(h) for h in held)  # type: ignore[arg-type]
             held.append(cidr)
         elif op == "release" and held:

@@ -32,7 +32,8 @@ class Recorder:
 
     async def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None) -> dict[str, Any]:
-        assert res is NODES and patch_type == "strategic"
+        assert res is NODES
+        assert patch_type == "strategic"
         self.patches.append((name, patch))
         if self.error is not None:
             raise self.error
@@ -83,17 +84,20 @@ async def allocate(ctrl: NodeIpamController, name: str) -> None:
     await ctrl.sync(name)
 
 
+DUAL_FLAGS = {"cluster_cidr": "10.10.0.0/16,ace:cab:deca::/8", "node_cidr_mask_size_ipv6": 24}
+
+
 # --- TestOccupyPreExistingCIDR ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("flags", "nodes", "fails"), [
     ({"cluster_cidr": "10.10.0.0/16", "node_cidr_mask_size": 24}, [node("n0")], False),
-    ({"cluster_cidr": "10.10.0.0/16,ace:cab:deca::/8", "node_cidr_mask_size_ipv6": 24}, [node("n0")], False),
+    (DUAL_FLAGS, [node("n0")], False),
     ({"cluster_cidr": "10.10.0.0/16", "node_cidr_mask_size": 24}, [node("n0", "10.10.0.1/24")], False),
-    ({"cluster_cidr": "10.10.0.0/16,ace:cab:deca::/8", "node_cidr_mask_size_ipv6": 24}, [node("n0", "10.10.0.1/24", "ace:cab:deca::1/120")],
+    (DUAL_FLAGS, [node("n0", "10.10.0.1/24", "ace:cab:deca::1/120")],
      False),
     ({"cluster_cidr": "10.10.0.0/16", "node_cidr_mask_size": 24}, [node("n0", "172.10.0.1/24")], True),
-    ({"cluster_cidr": "10.10.0.0/16,ace:cab:deca::/8", "node_cidr_mask_size_ipv6": 24}, [node("n0", "10.10.0.1/24", "fd00::/86")], True),
-    ({"cluster_cidr": "10.10.0.0/16,ace:cab:deca::/8", "node_cidr_mask_size_ipv6": 24}, [node("n0", "172.10.0.1/24", "ace:cab:deca::1/120")],
+    (DUAL_FLAGS, [node("n0", "10.10.0.1/24", "fd00::/86")], True),
+    (DUAL_FLAGS, [node("n0", "172.10.0.1/24", "ace:cab:deca::1/120")],
      True),
     ({"cluster_cidr": "10.10.0.0/16"}, [node("n0", "10.10.0.1/24", "ace:cab:deca::1/120")], True),
 ])
@@ -155,7 +159,7 @@ async def test_allocate_failure_records_cidr_not_available() -> None:
 
 
 async def test_dual_stack_failure_gives_back_the_first_family() -> None:
-    ctrl, client = new_controller(cluster_cidr="10.0.0.0/16,fd00::/126", node_cidr_mask_size_ipv6=127)
+    ctrl, _client = new_controller(cluster_cidr="10.0.0.0/16,fd00::/126", node_cidr_mask_size_ipv6=127)
     add(ctrl, node("a"), node("b"), node("c"))
     await allocate(ctrl, "a")
     await allocate(ctrl, "b")
@@ -188,7 +192,8 @@ async def test_release_cidr_success(allocated: list[str], release: str, expected
 async def test_node_being_deleted_releases_its_cidrs() -> None:
     ctrl, client = new_controller(cluster_cidr="10.0.0.0/31", node_cidr_mask_size=32)
     add(ctrl, node("a", "10.0.0.0/32"), node("b", "10.0.0.1/32"))
-    assert ctrl.allocator is not None and len(ctrl.allocator.sets[0]) == 2
+    assert ctrl.allocator is not None
+    assert len(ctrl.allocator.sets[0]) == 2
     put(ctrl, node("a", "10.0.0.0/32", deleting=True))
     await allocate(ctrl, "a")
     assert len(ctrl.allocator.sets[0]) == 1
