@@ -16,6 +16,8 @@ from __future__ import annotations
 import ipaddress
 from typing import TypeAlias
 
+from controller_manager.controllers.nodeipam import metrics
+
 __all__ = ["ERR_NO_CIDRS_REMAINING", "ERR_SUBNET_TOO_BIG", "CIDRSet", "CIDRSetError", "Network", "parse_cidr"]
 
 Network: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -61,6 +63,11 @@ class CIDRSet:
         self.next_candidate = 0
         self.allocated = 0
         self._used = 0  # bit i set: subnet i is taken
+        self.label = str(cluster_cidr)
+        metrics.CIDRSET_MAX_CIDRS.labels(self.label).set(self.max_cidrs)
+
+    def _usage(self) -> None:
+        metrics.CIDRSET_USAGE.labels(self.label).set(self.allocated / self.max_cidrs)
 
     def __len__(self) -> int:
         return self.allocated
@@ -77,13 +84,16 @@ class CIDRSet:
         if self.allocated == self.max_cidrs:
             raise CIDRSetError(ERR_NO_CIDRS_REMAINING)
         candidate = self.next_candidate
-        for _ in range(self.max_cidrs):
-            if not self.is_used(candidate):
-                break
+        tries = 0
+        while tries < self.max_cidrs and self.is_used(candidate):
             candidate = (candidate + 1) % self.max_cidrs
+            tries += 1
         self.next_candidate = (candidate + 1) % self.max_cidrs
         self._used |= 1 << candidate
         self.allocated += 1
+        metrics.CIDRSET_ALLOCATIONS.labels(self.label).inc()
+        self._usage()
+        metrics.CIDRSET_ALLOCATION_TRIES.labels(self.label).observe(tries)
         return self.index_to_cidr(candidate)
 
     def index_for_ip(self, ip: int) -> int:
@@ -114,6 +124,8 @@ class CIDRSet:
             if not self.is_used(i):
                 self._used |= 1 << i
                 self.allocated += 1
+                metrics.CIDRSET_ALLOCATIONS.labels(self.label).inc()
+        self._usage()
 
     def release(self, cidr: Network | None) -> None:
         """Mark every node subnet ``cidr`` overlaps as free."""
@@ -121,3 +133,5 @@ class CIDRSet:
             if self.is_used(i):
                 self._used &= ~(1 << i)
                 self.allocated -= 1
+                metrics.CIDRSET_RELEASES.labels(self.label).inc()
+        self._usage()

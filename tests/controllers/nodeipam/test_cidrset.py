@@ -209,3 +209,25 @@ def test_allocations_never_overlap(scenario: tuple[str, int, list[tuple[str, int
                 s.occupy(cidr)
                 held.append(cidr)
         assert len(s) == len(held)
+
+
+def sample(name: str, label: str) -> float:
+    from prometheus_client import REGISTRY
+
+    value = REGISTRY.get_sample_value(name, {"clusterCIDR": label})
+    return 0.0 if value is None else value
+
+
+def test_metrics() -> None:
+    label = "10.77.0.0/22"  # a cluster CIDR no other test uses: the registry is process-wide
+    s = new_set(label, 24)
+    assert sample("node_ipam_controller_cirdset_max_cidrs", label) == 4
+    s.occupy(parse_cidr("10.77.0.0/24"))
+    assert str(s.allocate_next()) == "10.77.1.0/24"  # one taken subnet skipped
+    assert sample("node_ipam_controller_cidrset_cidrs_allocations_total", label) == 2
+    assert sample("node_ipam_controller_cidrset_allocation_tries_per_request_sum", label) == 1
+    assert sample("node_ipam_controller_cidrset_allocation_tries_per_request_count", label) == 1
+    assert sample("node_ipam_controller_cidrset_usage_cidrs", label) == 0.5
+    s.release(parse_cidr("10.77.0.0/23"))
+    assert sample("node_ipam_controller_cidrset_cidrs_releases_total", label) == 2
+    assert sample("node_ipam_controller_cidrset_usage_cidrs", label) == 0
