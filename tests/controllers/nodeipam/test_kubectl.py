@@ -12,7 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from controller_manager.api.resources import NODES
+from controller_manager.api.resources import NODES, PODS
 from controller_manager.controllers.nodeipam import NodeIpamController
 from controller_manager.manager.rbac import rules_for
 from controller_manager.sim.apiserver import requestinfo
@@ -20,7 +20,7 @@ from controller_manager.sim.apiserver.requestinfo import RequestInfo
 from tests.controllers.harness import FAST_KUBELETS, Harness, controller_harness, wait_for
 from tests.packaging.test_rbac_coverage import allows
 
-TEST_REQUESTS = {("create", "nodes"), ("delete", "nodes"), ("get", "nodes"), ("list", "events")}
+TEST_REQUESTS = {("create", "nodes"), ("delete", "nodes"), ("get", "nodes"), ("list", "events")}  # and kubectl's
 KUBECTL = Path(sys.executable).parent / "kubectl"
 JSONPATH = 'jsonpath={range .items[*]}{.metadata.name}={.spec.podCIDRs}{"\\n"}{end}'
 
@@ -96,6 +96,15 @@ async def test_new_nodes_get_non_overlapping_pod_cidrs() -> None:
         assert_disjoint(allocations)
         assert {await pod_cidr(h, n) for n in allocations} == {c[0] for c in allocations.values()}
         assert sorted(allocations) == sorted([*sim_nodes, "extra-1"])
+        # the simulated kubelet gives its pods addresses out of the podCIDR its Node was assigned
+        h.cluster.api.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+            "nodeName": sim_nodes[0], "containers": [{"name": "c", "image": "registry.example/app:1"}]}}, "default")
+
+        async def pod_ip_in_node_cidr() -> bool:
+            ip = (h.cluster.api.get(PODS, "default", "p").get("status") or {}).get("podIP")
+            return bool(ip) and ipaddress.ip_address(ip) in ipaddress.ip_network(allocations[sim_nodes[0]][0])
+
+        await wait_for(pod_ip_in_node_cidr, timeout=30, interval=0.2, what="the pod's IP in its node's podCIDR")
 
         # the range is full: a fourth node waits, with CIDRNotAvailable
         await h.client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra-2"}})
