@@ -23,6 +23,7 @@ from controller_manager.controllers.endpointslice import EndpointSliceController
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from controller_manager.controllers.job import JobController
 from controller_manager.controllers.namespace import NamespaceController
+from controller_manager.controllers.nodeipam import NodeIpamController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
@@ -54,6 +55,7 @@ ALL: list[type[Controller]] = [
     RootCACertPublisher,
     ServiceAccountsController,
     StatefulSetController,
+    NodeIpamController,
     NodeLifecycleController,
     TaintEvictionController,
     PodGCController,

@@ -192,6 +192,14 @@ class Options:
     unhealthy_zone_threshold: float = 0.55
     # pod GC
     terminated_pod_gc_threshold: int = 12500
+    # node IPAM (0 mask sizes: the per-family defaults, 24 for IPv4 and 64 for IPv6)
+    allocate_node_cidrs: bool = False
+    cluster_cidr: str = ""
+    cidr_allocator_type: str = "RangeAllocator"
+    node_cidr_mask_size: int = 0
+    node_cidr_mask_size_ipv4: int = 0
+    node_cidr_mask_size_ipv6: int = 0
+    service_cluster_ip_range: str = ""
     # logging
     log_format: str = "json"
     v: int = 0
@@ -389,6 +397,26 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Finished pods kept before the pod garbage collector deletes the oldest; 0 or less keeps '
               'them all.'),
     )),
+    ("Node IPAM flags", (
+        _flag("allocate-node-cidrs", _BOOL, "false",
+              'Give every Node its pod CIDRs (spec.podCIDR and spec.podCIDRs) out of --cluster-cidr; '
+              'without it the node-ipam-controller does not run.'),
+        _flag("cluster-cidr", _str, "",
+              'The pods\' address range, one CIDR or an IPv4 and an IPv6 CIDR separated by a comma (dual-stack);'
+              ' read only with --allocate-node-cidrs.'),
+        _flag("cidr-allocator-type", _str, "RangeAllocator",
+              "How node CIDRs are chosen; only 'RangeAllocator' (out of --cluster-cidr) is supported."),
+        _flag("node-cidr-mask-size", _INT, "0",
+              'Prefix length of each node\'s pod CIDR in a single-stack cluster; 0 means 24 for IPv4 and 64 '
+              'for IPv6.'),
+        _flag("node-cidr-mask-size-ipv4", _INT, "0",
+              'Prefix length of each node\'s IPv4 pod CIDR; 0 means 24.'),
+        _flag("node-cidr-mask-size-ipv6", _INT, "0",
+              'Prefix length of each node\'s IPv6 pod CIDR; 0 means 64.'),
+        _flag("service-cluster-ip-range", _str, "",
+              'The Services\' address range (a second CIDR of the other family after a comma for dual-stack),'
+              ' kept out of the node CIDRs; read only with --allocate-node-cidrs.'),
+    )),
     ("Logging flags", (
         _flag("log-format", _str, "json",
               'Log line format: "json" (default, one object per line) or "text" (for people).'),
@@ -496,4 +524,6 @@ def validate(options: Options) -> list[str]:
     for f in fields(Options):
         if (f.name.startswith("concurrent_") or f.name.endswith("_syncs")) and getattr(options, f.name) < 0:
             errors.append(f"--{f.name.replace('_', '-')} must not be negative")
+    if len(options.service_cluster_ip_range.split(",")) > 2:
+        errors.append("--service-cluster-ip-range can not contain more than two entries")
     return errors

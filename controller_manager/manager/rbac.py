@@ -6,9 +6,10 @@ Guarantees:
   role ``system:controller:<role>`` (``plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go``)
   with two deliberate differences: the ``extensions`` API group is dropped (this daemon only speaks
   ``apps/v1``, and no supported API server serves workloads under ``extensions``), and the
-  taint-eviction-controller, which upstream runs with the node-controller's role, gets only the part of it
-  that it uses (pods, pods/status, reading nodes, events). Controllers without an upstream role of their own
-  (serviceaccount-token, bootstrap-signer, token-cleaner, node-ipam, cloud-node-lifecycle) have no row:
+  taint-eviction-controller and node-ipam-controller, which upstream run with the node-controller's role, get
+  only the part of it that they use (taint eviction: pods, pods/status, reading nodes, events; node IPAM:
+  reading and patching nodes, events). Controllers without an upstream role of their own
+  (serviceaccount-token, bootstrap-signer, token-cleaner, cloud-node-lifecycle) have no row:
   asking for their rules is a :class:`KeyError`.
 - :data:`MANAGER_RULES` are what the process needs whatever runs: ``create`` on TokenReviews and
   SubjectAccessReviews (delegated authn/authz of ``/metrics``) and writing Events (the leader-election
@@ -246,6 +247,12 @@ CONTROLLER_ROLES: Mapping[str, ControllerRole] = {
         "get,list,watch,delete | core | namespaces",
         "update | core | namespaces/finalize,namespaces/status",
         "get,list,watch,delete,deletecollection | * | *",
+    ),
+    # Upstream starts this controller with the node-controller's credentials; it uses only this part of them.
+    "node-ipam-controller": _role(
+        "node-controller",
+        "list,watch,patch | core | nodes",
+        _EVENTS,
     ),
     "node-lifecycle-controller": _role("node-controller", *_NODE_CONTROLLER),
     "persistentvolume-binder-controller": _role(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -324,8 +325,18 @@ class KubeletManager:
     def _next_ip(self, node_name: str) -> str:
         node = self._nodes[node_name]
         node.next_ip = node.next_ip % 252 + 1
-        cidr = pod_cidr(node.index)
-        return cidr.rsplit(".", 1)[0] + f".{node.next_ip + 1}"
+        return _ip_in(self._node_pod_cidr(node_name) or pod_cidr(node.index), node.next_ip + 1)
+
+    def _node_pod_cidr(self, node_name: str) -> str | None:
+        """The Node's IPv4 pod CIDR as the API has it (a controller-manager may have assigned it), if any."""
+        try:
+            obj = self._api.get(NODES, None, node_name)
+        except Exception:
+            return None
+        for cidr in (obj.get("spec") or {}).get("podCIDRs") or ():
+            if isinstance(cidr, str) and ":" not in cidr:
+                return cidr
+        return None
 
     def _after(self, run: PodRun, delay: float, action: Callable[[PodRun], Awaitable[None]]) -> None:
         generation = run.generation
@@ -516,3 +527,9 @@ def _gate_states(pod: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         return ()
     have = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or ()}
     return tuple((g, have.get(g)) for g in gates)
+
+
+def _ip_in(cidr: str, offset: int) -> str:
+    """The address ``offset`` into ``cidr`` (wrapping inside it), e.g. ``_ip_in("10.244.1.0/24", 2)``."""
+    net = ipaddress.ip_network(cidr, strict=False)
+    return str(net.network_address + offset % max(net.num_addresses, 1))

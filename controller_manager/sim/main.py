@@ -85,6 +85,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "which may read only /healthz, /livez, /readyz and /version)")
     p.add_argument("--no-scheduler", action="store_true", help="run no scheduler")
     p.add_argument("--no-kubelets", action="store_true", help="run no kubelets (and so no nodes)")
+    p.add_argument("--no-kubelet-pod-cidr", action="store_true",
+                   help="kubelets register their Nodes without spec.podCIDR(s), as real kubelets do, for a "
+                        "controller-manager run with --allocate-node-cidrs (default: each Node registers with "
+                        "10.244.<n>.0/24)")
     p.add_argument("--no-service-account-admission", action="store_true",
                    help="admit pods without the ServiceAccount admission plugin (default: on, as kube-apiserver; "
                         "pods then need their ServiceAccount, made by a controller-manager's serviceaccount "
@@ -124,7 +128,8 @@ async def serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     config = KubeletConfig(node_status_update_frequency=args.node_status_update_frequency,
-                           lease_renew_interval=args.node_lease_renew_interval)
+                           lease_renew_interval=args.node_lease_renew_interval,
+                           register_pod_cidr=not args.no_kubelet_pod_cidr)
     cluster = SimCluster(nodes=args.nodes, zones=args.zones, scheduler=not args.no_scheduler,
                          kubelets=not args.no_kubelets, port=args.port, host=args.host,
                          kubeconfig_path=args.kubeconfig, kubelet_config=config, tls=True,

@@ -44,6 +44,9 @@ class KubeletConfig:
     kubelet_version: str = "v1.31.0"
     container_runtime_version: str = "containerd://1.7.22"
     events: bool = True  # record Pulled/Created/Started/Killing/BackOff events
+    # Register each Node with spec.podCIDR(s) already set (pod_cidr(index)). Off: the Node registers without
+    # them, as a real kubelet does, for a controller-manager's node-ipam-controller (--allocate-node-cidrs).
+    register_pod_cidr: bool = True
 
 
 def node_object(name: str, index: int, zone: str, config: KubeletConfig, now: float) -> dict[str, Any]:
@@ -71,7 +74,8 @@ def node_object(name: str, index: int, zone: str, config: KubeletConfig, now: fl
                 "volumes.kubernetes.io/controller-managed-attach-detach": "true",
             },
         },
-        "spec": {"podCIDR": pod_cidr(index), "podCIDRs": [pod_cidr(index)], "providerID": f"kube-sim://{name}"},
+        "spec": ({"podCIDR": pod_cidr(index), "podCIDRs": [pod_cidr(index)]} if config.register_pod_cidr else {})
+        | {"providerID": f"kube-sim://{name}"},
         "status": {
             "capacity": dict(resources),
             "allocatable": dict(resources),

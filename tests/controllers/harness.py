@@ -116,6 +116,8 @@ class Harness:
             raise AssertionError("informer caches did not sync")
         for ctrl in controllers:
             workers = self._workers if self._workers is not None else ctrl.workers()
+            if ctrl.workers() < 1:
+                continue  # as the manager: a controller with no workers is not started (node IPAM when off)
             manager.tasks.append(asyncio.create_task(run_controller(ctrl, workers), name=f"harness:{ctrl.name}"))
 
     async def stop(self, *, graceful: bool = True) -> None:

@@ -1,0 +1,5 @@
+"""kube-controller-manager's ``node-ipam-controller`` (range allocator): pod CIDRs for Nodes."""
+
+from .controller import NodeIpamController
+
+__all__ = ["NodeIpamController"]
