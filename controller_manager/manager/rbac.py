@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -482,9 +483,9 @@ def to_yaml(value: Any, indent: int = 0) -> str:
         out = []
         for key, item in value.items():
             if isinstance(item, (dict, list)) and item:
-                out.append(f"{pad}{key}:\n{to_yaml(item, indent + 2 if isinstance(item, dict) else indent)}")
+                out.append(f"{pad}{_key(key)}:\n{to_yaml(item, indent + 2 if isinstance(item, dict) else indent)}")
             else:
-                out.append(f"{pad}{key}: {_scalar(item)}\n")
+                out.append(f"{pad}{_key(key)}: {_scalar(item)}\n")
         return "".join(out)
     if isinstance(value, list):
         if not value:
@@ -495,6 +496,19 @@ def to_yaml(value: Any, indent: int = 0) -> str:
             out.append(f"{pad}- {text[indent + 2:]}" if text is not None else f"{pad}- {_scalar(item)}\n")
         return "".join(out)
     return pad + _scalar(value) + "\n"
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+# Words YAML 1.1 (what PyYAML and many tools read) takes for booleans or null when unquoted.
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null"})
+
+
+def _key(key: Any) -> str:
+    """A mapping key: plain when YAML reads it back as the same string, else quoted."""
+    text = str(key)
+    if _PLAIN_KEY.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return _quote(text)
 
 
 def _scalar(value: Any) -> str:
