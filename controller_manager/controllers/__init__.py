@@ -25,6 +25,7 @@ from controller_manager.controllers.job import JobController
 from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodeipam import NodeIpamController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
+from controller_manager.controllers.podautoscaler import HorizontalController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.replicaset import ReplicaSetController
 from controller_manager.controllers.replication import ReplicationManager
@@ -64,4 +65,5 @@ ALL: list[type[Controller]] = [
     CSRSigningController,
     CSRApprovingController,
     CSRCleanerController,
+    HorizontalController,
 ]

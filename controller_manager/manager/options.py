@@ -170,6 +170,11 @@ class Options:
     resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
+    horizontal_pod_autoscaler_sync_period: float = 15.0
+    horizontal_pod_autoscaler_downscale_stabilization: float = 5 * 60.0
+    horizontal_pod_autoscaler_tolerance: float = 0.1
+    horizontal_pod_autoscaler_cpu_initialization_period: float = 5 * 60.0
+    horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
     # CSR signing
     cluster_signing_cert_file: str = ""
     cluster_signing_key_file: str = ""
@@ -340,6 +345,18 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Service-account token Secrets synced in parallel (workers).'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
               'HorizontalPodAutoscalers synced in parallel (workers).'),
+        _flag("horizontal-pod-autoscaler-sync-period", _DURATION, "15s",
+              'How often every HorizontalPodAutoscaler is reconciled (its metrics read, its target rescaled).'),
+        _flag("horizontal-pod-autoscaler-downscale-stabilization", _DURATION, "5m",
+              'How far back an HPA without behavior looks for a higher recommendation before it scales down.'),
+        _flag("horizontal-pod-autoscaler-tolerance", _FLOAT, "0.1",
+              'Minimum relative gap between a metric and its target before an HPA rescales; an HPA\'s '
+              'behavior may set its own per direction.'),
+        _flag("horizontal-pod-autoscaler-cpu-initialization-period", _DURATION, "5m",
+              'How long after a pod starts its CPU samples are skipped unless it is Ready and a full sample '
+              'window has passed since it became Ready.'),
+        _flag("horizontal-pod-autoscaler-initial-readiness-delay", _DURATION, "30s",
+              'How long after a pod starts a change of its readiness still counts as its first readiness.'),
         _flag("cluster-signing-cert-file", _str, "",
               'PEM-encoded X509 CA certificate used to issue cluster-scoped certificates for every kubernetes.io '
               'signer. If specified, no more specific --cluster-signing-* flag may be set.'),
