@@ -246,7 +246,8 @@ class RestMetricsClient:
             listed = _dict(await self._client.request("GET", path, params={"labelSelector": str(selector)}))
         except NotFound as err:
             message = str(err)
-            if not isinstance(err.body, Mapping):  # not a Status: client-go names what it asked for
+            if not (isinstance(err.body, Mapping) and err.body.get("kind") == "Status"):
+                # not a Status (no such API group): client-go's message names what it asked for
                 message = (f"the server could not find the requested resource "
                            f"(get {metric_name}.{EXTERNAL_METRICS_GROUP})")
             raise MetricsError(f"unable to fetch metrics from external metrics API: {message}") from err

@@ -9,8 +9,12 @@ from typing import Any
 
 from controller_manager.api.meta import format_time
 from controller_manager.api.selectors import Selector
-from controller_manager.controllers.podautoscaler.metrics import MetricsError, PodMetric, PodMetricsInfo, \
-    pod_metrics_from_list
+from controller_manager.controllers.podautoscaler.metrics import (
+    MetricsError,
+    PodMetric,
+    PodMetricsInfo,
+    pod_metrics_from_list,
+)
 
 NAMESPACE = "test-namespace"
 POD_PREFIX = "test-pod"

@@ -72,7 +72,8 @@ async def test_load_scales_a_deployment_up_and_down_after_the_window() -> None:
         status = await wait_for(steady, what="the HPA reads the pods' CPU")
         assert status["currentMetrics"] == [{"type": "Resource", "resource": {
             "name": "cpu", "current": {"averageValue": "20m", "averageUtilization": 20}}}]
-        assert status["currentReplicas"] == 1 and status["desiredReplicas"] == 1
+        assert status["currentReplicas"] == 1
+        assert status["desiredReplicas"] == 1
         assert condition(status, "AbleToScale")["reason"] == "ReadyForNewScale"
         assert condition(status, "ScalingActive")["reason"] == "ValidMetricFound"
         assert condition(status, "ScalingActive")["message"] == (

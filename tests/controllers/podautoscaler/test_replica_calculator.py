@@ -19,8 +19,8 @@ from tests.controllers.podautoscaler.fakes import (
     NAMESPACE,
     POD_PREFIX,
     FakeMetrics,
-    pod_metrics,
     make_pod,
+    pod_metrics,
 )
 
 NOW = 1_700_000_000.0
