@@ -18,6 +18,7 @@ from controller_manager.api.resources import (
     DEPLOYMENTS,
     ENDPOINTS,
     ENDPOINTSLICES,
+    HORIZONTALPODAUTOSCALERS,
     JOBS,
     NODES,
     REPLICATIONCONTROLLERS,
@@ -67,7 +68,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         return 0.0  # no delay: the latency hook is only used to observe each HTTP request
 
     cert_file, key_file, _ = new_ca(tmp_path)
-    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file)}
+    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file),
+               "horizontal_pod_autoscaler_sync_period": 0.5}
     async with controller_harness(*ALL, nodes=2, start=False, options=signing) as h:
         h.cluster.faults.set_latency(record)
         await h.start()
@@ -96,6 +98,17 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                                             "metadata": {"name": "legacy"},
                                             "spec": {"replicas": 2, "selector": {"app": "legacy"},
                                                      "template": _template("legacy")}}, NS)
+        # an HPA on the Deployment reading every kind of metric (none can be computed: the Deployment stays put)
+        api.create(HORIZONTALPODAUTOSCALERS, {
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "minReplicas": 1, "maxReplicas": 2, "metrics": [
+                         {"type": "Resource", "resource": {"name": "cpu", "target": {
+                             "type": "Utilization", "averageUtilization": 50}}},
+                         {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {
+                             "type": "AverageValue", "averageValue": "1"}}},
+                         {"type": "External", "external": {"metric": {"name": "queue"}, "target": {
+                             "type": "Value", "value": "1"}}}]}}, NS)
         api.create(RESOURCEQUOTAS, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "counts"},
                                     "spec": {"hard": {"pods": "100", "count/deployments.apps": "10"}}}, NS)
 
@@ -116,6 +129,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
                 "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
+                "horizontal-pod-autoscaler-controller": bool(
+                    (api.get(HORIZONTALPODAUTOSCALERS, NS, "web").get("status") or {}).get("conditions")),
                 "resourcequota-controller": "count/deployments.apps" in (
                     api.get(RESOURCEQUOTAS, NS, "counts").get("status") or {}).get("used", {}),
             }
@@ -189,3 +204,7 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("create", "subjectaccessreviews") in verbs
     if "resourcequota-controller" in names:
         assert ("update", "resourcequotas") in verbs
+    if "horizontal-pod-autoscaler-controller" in names:
+        assert ("update", "horizontalpodautoscalers") in verbs
+        assert any(i.subresource == "scale" for i in resource_requests)
+        assert ("list", "pods") in {(i.verb, i.resource) for i in resource_requests if i.group == "metrics.k8s.io"}
