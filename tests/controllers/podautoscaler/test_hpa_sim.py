@@ -140,3 +140,58 @@ async def test_pods_and_external_metrics_without_their_apis_report_upstream_erro
 
         await wait_for(warned, what="the warning events")
         assert await replicas(h, "api") == 2
+
+
+WORKERS = "/apis/example.com/v1/namespaces/default/workers"
+
+
+def worker_crd() -> dict[str, Any]:
+    schema = {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"},
+                                                    "selector": {"type": "string"}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "workers.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "workers", "singular": "worker", "kind": "Worker", "listKind": "WorkerList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema},
+                                   "subresources": {"status": {}, "scale": {
+                                       "specReplicasPath": ".spec.replicas",
+                                       "statusReplicasPath": ".status.replicas",
+                                       "labelSelectorPath": ".status.selector"}}}]}}
+
+
+async def test_a_custom_resource_is_scaled_through_its_scale_subresource() -> None:
+    async with controller_harness(HorizontalController, options=FAST) as h:
+        await h.client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=worker_crd())
+
+        async def served() -> bool:
+            try:
+                await h.client.request("GET", WORKERS)
+            except Exception:
+                return False
+            return True
+
+        await wait_for(served, what="the Worker kind to be served")
+        await h.client.request("POST", WORKERS, body={"apiVersion": "example.com/v1", "kind": "Worker",
+                                                      "metadata": {"name": "w"}, "spec": {"replicas": 2}})
+        await h.client.request("PATCH", f"{WORKERS}/w/status", body={"status": {"replicas": 2, "selector": "app=w"}},
+                               content_type="application/merge-patch+json")
+        for i in range(2):  # the Worker's pods (no controller runs Workers here: the test makes them)
+            await h.client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"w-{i}", "labels": {"app": "w"}, "annotations": {CPU: "100"}}, "spec": {"containers": [
+                    {"name": "c", "image": "registry.example/app:1", "resources": {"requests": {"cpu": "100m"}}}]}},
+                NS)
+        body = hpa("w", "w")
+        body["spec"]["scaleTargetRef"] = {"apiVersion": "example.com/v1", "kind": "Worker", "name": "w"}
+        await h.client.create(HORIZONTALPODAUTOSCALERS, body, NS)
+
+        async def scaled() -> int | None:
+            worker = await h.client.request("GET", f"{WORKERS}/w")
+            n = int(worker["spec"]["replicas"])
+            return n if n != 2 else None
+
+        assert await wait_for(scaled, what="the Worker to be scaled") == 4  # 100% against 50%: twice as many
+        status = await hpa_status(h, "w")
+        assert condition(status, "AbleToScale")["reason"] == "SucceededRescale"
