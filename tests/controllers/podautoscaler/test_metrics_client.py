@@ -10,8 +10,12 @@ import pytest
 
 from controller_manager.api import selectors
 from controller_manager.clock import FakeClock
-from controller_manager.controllers.podautoscaler.metrics import MetricsError, PodMetric, RestMetricsClient, \
-    pod_metrics_from_list
+from controller_manager.controllers.podautoscaler.metrics import (
+    MetricsError,
+    PodMetric,
+    RestMetricsClient,
+    pod_metrics_from_list,
+)
 
 T0 = "2026-01-01T00:00:00Z"
 T0_SECONDS = 1767225600.0
@@ -99,7 +103,7 @@ async def test_external_metrics_and_empty_answers() -> None:
     metrics = RestMetricsClient(client, FakeClock())  # type: ignore[arg-type]
     assert await metrics.get_external_metric("queue", "ns", selectors.parse("a=b")) == ([7000, 500], T0_SECONDS)
     assert client.requests[-1][1] == {"labelSelector": "a=b"}
-    with pytest.raises(MetricsError, match="^no metrics returned from external metrics API$"):
+    with pytest.raises(MetricsError, match=r"^no metrics returned from external metrics API$"):
         await metrics.get_external_metric("empty", "ns", selectors.parse(""))
-    with pytest.raises(MetricsError, match="^no metrics returned from resource metrics API$"):
+    with pytest.raises(MetricsError, match=r"^no metrics returned from resource metrics API$"):
         await metrics.get_resource_metric("cpu", "ns", selectors.parse(""), "")
