@@ -4,8 +4,9 @@ store (``pkg/apis/autoscaling/v2/defaults.go``, ``pkg/apis/autoscaling/validatio
 
 Guarantees:
 - Stored in the v2 form. v2 defaults: ``minReplicas`` 1; no metrics: CPU at 80% average utilization; a stated
-  ``behavior`` has its missing scale-up (no window, Max of 100% or 4 pods per 15s) and scale-down (300s window,
-  Max of 100% per 15s) rules filled in.
+  ``behavior`` has its missing scale-up (no window, Max of 100% or 4 pods per 15s) and scale-down (Max of 100%
+  per 15s; no window: the controller's ``--horizontal-pod-autoscaler-downscale-stabilization`` applies) rules
+  filled in.
 - :func:`to_v1` shows a stored HPA as autoscaling/v1: the CPU utilization metric becomes
   ``targetCPUUtilizationPercentage`` (its current value ``currentCPUUtilizationPercentage``); the other metrics,
   current metrics, conditions and behavior travel in the ``autoscaling.alpha.kubernetes.io/*`` annotations, as
@@ -42,9 +43,9 @@ def _dict(value: Any) -> Mapping[str, Any]:
 
 # --- defaults -------------------------------------------------------------------------------------------
 
-def _rules(rules: Any, window: int, policies: list[Obj]) -> Obj:
+def _rules(rules: Any, window: int | None, policies: list[Obj]) -> Obj:
     out = dict(rules) if isinstance(rules, dict) else {}
-    if out.get("stabilizationWindowSeconds") is None:
+    if out.get("stabilizationWindowSeconds") is None and window is not None:
         out["stabilizationWindowSeconds"] = window
     if not out.get("selectPolicy"):
         out["selectPolicy"] = "Max"
@@ -67,7 +68,8 @@ def apply_defaults(obj: Obj) -> None:
     if isinstance(behavior, dict):
         behavior["scaleUp"] = _rules(behavior.get("scaleUp"), 0, [
             {"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}])
-        behavior["scaleDown"] = _rules(behavior.get("scaleDown"), 300, [
+        # no scale-down window: the controller's --horizontal-pod-autoscaler-downscale-stabilization applies
+        behavior["scaleDown"] = _rules(behavior.get("scaleDown"), None, [
             {"type": "Percent", "value": 100, "periodSeconds": 15}])
 
 

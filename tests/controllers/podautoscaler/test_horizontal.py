@@ -282,6 +282,11 @@ CASES = {
         "scaleDown": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                       "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}},
         conditions={"ScalingLimited": ("True", "ScaleDownLimit")}),
+    "behavior without a scale-down window uses the flag's": Case(1, 10, 5, 5, [cpu(50)], [100] * 5, [ONE] * 5,
+                                                                 behavior={"scaleDown": {"selectPolicy": "Max"}},
+                                                                 recommendations=[(5, NOW - 60)],
+                                                                 conditions={"AbleToScale": ("True",
+                                                                                             "ScaleDownStabilized")}),
     "scale up with behavior limit": Case(1, 10, 2, 3, [cpu(50)], [1000] * 2, [ONE] * 2, behavior={
         "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
                     "policies": [{"type": "Percent", "value": 50, "periodSeconds": 60}]}},

@@ -71,7 +71,7 @@ async def test_hpa_v2_defaults(client: Client) -> None:
     assert spec["minReplicas"] == 1
     assert spec["metrics"] == [{"type": "Resource", "resource": {"name": "cpu", "target": {
         "type": "Utilization", "averageUtilization": 80}}}]
-    assert spec["behavior"]["scaleDown"] == {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+    assert spec["behavior"]["scaleDown"] == {"selectPolicy": "Max",
                                              "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
     assert spec["behavior"]["scaleUp"]["policies"] == [{"type": "Pods", "value": 4, "periodSeconds": 15},
                                                        {"type": "Percent", "value": 100, "periodSeconds": 15}]
