@@ -109,17 +109,15 @@ class FixedIntervalRateLimiter:
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
-        self._requeues: dict[Hashable, int] = {}
 
     def when(self, item: Hashable) -> float:
-        self._requeues[item] = self._requeues.get(item, 0) + 1
         return self.interval
 
     def forget(self, item: Hashable) -> None:
-        self._requeues.pop(item, None)
+        pass  # nothing is tracked
 
     def num_requeues(self, item: Hashable) -> int:
-        return self._requeues.get(item, 0)
+        return 0
 
 
 def _dict(value: Any) -> Mapping[str, Any]:

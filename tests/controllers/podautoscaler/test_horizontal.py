@@ -27,7 +27,7 @@ from controller_manager.controllers.podautoscaler.controller import (
 )
 from controller_manager.runtime.controller import ControllerContext
 from controller_manager.runtime.events import EventBroadcaster
-from controller_manager.runtime.informers import SharedInformerFactory
+from controller_manager.runtime.informers import Added, Deleted, SharedInformerFactory, Updated
 from tests.controllers.podautoscaler.fakes import NAMESPACE, POD_PREFIX
 
 NOW = 1_700_000_000.0
@@ -637,3 +637,21 @@ def test_store_scale_events(previous: list[tuple[int, float]], behavior: dict[st
     recent = sum(e.change for e in events if e.timestamp > NOW - 60 and e.timestamp != NOW)
     assert recent == kept_change
     assert (any(e.timestamp == NOW and e.change == 5 for e in events)) == (behavior is not None)
+
+
+async def test_every_hpa_is_synced_once_a_sync_period() -> None:
+    """Upstream's queue: a new HPA waits one period (15s by default); an update meanwhile does not hurry it."""
+    case = Case(1, 5, 3, 3)
+    controller, _ = new_controller(case, FakeApi({}, []))
+    clock = controller.ctx.clock
+    assert isinstance(clock, FakeClock)
+    hpa = hpa_object(case)
+    controller._on_hpa(Added(hpa))
+    clock.advance(10)
+    controller._on_hpa(Updated(hpa, hpa))
+    clock.advance(4.9)
+    assert len(controller.queue) == 0
+    clock.advance(0.2)
+    assert len(controller.queue) == 1
+    controller._on_hpa(Deleted(hpa))
+    assert KEY not in controller.hpa_selectors
