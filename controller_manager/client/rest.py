@@ -40,6 +40,7 @@ from controller_manager.client.metrics import RequestMetrics
 from controller_manager.client.ratelimit import TokenBucket
 from controller_manager.client.watch import Decode, WatchStream
 from controller_manager.client.wire import (
+    APPLY_PATCH_CONTENT_TYPE,
     JSON,
     METADATA_LIST_ACCEPT,
     METADATA_WATCH_ACCEPT,
@@ -414,6 +415,27 @@ class ApiClient:
             "PATCH", res.path(namespace, name, subresource), body=body, content_type=content_type,
             idempotent=patch_type != "json",
         )
+        return result
+
+    async def apply(
+        self,
+        res: Resource,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply of ``obj`` (an apply configuration naming the object in its metadata) as
+        ``field_manager``; ``force`` takes over fields other managers own (client-go's ``Apply`` with
+        ``ApplyOptions{FieldManager, Force}``)."""
+        params = {"fieldManager": field_manager}
+        if force:
+            params["force"] = "true"
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        result: dict[str, Any] = await self._json(
+            "PATCH", res.path(namespace, name), params=params, body=orjson.dumps(obj),
+            content_type=APPLY_PATCH_CONTENT_TYPE)
         return result
 
     async def delete(

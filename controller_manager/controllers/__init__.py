@@ -14,6 +14,7 @@ from controller_manager.controllers.certificates import (
     CSRCleanerController,
     CSRSigningController,
 )
+from controller_manager.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
@@ -64,4 +65,5 @@ ALL: list[type[Controller]] = [
     CSRSigningController,
     CSRApprovingController,
     CSRCleanerController,
+    ClusterRoleAggregationController,
 ]

@@ -20,12 +20,16 @@ Guarantees:
   serves it as the admin, like the old apiserver's insecure port. Requests that carry a token are
   authenticated as that token's user either way, so the viewer token still only reads and an unknown
   token is 401.
+- ``aggregate_cluster_roles=False`` (``kube-sim --no-aggregate-cluster-roles``) leaves ClusterRoles with an
+  aggregationRule as written, bootstrap ``admin``/``edit``/``view`` empty, for a controller-manager's
+  clusterrole-aggregation-controller to fill, as in a real cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 import shutil
 import string
@@ -88,11 +92,14 @@ class SimCluster:
         ready_timeout: float = 30.0,
         tls: bool = False,
         anonymous_admin: bool = True,
+        aggregate_cluster_roles: bool = True,
     ) -> None:
         if nodes < 0:
             raise ValueError("nodes must be >= 0")
         self.clock: Clock = clock or RealClock()
         options = api_options or ApiServerOptions(admin_token=_token(), viewer_token=_token())
+        if not aggregate_cluster_roles:
+            options = dataclasses.replace(options, aggregate_cluster_roles=False)
         self.api = ApiServer(self.clock, options)
         self.faults = FaultInjector(self.api, self.clock)
         self.scheduler = Scheduler(self.api, self.clock, retry_interval=scheduler_retry_interval) if scheduler else None

@@ -89,6 +89,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="kubelets register their Nodes without spec.podCIDR(s), as real kubelets do, for a "
                         "controller-manager run with --allocate-node-cidrs (default: each Node registers with "
                         "10.244.<n>.0/24)")
+    p.add_argument("--aggregate-cluster-roles", action=argparse.BooleanOptionalAction, default=True,
+                   help="fill ClusterRoles that have an aggregationRule (admin, edit, view, ...) in the API server "
+                        "itself (default). --no-aggregate-cluster-roles leaves that, as a real kube-apiserver "
+                        "does, to a controller-manager's clusterrole-aggregation-controller")
     p.add_argument("--no-service-account-admission", action="store_true",
                    help="admit pods without the ServiceAccount admission plugin (default: on, as kube-apiserver; "
                         "pods then need their ServiceAccount, made by a controller-manager's serviceaccount "
@@ -133,7 +137,7 @@ async def serve(args: argparse.Namespace) -> None:
     cluster = SimCluster(nodes=args.nodes, zones=args.zones, scheduler=not args.no_scheduler,
                          kubelets=not args.no_kubelets, port=args.port, host=args.host,
                          kubeconfig_path=args.kubeconfig, kubelet_config=config, tls=True,
-                         anonymous_admin=args.anonymous_admin)
+                         anonymous_admin=args.anonymous_admin, aggregate_cluster_roles=args.aggregate_cluster_roles)
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     cluster.api.options.service_account_admission = not args.no_service_account_admission
     for action in args.fault_actions:
