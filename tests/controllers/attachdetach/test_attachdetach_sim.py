@@ -22,8 +22,12 @@ from controller_manager.api.resources import (
 )
 from controller_manager.client.errors import NotFound
 from controller_manager.controllers.attachdetach import AttachDetachController
+from controller_manager.manager.rbac import rules_for
+from controller_manager.sim.apiserver import requestinfo
+from controller_manager.sim.apiserver.requestinfo import RequestInfo
 from controller_manager.sim.storage import ATTACH_ERROR_ANNOTATION, DEFAULT_DRIVER, StorageConfig
 from tests.controllers.harness import Harness, controller_harness, wait_for
+from tests.packaging.test_rbac_coverage import allows
 
 NS = "default"
 STORAGE = StorageConfig(provision_delay=0.1, delete_delay=0.1, attach_delay=0.5, detach_delay=0.2)
@@ -119,7 +123,15 @@ async def test_the_simulated_driver_publishes_its_objects() -> None:
 
 
 async def test_a_pod_starts_only_once_its_volume_is_attached_and_deleting_it_detaches() -> None:
-    async with controller_harness(AttachDetachController, nodes=2, storage=STORAGE) as h:
+    seen_requests: list[RequestInfo] = []
+
+    def record(request: Any) -> float:
+        seen_requests.append(requestinfo.parse(request.method, request.path, request.query))
+        return 0.0
+
+    async with controller_harness(AttachDetachController, nodes=2, storage=STORAGE, start=False) as h:
+        h.cluster.faults.set_latency(record)
+        await h.start()
         await bound_claim(h, "data", "vol-1")
         unique = f"kubernetes.io/csi/{DEFAULT_DRIVER}^vol-1"
         async with first_running(h, "vol-1") as seen:
@@ -157,6 +169,19 @@ async def test_a_pod_starts_only_once_its_volume_is_attached_and_deleting_it_det
                 return "volumesAttached" not in status and "volumesInUse" not in status
 
         await wait_for(detached, timeout=30, what="the volume to be detached")
+        await h.stop()
+        h.cluster.faults.set_latency(None)
+    # Every request the controller sent (the test's own are in it too, all allowed to the controller) is one its
+    # ClusterRole allows; among them the VolumeAttachment writes and the node status patches.
+    controller = [i for i in seen_requests if i.is_resource and (i.verb, i.resource) in {
+        ("create", "volumeattachments"), ("delete", "volumeattachments"), ("patch", "nodes"), ("get", "nodes"),
+        ("watch", "volumeattachments"), ("list", "csidrivers"), ("list", "csinodes"), ("create", "events")}]
+    rules = rules_for([AttachDetachController.name])
+    assert {(i.verb, i.resource, i.subresource) for i in controller} >= {
+        ("create", "volumeattachments", ""), ("delete", "volumeattachments", ""), ("patch", "nodes", "status"),
+        ("watch", "volumeattachments", ""), ("list", "csidrivers", ""), ("list", "csinodes", ""),
+        ("create", "events", "")}
+    assert [i for i in controller if not allows(rules, i)] == []
 
 
 async def test_a_pod_waits_while_the_attacher_reports_an_error() -> None:
