@@ -82,10 +82,12 @@ async def test_the_default_class_gets_claims_and_the_provisioner_makes_their_vol
         assert pv["metadata"]["finalizers"] == ["external-provisioner.volume.kubernetes.io/finalizer"]
         spec = pv["spec"]
         assert spec["capacity"] == {"storage": "2Gi"}
-        assert spec["claimRef"]["uid"] == uid and spec["claimRef"]["name"] == "data"
+        assert spec["claimRef"]["uid"] == uid
+        assert spec["claimRef"]["name"] == "data"
         assert spec["persistentVolumeReclaimPolicy"] == "Delete"
         assert spec["storageClassName"] == "standard"
-        assert spec["csi"]["driver"] == DEFAULT_DRIVER and spec["csi"]["volumeHandle"] == f"vol-{uid}"
+        assert spec["csi"]["driver"] == DEFAULT_DRIVER
+        assert spec["csi"]["volumeHandle"] == f"vol-{uid}"
         assert "nodeAffinity" not in spec
         events = [(e["reason"], e["message"]) for e in api.list(EVENTS, NS)[0]
                   if e["involvedObject"]["name"] == "data"]
@@ -132,7 +134,8 @@ async def test_the_attacher_attaches_fails_and_detaches_volume_attachments() -> 
         assert good["metadata"]["finalizers"] == ["external-attacher/csi-sim-controller-manager-io"]
         bad = await eventually(lambda: (v := get(api, VOLUMEATTACHMENTS, None, "bad")) and
                                (v.get("status") or {}).get("attachError") and v, "the attach error")
-        assert bad["status"]["attached"] is False and bad["status"]["attachError"]["message"] == "boom"
+        assert bad["status"]["attached"] is False
+        assert bad["status"]["attachError"]["message"] == "boom"
         api.delete(VOLUMEATTACHMENTS, None, "good")
         await eventually(lambda: get(api, VOLUMEATTACHMENTS, None, "good") is None, "the detach")
         # Another driver's attachments are not this attacher's.

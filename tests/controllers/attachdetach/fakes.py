@@ -73,7 +73,9 @@ class FakeClient:
 
     async def patch(self, res: Resource, name: str, patch: Mapping[str, Any], namespace: str | None = None, *,
                     patch_type: str = "merge", subresource: str | None = None) -> dict[str, Any]:
-        assert res is NODES and subresource == "status" and patch_type == "strategic"
+        assert res is NODES
+        assert subresource == "status"
+        assert patch_type == "strategic"
         self.calls.append(("patch-node", name))
         if self.fail_node_patch:
             raise ServerError(500, "InternalError", "etcd is down")

@@ -87,7 +87,8 @@ def test_generic_ephemeral_volumes_use_the_pods_claim() -> None:
     owned_pv = pv()
     owned_pv["spec"]["claimRef"]["name"] = "p-scratch"
     got = create_volume_spec(volume, pod([volume]), stores(owned), stores(owned_pv))
-    assert got is not None and got.name == "pv"
+    assert got is not None
+    assert got.name == "pv"
     with pytest.raises(SpecError, match="was not created for pod ns/p"):
         create_volume_spec(volume, pod([volume]), stores(claim("p-scratch", owner="someone")), stores(owned_pv))
 
