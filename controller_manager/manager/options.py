@@ -423,15 +423,14 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
     )),
     ("AttachDetachController flags", (
         _flag("disable-attach-detach-reconcile-sync", _BOOL, "false",
-              'Disable volume attach detach reconciler sync. Disabling this may cause volumes to be mismatched '
-              'with pods. Use wisely.'),
+              'Never check the attached volumes against their VolumeAttachments (volumes may then stay out of '
+              'step with pods).'),
         _flag("attach-detach-reconcile-sync-period", _DURATION, "1m0s",
-              'The reconciler sync wait time between volume attach detach. This duration must be larger than one '
-              'second, and increasing this value from the default may allow for volumes to be mismatched with pods.'),
+              'How often the attach/detach controller checks the volumes it believes attached against their '
+              'VolumeAttachments; at least one second (longer lets volumes drift from pods for longer).'),
         _flag("disable-force-detach-on-timeout", _BOOL, "false",
-              'Prevent force detaching volumes based on maximum unmount time and node status. If this flag is set '
-              'to true, the non-graceful node shutdown feature must be used to recover from node failure. See '
-              'https://k8s.io/docs/storage-disable-force-detach-on-timeout/.'),
+              'Never detach a volume a node still reports mounted, even once the node is unhealthy and the '
+              'maximum unmount wait has passed (recovering from a lost node then needs the out-of-service taint).'),
     )),
     ("Logging flags", (
         _flag("log-format", _str, "json",
