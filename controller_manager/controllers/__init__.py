@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from controller_manager.controllers.attachdetach import AttachDetachController
 from controller_manager.controllers.certificates import (
     CSRApprovingController,
     CSRCleanerController,
@@ -66,4 +67,5 @@ ALL: list[type[Controller]] = [
     CSRApprovingController,
     CSRCleanerController,
     ClusterRoleAggregationController,
+    AttachDetachController,
 ]
