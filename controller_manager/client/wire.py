@@ -17,6 +17,7 @@ PATCH_CONTENT_TYPES = {
     "strategic": "application/strategic-merge-patch+json",
     "json": "application/json-patch+json",
 }
+APPLY_PATCH_CONTENT_TYPE = "application/apply-patch+yaml"  # server-side apply; JSON is YAML too
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 _RETRY_AFTER_CAP = 60.0

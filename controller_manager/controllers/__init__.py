@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from controller_manager.controllers.attachdetach import AttachDetachController
 from controller_manager.controllers.certificates import (
     CSRApprovingController,
     CSRCleanerController,
     CSRSigningController,
 )
+from controller_manager.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
 from controller_manager.controllers.deployment.controller import DeploymentController
@@ -65,5 +67,7 @@ ALL: list[type[Controller]] = [
     CSRSigningController,
     CSRApprovingController,
     CSRCleanerController,
+    ClusterRoleAggregationController,
+    AttachDetachController,
     HorizontalController,
 ]

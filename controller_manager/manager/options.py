@@ -205,6 +205,10 @@ class Options:
     node_cidr_mask_size_ipv4: int = 0
     node_cidr_mask_size_ipv6: int = 0
     service_cluster_ip_range: str = ""
+    # attach/detach
+    disable_attach_detach_reconcile_sync: bool = False
+    attach_detach_reconcile_sync_period: float = 60.0
+    disable_force_detach_on_timeout: bool = False
     # logging
     log_format: str = "json"
     v: int = 0
@@ -434,6 +438,17 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'The Services\' address range (a second CIDR of the other family after a comma for dual-stack),'
               ' kept out of the node CIDRs; read only with --allocate-node-cidrs.'),
     )),
+    ("AttachDetachController flags", (
+        _flag("disable-attach-detach-reconcile-sync", _BOOL, "false",
+              'Never check the attached volumes against their VolumeAttachments (volumes may then stay out of '
+              'step with pods).'),
+        _flag("attach-detach-reconcile-sync-period", _DURATION, "1m0s",
+              'How often the attach/detach controller checks the volumes it believes attached against their '
+              'VolumeAttachments; at least one second (longer lets volumes drift from pods for longer).'),
+        _flag("disable-force-detach-on-timeout", _BOOL, "false",
+              'Never detach a volume a node still reports mounted, even once the node is unhealthy and the '
+              'maximum unmount wait has passed (recovering from a lost node then needs the out-of-service taint).'),
+    )),
     ("Logging flags", (
         _flag("log-format", _str, "json",
               'Log line format: "json" (default, one object per line) or "text" (for people).'),
@@ -541,6 +556,9 @@ def validate(options: Options) -> list[str]:
     for f in fields(Options):
         if (f.name.startswith("concurrent_") or f.name.endswith("_syncs")) and getattr(options, f.name) < 0:
             errors.append(f"--{f.name.replace('_', '-')} must not be negative")
+    if options.attach_detach_reconcile_sync_period < 1.0:
+        errors.append("duration time must be greater than one second as set via command line option "
+                      "reconcile-sync-loop-period")
     if len(options.service_cluster_ip_range.split(",")) > 2:
         errors.append("--service-cluster-ip-range can not contain more than two entries")
     return errors

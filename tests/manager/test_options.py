@@ -176,3 +176,16 @@ def test_lock_is_not_checked_without_leader_election() -> None:
 def test_value_rejects_unknown_flag() -> None:
     with pytest.raises(KeyError):
         Options().value("concurrent-nothing-syncs")
+
+
+def test_attach_detach_flags_default_and_validate_as_upstream() -> None:
+    options = parse_options([])
+    assert options.attach_detach_reconcile_sync_period == 60.0
+    assert options.disable_attach_detach_reconcile_sync is False
+    assert options.disable_force_detach_on_timeout is False
+    options = parse_options(["--attach-detach-reconcile-sync-period=2m", "--disable-force-detach-on-timeout"])
+    assert (options.attach_detach_reconcile_sync_period, options.disable_force_detach_on_timeout) == (120.0, True)
+    with pytest.raises(OptionsError) as info:
+        parse_options(["--attach-detach-reconcile-sync-period=500ms"])
+    assert str(info.value) == ("duration time must be greater than one second as set via command line option "
+                               "reconcile-sync-loop-period")

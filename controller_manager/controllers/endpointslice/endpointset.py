@@ -16,9 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from controller_manager.api.meta import meta
-from controller_manager.api.pods import is_pod_ready, pod_ips
-
 Endpoint = Mapping[str, Any]
 EndpointHash = tuple[tuple[str, ...], str, str, str]
 PortMapKey = tuple[tuple[str, Any, str, Any], ...]
@@ -88,32 +85,3 @@ def endpoints_equal_beyond_hash(a: Endpoint, b: Endpoint) -> bool:
     if any(ca.get(c) != cb.get(c) for c in _CONDITIONS):
         return False
     return bool(_ref_without_rv(a.get("targetRef")) == _ref_without_rv(b.get("targetRef")))
-
-
-# --- which pod changes matter (``podEndpointsChanged``) ---------------------------------------------------
-
-def _hostname_and_subdomain(pod: Mapping[str, Any]) -> tuple[Any, Any]:
-    spec = pod.get("spec") or {}
-    return spec.get("hostname"), spec.get("subdomain")
-
-
-def pod_endpoints_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[bool, bool]:
-    """(the pod's endpoint may have changed, the Services it matches may have changed)."""
-    labels_changed = ((meta(new).get("labels") or {}) != (meta(old).get("labels") or {})
-                      or _hostname_and_subdomain(new) != _hostname_and_subdomain(old))
-    if meta(new).get("deletionTimestamp") != meta(old).get("deletionTimestamp"):
-        return True, labels_changed
-    if is_pod_ready(old) != is_pod_ready(new):
-        return True, labels_changed
-    if pod_ips(old) != pod_ips(new):
-        return True, labels_changed
-    # Name, namespace and uid are immutable, and nodeName is set before the pod has an IP.
-    return False, labels_changed
-
-
-def determine_needed_service_updates(old_services: set[str], services: set[str], pod_changed: bool) -> set[str]:
-    """With changed labels: every Service of either set if the pod changed too, else only those it joined or
-    left (the symmetric difference)."""
-    if pod_changed:
-        return services | old_services
-    return services ^ old_services

@@ -10,9 +10,7 @@ import pytest
 
 from controller_manager.controllers.endpointslice.endpointset import (
     EndpointSet,
-    determine_needed_service_updates,
     endpoints_equal_beyond_hash,
-    pod_endpoints_changed,
     port_map_key,
 )
 from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker
@@ -29,7 +27,11 @@ from controller_manager.controllers.endpointslice.util import (
     service_controller_key,
     set_endpoint_slice_labels,
 )
-from controller_manager.controllerutil.endpoints import TriggerTimeTracker
+from controller_manager.controllerutil.endpoints import (
+    TriggerTimeTracker,
+    determine_needed_service_updates,
+    pod_endpoints_changed,
+)
 
 from .fakes import CONTROLLER_NAME, new_pod, new_service, node
 
