@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -182,9 +183,18 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
+# kube-sim's heap is mostly its store of objects, long-lived and free of cycles; with CPython's default
+# generation-0 threshold (700) every full collection walks all of it. Measured with valgrind (instructions per
+# pod create + status update, 200 -> 1,200 pods, client and server in one process): 6.36 M at 700, 6.08 M at
+# 50,000 (-4.4%), the threshold the daemon uses for its informer caches (manager/gctuning.py).
+GC_GEN0_THRESHOLD = 50_000
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     _configure_logging(args.log_level)
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(args))
