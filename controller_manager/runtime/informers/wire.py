@@ -4,7 +4,7 @@ Why: on the watch path the default transform (transform.py) used to cost more th
 orjson first builds every node of the object (managedFields, volumes, env, probes, ...) and Python then walks it
 again to drop and share. Here msgspec (C) parses the event into its sections with each field's value left as
 the raw JSON text the server sent (``msgspec.Raw``: a slice, not parsed), and only what is kept is decoded:
-- dropped fields (``managedFields``; a pod's volumes) are skipped in C and never built;
+- dropped fields (``managedFields``; a pod's volumes that name no claim) are skipped in C and never built;
 - a kept field whose value is an object or array is looked up in the sharer's pool by that raw text: a repeat
   (a pod's labels, ownerReferences, tolerations, nodeSelector, ...) costs one dict lookup and is the shared
   object itself, with no parse and no walk;
@@ -41,6 +41,7 @@ from .transform import (
     POD_CONTAINER_STATUS_KEEP,
     POD_SPEC_DROP,
     POD_STATUS_IP_LISTS,
+    POD_VOLUME_SOURCES_KEEP,
     VOLATILE_KEYS,
     Sharer,
     Transform,
@@ -48,10 +49,12 @@ from .transform import (
     default_transform,
     project_container_statuses,
     project_containers,
+    project_volumes,
     single_address,
 )
 
 Obj = dict[str, Any]
+_VOLUME_SOURCE_KEYS = tuple(f'"{key}"'.encode() for key in POD_VOLUME_SOURCES_KEEP)
 _Sections = dict[str, msgspec.Raw]
 
 
@@ -129,7 +132,8 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
         return {"metadata": metadata, "spec": unique, "status": unique}
     return {
         "metadata": metadata,
-        "spec": unique | dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers"),
+        "spec": unique | dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers")
+        | {"volumes": "_volumes"},
         "status": unique | dict.fromkeys(POD_STATUS_IP_LISTS, "_ip_list")
         | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
     }
@@ -253,6 +257,13 @@ class WireDecoder:
 
     def _container_statuses(self, text: bytes) -> Any:
         return self._projected(text, _decode_container_statuses, project_container_statuses)
+
+    def _volumes(self, text: bytes) -> Any:
+        # Most pods name no claim: a text without any kept source's key is dropped without a parse.
+        if not any(key in text for key in _VOLUME_SOURCE_KEYS):
+            return _DROPPED
+        kept = project_volumes(_loads(text))
+        return _DROPPED if kept is None else self._sharer.canonical(kept)
 
     def _ip_list(self, text: bytes) -> Any:
         # An array text with no comma anywhere holds at most one element: single-stack, dropped without a parse.
