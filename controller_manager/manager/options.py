@@ -340,6 +340,8 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Service-account token Secrets synced in parallel (workers).'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
               'HorizontalPodAutoscalers synced in parallel (workers).'),
+        _flag("concurrent-ephemeralvolume-syncs", _INT, "5",
+              'Pods whose generic ephemeral volumes get their claims in parallel (workers).'),
         _flag("cluster-signing-cert-file", _str, "",
               'PEM-encoded X509 CA certificate used to issue cluster-scoped certificates for every kubernetes.io '
               'signer. If specified, no more specific --cluster-signing-* flag may be set.'),

@@ -263,8 +263,8 @@ class Sharer:
 # the containers' statuses their name, state, lastState, ready, restartCount, started, image, and the resources and
 # allocatedResources the kubelet reports (the quota controller charges a resized pod by them). Dropped:
 # of spec.volumes all but those naming a claim (persistentVolumeClaim, ephemeral) or an inline CSI volume, and of
-# those all but their name and that source (the storage controllers' pod-to-claim lookups), every other container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when
-# they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0] to hostIP, so a single
+# those all but their name and that source (the storage controllers' pod-to-claim lookups), every other
+# container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0] to hostIP, so a single
 # entry says nothing more; dual-stack lists are kept: read ``api.pods.pod_ips``), and every other container status field
 # (containerID and imageID, unique per pod; mounts, user, ...). The projected pod must never
 # be written back whole (no controller updates a pod from its cache: they patch), so what is dropped here is never
