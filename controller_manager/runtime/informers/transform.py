@@ -253,22 +253,22 @@ class Sharer:
 
 # -- the pod projection ---------------------------------------------------------------------------------
 #
-# Pods are most of what a controller manager caches, and much of a pod is for the kubelet alone. What the
-# controllers in controller_manager/controllers read of a cached pod (grepped; keep this list current when a
-# controller starts reading more): metadata (all of it but managedFields); spec.nodeName, restartPolicy,
-# tolerations, terminationGracePeriodSeconds, nodeSelector, affinity, hostNetwork, priority and the rest of the
-# scalars; of each container its name (pod failure policies and sidecar restart counts match on it, with
-# initContainers' restartPolicy) and ports (EndpointSlices resolve named target ports), plus image and resources
-# for whoever reports them; status.phase, conditions, reason, message, hostIP, podIP, startTime, qosClass, and of
-# the containers' statuses their name, state, lastState, ready, restartCount, started, image, and the resources and
-# allocatedResources the kubelet reports (the quota controller charges a resized pod by them). Dropped:
-# of spec.volumes all but those naming a claim (persistentVolumeClaim, ephemeral) or an inline CSI volume, and of
-# those all but their name and that source (the storage controllers' pod-to-claim lookups), every other
-# container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0] to hostIP, so a single
-# entry says nothing more; dual-stack lists are kept: read ``api.pods.pod_ips``), and every other container status field
-# (containerID and imageID, unique per pod; mounts, user, ...). The projected pod must never
-# be written back whole (no controller updates a pod from its cache: they patch), so what is dropped here is never
-# lost on the server.
+# Pods are most of what a controller manager caches, and much of a pod is for the kubelet alone. What the controllers
+# in controller_manager/controllers read of a cached pod (grepped; keep this list current when a controller starts
+# reading more): metadata (all of it but managedFields); spec.nodeName, restartPolicy, tolerations,
+# terminationGracePeriodSeconds, nodeSelector, affinity, hostNetwork, priority and the rest of the scalars; of each
+# container its name (pod failure policies and sidecar restart counts match on it, with initContainers' restartPolicy)
+# and ports (EndpointSlices resolve named target ports), plus image and resources for whoever reports them;
+# status.phase, conditions, reason, message, hostIP, podIP, startTime, qosClass, and of the containers' statuses their
+# name, state, lastState, ready, restartCount, started, image, and the resources and allocatedResources the kubelet
+# reports (the quota controller charges a resized pod by them). Dropped: of spec.volumes all but those naming a claim
+# (persistentVolumeClaim, ephemeral) or an inline CSI volume, and of those all but their name and that source (the
+# storage controllers' pod-to-claim lookups), every other container field (env, probes, mounts, command, ...),
+# status.podIPs and hostIPs when they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0]
+# to hostIP, so a single entry says nothing more; dual-stack lists are kept: read ``api.pods.pod_ips``), and every
+# other container status field (containerID and imageID, unique per pod; mounts, user, ...). The projected pod must
+# never be written back whole (no controller updates a pod from its cache: they patch), so what is dropped here is
+# never lost on the server.
 POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy", "ports"})
 POD_CONTAINER_STATUS_KEEP: frozenset[str] = frozenset(
     {"name", "state", "lastState", "ready", "restartCount", "started", "image", "resources", "allocatedResources"})
