@@ -170,6 +170,7 @@ class Options:
     resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
+    concurrent_ephemeralvolume_syncs: int = 5
     # CSR signing
     cluster_signing_cert_file: str = ""
     cluster_signing_key_file: str = ""
