@@ -72,8 +72,8 @@ async def test_a_claim_in_use_stays_terminating_until_its_pod_is_gone() -> None:
         await h.client.create(PODS, pod("user", [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]), NS)
         await wait_for(lambda: running(h, "user"), what="the pod running")
         await wait_for(lambda: unused_is("False"), what="Unused=False while the pod uses the claim")
-        cond = [c for c in (await h.client.get(PERSISTENTVOLUMECLAIMS, "data", NS))["status"]["conditions"]
-                if c["type"] == "Unused"][0]
+        cond = next(c for c in (await h.client.get(PERSISTENTVOLUMECLAIMS, "data", NS))["status"]["conditions"]
+                    if c["type"] == "Unused")
         assert (cond["reason"], cond["message"]) == ("PodUsingPVC", "A pod is currently referencing this PVC")
 
         await h.client.delete(PERSISTENTVOLUMECLAIMS, "data", NS)
