@@ -21,6 +21,7 @@ from controller_manager.controllers.disruption import DisruptionController
 from controller_manager.controllers.endpoint import EndpointsController
 from controller_manager.controllers.endpointslice import EndpointSliceController
 from controller_manager.controllers.ephemeral import EphemeralVolumeController
+from controller_manager.controllers.expand import ExpandController
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from controller_manager.controllers.job import JobController
 from controller_manager.controllers.namespace import NamespaceController
@@ -72,4 +73,5 @@ ALL: list[type[Controller]] = [
     PVProtectionController,
     EphemeralVolumeController,
     VACProtectionController,
+    ExpandController,
 ]

@@ -94,6 +94,23 @@ class FakeApi:
         self._act("update/status", res, (obj.get("metadata") or {}).get("namespace"), obj)
         return self.put(res, obj)
 
+    async def patch(self, res: Resource, name: str, patch: Mapping[str, Any], namespace: str | None = None, *,
+                    patch_type: str = "merge", subresource: str | None = None) -> Obj:
+        """Applies only what the controllers patch: metadata annotations (a None value removes one)."""
+        self._act("patch" if subresource is None else f"patch/{subresource}", res, namespace, patch)
+        key = f"{namespace}/{name}" if namespace else name
+        current = self.objects.get((res.plural, key))
+        if current is None:
+            raise NotFound(404, "NotFound", f'{res.plural} "{name}" not found')
+        updated = copy.deepcopy(current)
+        annotations = updated["metadata"].setdefault("annotations", {})
+        for k, v in ((patch.get("metadata") or {}).get("annotations") or {}).items():
+            if v is None:
+                annotations.pop(k, None)
+            else:
+                annotations[k] = v
+        return self.put(res, updated)
+
     def writes(self) -> list[Action]:
         return [a for a in self.actions if a.verb not in ("get", "list")]
 
