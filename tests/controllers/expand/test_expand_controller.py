@@ -84,7 +84,7 @@ async def test_sync_handler(pv: Obj | None, pvc: Obj, error: bool, annotation: s
     else:
         assert api.writes() == []
     if event is not None:
-        assert [e[1:] for e in events.events][0] == event
+        assert [e[1:] for e in events.events] == [event]
 
 
 async def test_the_annotation_is_written_once() -> None:
