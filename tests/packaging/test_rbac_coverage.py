@@ -202,6 +202,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("update", "persistentvolumes") in verbs
     if "volumeattributesclass-protection-controller" in names:
         assert ("update", "volumeattributesclasses") in verbs
+    if "persistentvolume-expander-controller" in names:
+        assert {("get", "persistentvolumes"), ("patch", "persistentvolumeclaims")} <= verbs
 
 
 def _gone(api: Any, res: Any, namespace: str | None, name: str) -> bool:
@@ -253,3 +255,25 @@ async def _exercise_storage(api: Any, names: list[str]) -> None:
         return all(_gone(api, *where) for name, where in owners.items() if name in names)
 
     await wait_for(released, timeout=30, what="the protection finalizers to be removed")
+
+    # A CSI-migrated volume's claim grows: the expander reads the volume and annotates the claim via /status.
+    grow = api.create(PERSISTENTVOLUMECLAIMS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grow"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-grow",
+                 "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+    api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-grow"},
+                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "awsElasticBlockStore": {"volumeID": "vol-1"},
+                                            "claimRef": {"namespace": NS, "name": "grow",
+                                                         "uid": grow["metadata"]["uid"]}}})
+    grow = api.update(PERSISTENTVOLUMECLAIMS, {**grow, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}},
+                      subresource="status")
+    api.update(PERSISTENTVOLUMECLAIMS, {**grow, "spec": {**grow["spec"], "resources": {
+        "requests": {"storage": "2Gi"}}}})
+
+    async def annotated() -> bool:
+        annotations = api.get(PERSISTENTVOLUMECLAIMS, NS, "grow")["metadata"].get("annotations") or {}
+        return "volume.kubernetes.io/storage-resizer" in annotations or "persistentvolume-expander-controller" \
+            not in names
+
+    await wait_for(annotated, timeout=30, what="the expander to hand the claim to its resizer")

@@ -68,3 +68,35 @@ async def test_an_expandable_claim_grows() -> None:
         assert ("VolumeResizeSuccessful", f"external-resizer {DRIVER}", "Resize volume succeeded") in events
         # A CSI volume's claim is not annotated: its driver's resizer recognises it by the volume.
         assert "volume.kubernetes.io/storage-resizer" not in (done["metadata"].get("annotations") or {})
+
+
+async def test_a_csi_migrated_volume_is_handed_to_its_drivers_resizer() -> None:
+    async with controller_harness(ExpandController, nodes=1) as h:
+        await h.client.create(STORAGECLASSES, {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "gp2"},
+            "provisioner": "kubernetes.io/aws-ebs", "allowVolumeExpansion": True})
+        claim = await h.client.create(PERSISTENTVOLUMECLAIMS, {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "old"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp2", "volumeName": "pv-old",
+                     "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+        pv = await h.client.create(PERSISTENTVOLUMES, {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-old"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "gp2",
+                     "awsElasticBlockStore": {"volumeID": "vol-0abc", "fsType": "ext4"},
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NS, "name": "old",
+                                  "uid": claim["metadata"]["uid"]}}})
+        await h.client.update_status(PERSISTENTVOLUMES, {**pv, "status": {"phase": "Bound"}})
+        await h.client.update_status(PERSISTENTVOLUMECLAIMS, {**claim, "status": {
+            "phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}}})
+        await h.client.patch(PERSISTENTVOLUMECLAIMS, "old", {"spec": {"resources": {"requests": {"storage": "3Gi"}}}},
+                             NS)
+
+        async def grown() -> dict[str, Any] | None:
+            current = await h.client.get(PERSISTENTVOLUMECLAIMS, "old", NS)
+            return current if (current.get("status") or {}).get("capacity", {}).get("storage") == "3Gi" else None
+
+        done = await wait_for(grown, what="the migrated volume's claim grown by the EBS driver's resizer")
+        assert done["metadata"]["annotations"]["volume.kubernetes.io/storage-resizer"] == "ebs.csi.aws.com"
+        events = [(e["reason"], e["message"]) for e in await h.events_for("old")]
+        assert ("ExternalExpanding", "CSI migration enabled for kubernetes.io/aws-ebs; waiting for external "
+                "resizer to expand the pvc") in events
