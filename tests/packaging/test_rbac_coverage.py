@@ -27,6 +27,7 @@ from controller_manager.api.resources import (
     RESOURCEQUOTAS,
     SERVICES,
     STATEFULSETS,
+    STORAGECLASSES,
     VOLUMEATTRIBUTESCLASSES,
 )
 from controller_manager.controllers import ALL
@@ -257,9 +258,12 @@ async def _exercise_storage(api: Any, names: list[str]) -> None:
     await wait_for(released, timeout=30, what="the protection finalizers to be removed")
 
     # A CSI-migrated volume's claim grows: the expander reads the volume and annotates the claim via /status.
+    api.create(STORAGECLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                "metadata": {"name": "gp2"}, "provisioner": "kubernetes.io/aws-ebs",
+                                "allowVolumeExpansion": True})
     grow = api.create(PERSISTENTVOLUMECLAIMS, {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grow"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-grow",
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-grow", "storageClassName": "gp2",
                  "resources": {"requests": {"storage": "1Gi"}}}}, NS)
     api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-grow"},
                                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES
+from controller_manager.client.errors import Forbidden
 from controller_manager.controllers.expand import ExpandController
 from tests.controllers.harness import controller_harness, wait_for
 
@@ -100,3 +103,28 @@ async def test_a_csi_migrated_volume_is_handed_to_its_drivers_resizer() -> None:
         events = [(e["reason"], e["message"]) for e in await h.events_for("old")]
         assert ("ExternalExpanding", "CSI migration enabled for kubernetes.io/aws-ebs; waiting for external "
                 "resizer to expand the pvc") in events
+
+
+async def test_growing_a_claim_needs_an_expandable_class() -> None:
+    async with controller_harness(ExpandController, nodes=1) as h:
+        for name, allow in (("fixed", None), ("grows", True)):
+            sc: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                  "metadata": {"name": name}, "provisioner": DRIVER}
+            if allow is not None:
+                sc["allowVolumeExpansion"] = allow
+            await h.client.create(STORAGECLASSES, sc)
+        for name, sc_name in (("a", "fixed"), ("b", "grows"), ("c", "missing")):
+            await h.client.create(PERSISTENTVOLUMECLAIMS, {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc_name,
+                         "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+        grow = {"spec": {"resources": {"requests": {"storage": "2Gi"}}}}
+        for name in ("a", "c"):
+            with pytest.raises(Forbidden) as refused:
+                await h.client.patch(PERSISTENTVOLUMECLAIMS, name, grow, NS)
+            assert str(refused.value) == (
+                f'persistentvolumeclaims "{name}" is forbidden: only dynamically provisioned pvc can be resized and '
+                "the storageclass that provisions the pvc must support resize")
+        await h.client.patch(PERSISTENTVOLUMECLAIMS, "b", grow, NS)
+        # Shrinking (or leaving the request alone) is not this plugin's business.
+        await h.client.patch(PERSISTENTVOLUMECLAIMS, "a", {"metadata": {"labels": {"x": "y"}}}, NS)

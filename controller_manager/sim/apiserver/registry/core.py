@@ -252,6 +252,16 @@ class PersistentVolumeClaimStrategy(Strategy):
         storage_protection.admit(self.kind, obj)
         return obj
 
+    def before_update(self, w: Write, obj: Obj, old: Obj) -> Obj:
+        if w.subresource is None:
+            classes = {str((c.get("metadata") or {}).get("name")): c
+                       for c in stored_objects(w.api, STORAGECLASSES, None)}
+            why = storage_protection.resize_refusal(obj, old, classes)
+            if why is not None:
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                raise errors.forbidden("", "persistentvolumeclaims", name, why)
+        return obj
+
 
 class ReplicationControllerStrategy(Strategy):
     kind = "ReplicationController"
