@@ -175,6 +175,7 @@ class Options:
     horizontal_pod_autoscaler_tolerance: float = 0.1
     horizontal_pod_autoscaler_cpu_initialization_period: float = 5 * 60.0
     horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
+    concurrent_ephemeralvolume_syncs: int = 5
     # CSR signing
     cluster_signing_cert_file: str = ""
     cluster_signing_key_file: str = ""
@@ -361,6 +362,8 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'window has passed since it became Ready.'),
         _flag("horizontal-pod-autoscaler-initial-readiness-delay", _DURATION, "30s",
               'How long after a pod starts a change of its readiness still counts as its first readiness.'),
+        _flag("concurrent-ephemeralvolume-syncs", _INT, "5",
+              'Pods whose generic ephemeral volumes get their claims in parallel (workers).'),
         _flag("cluster-signing-cert-file", _str, "",
               'PEM-encoded X509 CA certificate used to issue cluster-scoped certificates for every kubernetes.io '
               'signer. If specified, no more specific --cluster-signing-* flag may be set.'),

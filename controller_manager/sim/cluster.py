@@ -53,6 +53,7 @@ from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_
 from controller_manager.sim.faults import FaultInjector
 from controller_manager.sim.kubeconfig import write_kubeconfig
 from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
+from controller_manager.sim.resizer import SimResizer
 from controller_manager.sim.scheduler import Scheduler
 from controller_manager.sim.storage import StorageConfig, StorageSim
 
@@ -99,6 +100,7 @@ class SimCluster:
         anonymous_admin: bool = True,
         aggregate_cluster_roles: bool = True,
         storage: StorageConfig | None = None,
+        resize_delay: float = 0.0,
     ) -> None:
         if nodes < 0:
             raise ValueError("nodes must be >= 0")
@@ -111,6 +113,8 @@ class SimCluster:
         self.scheduler = Scheduler(self.api, self.clock, retry_interval=scheduler_retry_interval) if scheduler else None
         self.kubelets = KubeletManager(self.api, self.clock, kubelet_config, storage) if kubelets else None
         self.storage = StorageSim(self.api, self.clock, storage) if storage is not None else None
+        # The CSI drivers' external-resizer sidecar (every driver; no node-side expansion).
+        self.resizer = SimResizer(self.api, self.clock, delay=resize_delay)
         self._zones = zone_names(zones)
         self._initial_nodes = nodes
         self._host = host
@@ -161,6 +165,7 @@ class SimCluster:
             self._tasks.append(asyncio.create_task(self.kubelets.run(), name="sim-kubelets"))
         if self.scheduler is not None:
             self._tasks.append(asyncio.create_task(self.scheduler.run(), name="sim-scheduler"))
+        self._tasks.append(asyncio.create_task(self.resizer.run(), name="sim-resizer"))
         if self.kubelets is not None:
             names = self.kubelets.node_names
             await self._wait(lambda: all(self._node_ready(n) for n in names), "nodes to register")

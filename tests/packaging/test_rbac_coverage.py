@@ -21,10 +21,15 @@ from controller_manager.api.resources import (
     HORIZONTALPODAUTOSCALERS,
     JOBS,
     NODES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODS,
     REPLICATIONCONTROLLERS,
     RESOURCEQUOTAS,
     SERVICES,
     STATEFULSETS,
+    STORAGECLASSES,
+    VOLUMEATTRIBUTESCLASSES,
 )
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
@@ -174,6 +179,7 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
             return bool(status.get("certificate")) or not signing_runs
 
         await wait_for(issued, timeout=30, what="the CSR to be approved and signed")
+        await _exercise_storage(api, names)
         h.cluster.faults.set_latency(None)
 
     resource_requests = [info for info in seen if info.is_resource]
@@ -208,3 +214,89 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("update", "horizontalpodautoscalers") in verbs
         assert any(i.subresource == "scale" for i in resource_requests)
         assert ("list", "pods") in {(i.verb, i.resource) for i in resource_requests if i.group == "metrics.k8s.io"}
+    if "ephemeral-volume-controller" in names:
+        assert ("create", "persistentvolumeclaims") in verbs
+    if "persistentvolumeclaim-protection-controller" in names:
+        assert {("update", "persistentvolumeclaims"), ("list", "pods")} <= verbs
+    if "persistentvolume-protection-controller" in names:
+        assert ("update", "persistentvolumes") in verbs
+    if "volumeattributesclass-protection-controller" in names:
+        assert ("update", "volumeattributesclasses") in verbs
+    if "persistentvolume-expander-controller" in names:
+        assert {("get", "persistentvolumes"), ("patch", "persistentvolumeclaims")} <= verbs
+
+
+def _gone(api: Any, res: Any, namespace: str | None, name: str) -> bool:
+    try:
+        api.get(res, namespace, name)
+    except Exception:
+        return True
+    return False
+
+
+async def _exercise_storage(api: Any, names: list[str]) -> None:
+    """A generic ephemeral volume's claim; a Bound claim's Unused condition; an unused claim, volume and
+    VolumeAttributesClass deleted through their protection finalizers."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "scratch"}, "spec": {
+        "containers": [{"name": "c", "image": "registry.example/app:1"}],
+        "volumes": [{"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]}}
+    api.create(PODS, pod, NS)
+    api.create(VOLUMEATTRIBUTESCLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+                                         "metadata": {"name": "gold"}, "driverName": "csi.example.com"})
+    api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-loose"},
+                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "hostPath": {"path": "/tmp/x"}}})
+    claim = api.create(PERSISTENTVOLUMECLAIMS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "loose"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+    api.update(PERSISTENTVOLUMECLAIMS, {**claim, "status": {"phase": "Bound"}}, subresource="status")
+
+    async def storage_settled() -> bool:
+        checks = {
+            "ephemeral-volume-controller": not _gone(api, PERSISTENTVOLUMECLAIMS, NS, "scratch-tmp"),
+            "persistentvolumeclaim-protection-controller": any(
+                c.get("type") == "Unused" for c in (api.get(PERSISTENTVOLUMECLAIMS, NS, "loose").get("status") or {})
+                .get("conditions") or ()),
+            "volumeattributesclass-protection-controller": "kubernetes.io/vac-protection" in (
+                api.get(VOLUMEATTRIBUTESCLASSES, None, "gold")["metadata"].get("finalizers") or ()),
+        }
+        return all(ok for name, ok in checks.items() if name in names)
+
+    await wait_for(storage_settled, timeout=30, what="the storage controllers to act")
+    api.delete(PERSISTENTVOLUMECLAIMS, NS, "loose")
+    api.delete(PERSISTENTVOLUMES, None, "pv-loose")
+    api.delete(VOLUMEATTRIBUTESCLASSES, None, "gold")
+
+    async def released() -> bool:
+        owners = {"persistentvolumeclaim-protection-controller": (PERSISTENTVOLUMECLAIMS, NS, "loose"),
+                  "persistentvolume-protection-controller": (PERSISTENTVOLUMES, None, "pv-loose"),
+                  "volumeattributesclass-protection-controller": (VOLUMEATTRIBUTESCLASSES, None, "gold")}
+        return all(_gone(api, *where) for name, where in owners.items() if name in names)
+
+    await wait_for(released, timeout=30, what="the protection finalizers to be removed")
+
+    # A CSI-migrated volume's claim grows: the expander reads the volume and annotates the claim via /status.
+    api.create(STORAGECLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                "metadata": {"name": "gp2"}, "provisioner": "kubernetes.io/aws-ebs",
+                                "allowVolumeExpansion": True})
+    grow = api.create(PERSISTENTVOLUMECLAIMS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grow"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-grow", "storageClassName": "gp2",
+                 "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+    api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-grow"},
+                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "awsElasticBlockStore": {"volumeID": "vol-1"},
+                                            "claimRef": {"namespace": NS, "name": "grow",
+                                                         "uid": grow["metadata"]["uid"]}}})
+    grow = api.update(PERSISTENTVOLUMECLAIMS, {**grow, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}},
+                      subresource="status")
+    api.update(PERSISTENTVOLUMECLAIMS, {**grow, "spec": {**grow["spec"], "resources": {
+        "requests": {"storage": "2Gi"}}}})
+
+    async def annotated() -> bool:
+        annotations = api.get(PERSISTENTVOLUMECLAIMS, NS, "grow")["metadata"].get("annotations") or {}
+        return "volume.kubernetes.io/storage-resizer" in annotations or "persistentvolume-expander-controller" \
+            not in names
+
+    await wait_for(annotated, timeout=30, what="the expander to hand the claim to its resizer")

@@ -4,7 +4,7 @@ Why: on the watch path the default transform (transform.py) used to cost more th
 orjson first builds every node of the object (managedFields, volumes, env, probes, ...) and Python then walks it
 again to drop and share. Here msgspec (C) parses the event into its sections with each field's value left as
 the raw JSON text the server sent (``msgspec.Raw``: a slice, not parsed), and only what is kept is decoded:
-- dropped fields (``managedFields``; a pod's volumes) are skipped in C and never built;
+- dropped fields (``managedFields``; a pod's volumes that name no claim) are skipped in C and never built;
 - a kept field whose value is an object or array is looked up in the sharer's pool by that raw text: a repeat
   (a pod's labels, ownerReferences, tolerations, nodeSelector, ...) costs one dict lookup and is the shared
   object itself, with no parse and no walk;
