@@ -79,7 +79,9 @@ async def test_the_default_class_gets_claims_and_the_provisioner_makes_their_vol
         uid = created["metadata"]["uid"]
         pv = await eventually(lambda: get(api, PERSISTENTVOLUMES, None, f"pvc-{uid}"), "the PV")
         assert pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == DEFAULT_DRIVER
-        assert pv["metadata"]["finalizers"] == ["external-provisioner.volume.kubernetes.io/finalizer"]
+        # The provisioner's own finalizer, then the one kube-sim's StorageObjectInUseProtection admission adds.
+        assert pv["metadata"]["finalizers"] == ["external-provisioner.volume.kubernetes.io/finalizer",
+                                                "kubernetes.io/pv-protection"]
         spec = pv["spec"]
         assert spec["capacity"] == {"storage": "2Gi"}
         assert spec["claimRef"]["uid"] == uid
@@ -93,9 +95,15 @@ async def test_the_default_class_gets_claims_and_the_provisioner_makes_their_vol
                   if e["involvedObject"]["name"] == "data"]
         assert events == [("Provisioning", 'External provisioner is provisioning volume for claim "default/data"'),
                           ("ProvisioningSucceeded", f"Successfully provisioned volume pvc-{uid}")]
-        # A Released volume of a Delete class is deleted, its finalizer first removed.
+        # A Released volume of a Delete class is deleted, its finalizer first removed; what remains is the
+        # pv-protection finalizer, the persistentvolume-protection-controller's to remove (not running here).
         api.update(PERSISTENTVOLUMES, {**pv, "status": {"phase": "Released"}}, subresource="status")
-        await eventually(lambda: get(api, PERSISTENTVOLUMES, None, f"pvc-{uid}") is None, "the PV to be deleted")
+
+        def deleted() -> bool:
+            left = get(api, PERSISTENTVOLUMES, None, f"pvc-{uid}")
+            return left is None or (bool(left["metadata"].get("deletionTimestamp"))
+                                    and left["metadata"].get("finalizers") == ["kubernetes.io/pv-protection"])
+        await eventually(deleted, "the PV to be deleted")
 
 
 async def test_wait_for_first_consumer_claims_are_provisioned_in_the_selected_nodes_zone() -> None:
@@ -114,7 +122,7 @@ async def test_wait_for_first_consumer_claims_are_provisioned_in_the_selected_no
         assert pv["spec"]["nodeAffinity"] == {"required": {"nodeSelectorTerms": [{"matchExpressions": [
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}]}}
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
-        assert "finalizers" not in pv["metadata"]
+        assert pv["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]  # no provisioner's: Retain
 
 
 async def test_the_attacher_attaches_fails_and_detaches_volume_attachments() -> None:
