@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from controller_manager.controllers.bootstrap import BootstrapSigner, TokenCleaner
 from controller_manager.controllers.certificates import (
     CSRApprovingController,
     CSRCleanerController,
@@ -31,6 +32,7 @@ from controller_manager.controllers.replication import ReplicationManager
 from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
+from controller_manager.controllers.serviceaccounttoken import LegacySATokenCleaner, TokensController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
 from controller_manager.controllers.ttl import TTLController
@@ -64,4 +66,8 @@ ALL: list[type[Controller]] = [
     CSRSigningController,
     CSRApprovingController,
     CSRCleanerController,
+    TokensController,
+    LegacySATokenCleaner,
+    BootstrapSigner,
+    TokenCleaner,
 ]

@@ -169,6 +169,8 @@ class Options:
     concurrent_resource_quota_syncs: int = 5
     resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
+    service_account_private_key_file: str = ""
+    legacy_service_account_token_clean_up_period: float = 8760 * 3600.0
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
     # CSR signing
     cluster_signing_cert_file: str = ""
@@ -338,6 +340,13 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'How often every quota\'s usage is recalculated in full, whatever changed (0 disables it).'),
         _flag("concurrent-serviceaccount-token-syncs", _INT, "5",
               'Service-account token Secrets synced in parallel (workers).'),
+        _flag("service-account-private-key-file", _str, "",
+              'PEM file holding the RSA or ECDSA private key that signs the legacy tokens written into '
+              'kubernetes.io/service-account-token Secrets; the serviceaccount-token-controller runs only when it '
+              'is set.'),
+        _flag("legacy-service-account-token-clean-up-period", _DURATION, "8760h0m0s",
+              'How long an auto-generated legacy ServiceAccount token may go unused before it is labelled invalid, '
+              'and then stay invalid before it is deleted.'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
               'HorizontalPodAutoscalers synced in parallel (workers).'),
         _flag("cluster-signing-cert-file", _str, "",
@@ -517,6 +526,8 @@ def validate(options: Options) -> list[str]:
         errors.append("--tls-cert-file and --tls-private-key-file must be given together")
     if options.kube_api_burst < 0:
         errors.append("--kube-api-burst must not be negative")
+    if options.legacy_service_account_token_clean_up_period <= 0:
+        errors.append("--legacy-service-account-token-clean-up-period must be greater than zero")
     for flag in ("min-resync-period", "leader-elect-lease-duration", "node-monitor-period",
                  "node-monitor-grace-period", "node-startup-grace-period", "namespace-sync-period"):
         if options.value(flag) < 0:
