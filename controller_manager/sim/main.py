@@ -93,6 +93,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="admit pods without the ServiceAccount admission plugin (default: on, as kube-apiserver; "
                         "pods then need their ServiceAccount, made by a controller-manager's serviceaccount "
                         "controller)")
+    p.add_argument("--service-account-key-file", action="append", default=[], metavar="FILE",
+                   help="PEM file of RSA or ECDSA public keys (private keys and certificates are read for theirs) "
+                        "that verify legacy ServiceAccount tokens, those a controller-manager's "
+                        "serviceaccount-token-controller signs (repeatable; as kube-apiserver's flag)")
     p.add_argument("--faults", default="", metavar="SPEC",
                    help="faults to inject, e.g. 'error:code=500:p=0.05,latency:seconds=0.01,slow-watch:seconds=2'")
     p.add_argument("--node-status-update-frequency", type=_positive_float, default=10.0, metavar="SECONDS")
@@ -136,6 +140,13 @@ async def serve(args: argparse.Namespace) -> None:
                          anonymous_admin=args.anonymous_admin)
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     cluster.api.options.service_account_admission = not args.no_service_account_admission
+    if args.service_account_key_file:
+        assert cluster.api.auth is not None
+        try:
+            cluster.api.auth.use_service_account_key_files(args.service_account_key_file)
+        except (OSError, ValueError) as exc:
+            sys.stderr.write(f"kube-sim: error: --service-account-key-file: {exc}\n")
+            raise SystemExit(1) from None
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:
