@@ -2,8 +2,8 @@
 
 Guarantees:
 - :func:`compute_detached_signature` is ``ComputeDetachedSignature``: a compact HS256 JWS of ``content`` whose
-  protected header is ``{"alg":"HS256","kid":"<token id>"}``, keyed with the whole bootstrap token
-  ``<id>.<secret>``, with its payload part removed (``header..signature``), byte for byte what go-jose produces.
+  protected header is ``{"alg":"HS256","kid":"<token id>"}``, keyed with the token's secret part, with its
+  payload part removed (``header..signature``), byte for byte what go-jose produces.
 - :func:`detached_token_is_valid` is ``DetachedTokenIsValid``: recompute and compare (constant time).
 - The HMAC is ``cryptography``'s; only the JWS framing is done here.
 """
@@ -16,23 +16,18 @@ import json
 
 from cryptography.hazmat.primitives import hashes, hmac
 
-__all__ = ["compute_detached_signature", "detached_token_is_valid", "token_from_id_and_secret"]
+__all__ = ["compute_detached_signature", "detached_token_is_valid"]
 
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
 
-def token_from_id_and_secret(token_id: str, token_secret: str) -> str:
-    """``tokenutil.TokenFromIDAndSecret``: ``<id>.<secret>``."""
-    return f"{token_id}.{token_secret}"
-
-
 def compute_detached_signature(content: str, token_id: str, token_secret: str) -> str:
     # go-jose writes the protected header with its keys sorted and no spaces.
     header = _b64(('{"alg":"HS256","kid":' + _json_string(token_id) + "}").encode())
     signing_input = f"{header}.{_b64(content.encode())}".encode("ascii")
-    mac = hmac.HMAC(token_from_id_and_secret(token_id, token_secret).encode(), hashes.SHA256())
+    mac = hmac.HMAC(token_secret.encode(), hashes.SHA256())
     mac.update(signing_input)
     return f"{header}..{_b64(mac.finalize())}"
 
