@@ -22,6 +22,8 @@ from controller_manager.api.resources import (
     NODES,
     REPLICATIONCONTROLLERS,
     RESOURCEQUOTAS,
+    SECRETS,
+    SERVICEACCOUNTS,
     SERVICES,
     STATEFULSETS,
 )
@@ -31,6 +33,7 @@ from controller_manager.sim.apiserver import requestinfo
 from controller_manager.sim.apiserver.requestinfo import RequestInfo
 from tests.controllers.certificates.pki import csr_object, csr_pem, new_ca
 from tests.controllers.harness import controller_harness, wait_for
+from tests.controllers.serviceaccounttoken.test_e2e import key_pair
 
 NS = "default"
 
@@ -67,7 +70,9 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         return 0.0  # no delay: the latency hook is only used to observe each HTTP request
 
     cert_file, key_file, _ = new_ca(tmp_path)
-    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file)}
+    sa_key_file, _ = key_pair(tmp_path)
+    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file),
+               "service_account_private_key_file": str(sa_key_file)}
     async with controller_harness(*ALL, nodes=2, start=False, options=signing) as h:
         h.cluster.faults.set_latency(record)
         await h.start()
@@ -96,6 +101,10 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                                             "metadata": {"name": "legacy"},
                                             "spec": {"replicas": 2, "selector": {"app": "legacy"},
                                                      "template": _template("legacy")}}, NS)
+        api.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}, NS)
+        api.create(SECRETS, {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+                             "metadata": {"name": "robot-token",
+                                          "annotations": {"kubernetes.io/service-account.name": "robot"}}}, NS)
         api.create(RESOURCEQUOTAS, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "counts"},
                                     "spec": {"hard": {"pods": "100", "count/deployments.apps": "10"}}}, NS)
 
@@ -116,6 +125,7 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
                 "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
+                "serviceaccount-token-controller": "token" in (api.get(SECRETS, NS, "robot-token").get("data") or {}),
                 "resourcequota-controller": "count/deployments.apps" in (
                     api.get(RESOURCEQUOTAS, NS, "counts").get("status") or {}).get("used", {}),
             }
@@ -189,3 +199,5 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("create", "subjectaccessreviews") in verbs
     if "resourcequota-controller" in names:
         assert ("update", "resourcequotas") in verbs
+    if "serviceaccount-token-controller" in names:
+        assert ("update", "secrets") in verbs

@@ -205,8 +205,9 @@ async def clean(secret: Obj) -> tuple[FakeClient, TokenCleaner, Any]:
 
 
 async def test_cleaner_no_expiration() -> None:
-    client, cleaner, result = await clean(token_secret("tokenID", "tokenSecret"))
-    assert client.actions == [] and result is None
+    client, _cleaner, result = await clean(token_secret("tokenID", "tokenSecret"))
+    assert client.actions == []
+    assert result is None
 
 
 async def test_cleaner_expired() -> None:
@@ -218,7 +219,8 @@ async def test_cleaner_expired() -> None:
 async def test_cleaner_not_expired() -> None:
     client, _, result = await clean(expiring(token_secret("tokenID", "tokenSecret"), 3600))
     assert client.actions == []
-    assert result is not None and result.requeue_after == 3600.0
+    assert result is not None
+    assert result.requeue_after == 3600.0
 
 
 async def test_cleaner_expired_at() -> None:

@@ -204,7 +204,8 @@ async def test_the_pass_repeats_every_sync_interval() -> None:
     key = await cleaner.queue.get()
     assert key is not None
     result = await cleaner.sync(key)
-    assert result is not None and result.requeue_after == 30.0
+    assert result is not None
+    assert result.requeue_after == 30.0
     cleaner.queue.shut_down()
 
 

@@ -229,7 +229,8 @@ async def test_token_creation(name: str, client: FakeClient, controller: TokensC
 
     await drain(c)
 
-    assert len(c.queue) == 0 and len(c.secret_queue) == 0
+    assert len(c.queue) == 0
+    assert len(c.secret_queue) == 0
     assert client.actions == tc.expected
 
 
