@@ -29,6 +29,7 @@ from typing import NoReturn
 
 import structlog
 
+from controller_manager.sim.apiserver.auth.legacy_tokens import load_public_keys
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.faults import parse_fault_spec
 from controller_manager.sim.kubelet import KubeletConfig
@@ -111,6 +112,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.fault_actions = parse_fault_spec(args.faults)
     except ValueError as exc:
         p.error(f"--faults: {exc}")
+    try:
+        load_public_keys(args.service_account_key_file)
+    except (OSError, ValueError) as exc:
+        p.error(f"--service-account-key-file: {exc}")
     return args
 
 
@@ -142,11 +147,7 @@ async def serve(args: argparse.Namespace) -> None:
     cluster.api.options.service_account_admission = not args.no_service_account_admission
     if args.service_account_key_file:
         assert cluster.api.auth is not None
-        try:
-            cluster.api.auth.use_service_account_key_files(args.service_account_key_file)
-        except (OSError, ValueError) as exc:
-            sys.stderr.write(f"kube-sim: error: --service-account-key-file: {exc}\n")
-            raise SystemExit(1) from None
+        cluster.api.auth.use_service_account_key_files(args.service_account_key_file)  # read by parse_args
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:
