@@ -76,7 +76,8 @@ async def test_legacy_tokens_and_bootstrap_signing_end_to_end(processes: Process
     assert "Unauthorized" in out
 
     kubeconfig = "apiVersion: v1\nkind: Config\n"
-    await kubectl.ok("create", "configmap", "cluster-info", "-n", "kube-public", f"--from-literal=kubeconfig={kubeconfig}")
+    await kubectl.ok("create", "configmap", "cluster-info", "-n", "kube-public",
+                     f"--from-literal=kubeconfig={kubeconfig}")
     (tmp_path / "bootstrap.yaml").write_text(BOOTSTRAP_TOKEN_YAML)
     await kubectl.ok("apply", "-f", str(tmp_path / "bootstrap.yaml"))
 
