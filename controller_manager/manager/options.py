@@ -526,8 +526,6 @@ def validate(options: Options) -> list[str]:
         errors.append("--tls-cert-file and --tls-private-key-file must be given together")
     if options.kube_api_burst < 0:
         errors.append("--kube-api-burst must not be negative")
-    if options.legacy_service_account_token_clean_up_period <= 0:
-        errors.append("--legacy-service-account-token-clean-up-period must be greater than zero")
     for flag in ("min-resync-period", "leader-elect-lease-duration", "node-monitor-period",
                  "node-monitor-grace-period", "node-startup-grace-period", "namespace-sync-period"):
         if options.value(flag) < 0:

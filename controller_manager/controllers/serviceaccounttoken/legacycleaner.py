@@ -114,7 +114,7 @@ class LegacySATokenCleaner(Controller):
         period = ctx.options.get("legacy_service_account_token_clean_up_period", DEFAULT_CLEAN_UP_PERIOD)
         self.clean_up_period = float(period)
         if not self.clean_up_period > 0:
-            raise ValueError(f"invalid CleanUpPeriod: {self.clean_up_period}")
+            raise ValueError(f"invalid CleanUpPeriod: {self.clean_up_period}s")
         if not sync_interval > 0:
             raise ValueError(f"invalid SyncInterval: {sync_interval}")
         self.sync_interval = sync_interval

@@ -39,7 +39,12 @@ from cryptography import x509
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import SECRETS, SERVICEACCOUNTS
 from controller_manager.client.errors import ApiError, Conflict, NotFound
-from controller_manager.controllers.serviceaccounttoken.jwt import TokenGenerator, legacy_claims, load_private_key
+from controller_manager.controllers.serviceaccounttoken.jwt import (
+    InvalidKeyFile,
+    TokenGenerator,
+    legacy_claims,
+    load_private_key,
+)
 from controller_manager.runtime.controller import Controller, ControllerContext, Result, TerminalError
 from controller_manager.runtime.informers import Event, Updated
 from controller_manager.runtime.workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -151,7 +156,10 @@ class TokensController(Controller):
         if not self.enabled:
             self.log.info("controller is disabled because there is no private key")
             return
-        self.generator = generator if generator is not None else TokenGenerator(load_private_key(key_file))
+        try:
+            self.generator = generator if generator is not None else TokenGenerator(load_private_key(key_file))
+        except InvalidKeyFile as err:
+            raise InvalidKeyFile(f"error reading key for service account token controller: {err}") from err
         self.root_ca = root_ca_data if root_ca_data is not None else root_ca(
             ctx.options, getattr(ctx.client, "config", None))
         self.sa_informer = ctx.informers.informer(SERVICEACCOUNTS)

@@ -1,7 +1,7 @@
 """The bootstrap signer and token cleaner against kube-sim, through the official ``kubernetes`` client: a
 bootstrap token usable for signing signs ``kube-public/cluster-info`` (the detached JWS verifies, as ``kubeadm
-join`` checks it, with an HMAC computed here independently); when the token expires the cleaner deletes its
-Secret and the signer drops its signature."""
+join`` checks it, with an HMAC computed here independently); when the token is given an expiration the cleaner
+deletes its Secret as it passes and the signer drops its signature."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def create(h: Harness, expiration: str) -> None:
+def create(h: Harness) -> None:
     """What ``kubeadm init`` writes: the cluster-info ConfigMap and a bootstrap token Secret."""
     api_client = kubernetes.config.new_client_from_config(config_file=str(h.cluster.kubeconfig_path))
     try:
@@ -38,7 +38,7 @@ def create(h: Harness, expiration: str) -> None:
                                                           "data": {"kubeconfig": KUBECONFIG}})
         core.create_namespaced_secret("kube-system", {
             "metadata": {"name": f"bootstrap-token-{TOKEN_ID}"}, "type": "bootstrap.kubernetes.io/token",
-            "stringData": {"token-id": TOKEN_ID, "token-secret": TOKEN_SECRET, "expiration": expiration,
+            "stringData": {"token-id": TOKEN_ID, "token-secret": TOKEN_SECRET,
                            "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true"}})
     finally:
         api_client.close()
@@ -55,8 +55,7 @@ def read_cluster_info(h: Harness) -> dict[str, str]:
 
 async def test_a_bootstrap_token_signs_cluster_info_until_it_expires() -> None:
     async with controller_harness(BootstrapSigner, TokenCleaner, nodes=0) as h:
-        expires_in = 6.0
-        await asyncio.to_thread(create, h, format_time(time.time() + expires_in))
+        await asyncio.to_thread(create, h)
 
         async def signed() -> str:
             data = await asyncio.to_thread(read_cluster_info, h)
@@ -72,7 +71,11 @@ async def test_a_bootstrap_token_signs_cluster_info_until_it_expires() -> None:
         assert hmac.compare_digest(unb64(signature), expected)
         assert (await asyncio.to_thread(read_cluster_info, h))["kubeconfig"] == KUBECONFIG
 
-        # past its expiration the token cleaner deletes the Secret, and the signer drops its signature
+        # given an expiration, the token cleaner deletes the Secret once it passes, and the signer drops its signature
+        expires_in = 2.0
+        expiration = base64.b64encode(format_time(time.time() + expires_in).encode()).decode()
+        await h.client.patch(SECRETS, f"bootstrap-token-{TOKEN_ID}", {"data": {"expiration": expiration}},
+                             "kube-system")
         async def deleted() -> bool:
             try:
                 await h.client.get(SECRETS, f"bootstrap-token-{TOKEN_ID}", "kube-system")
