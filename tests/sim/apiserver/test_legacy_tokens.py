@@ -166,3 +166,20 @@ def test_key_files_give_public_keys_from_keys_and_certificates(tmp_path: Path, k
     assert public.public_numbers() == key.public_key().public_numbers()  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="does not contain any valid RSA or ECDSA public keys"):
         load_public_keys([str(empty)])
+
+
+async def test_the_keys_are_published_with_the_issuer_discovery(api: ApiServer, client: Client, key_file: Path,
+                                                                key: rsa.RSAPrivateKey) -> None:
+    assert api.auth is not None
+    api.auth.use_service_account_key_files([str(key_file)])
+    code, doc = await client.get("/.well-known/openid-configuration")
+    assert code == 200
+    assert doc["id_token_signing_alg_values_supported"] == ["ES256", "RS256"]
+    code, jwks = await client.get("/openid/v1/jwks")
+    assert code == 200
+    rsa_keys = [k for k in jwks["keys"] if k["kty"] == "RSA"]
+    assert len(rsa_keys) == 1
+    numbers = key.public_key().public_numbers()
+    assert int.from_bytes(base64.urlsafe_b64decode(rsa_keys[0]["n"] + "=="), "big") == numbers.n
+    assert rsa_keys[0]["e"] == "AQAB"
+    assert rsa_keys[0]["kid"] == TokenGenerator(key).kid  # the kid the controller's tokens carry

@@ -233,10 +233,12 @@ class Auth:
         if path == OIDC_CONFIGURATION_PATH:
             doc = {"issuer": tokens.ISSUER, "jwks_uri": f"https://{host}{JWKS_PATH}",
                    "response_types_supported": ["id_token"], "subject_types_supported": ["public"],
-                   "id_token_signing_alg_values_supported": ["ES256"]}
+                   "id_token_signing_alg_values_supported": sorted(
+                       {"ES256", *(legacy_tokens.algorithm(k) for k in self.legacy.keys)})}
             return orjson.dumps(doc), "application/json"
         if path == JWKS_PATH:
-            return orjson.dumps(self.signer.jwks()), "application/jwk-set+json"
+            keys = [*self.signer.jwks()["keys"], *(legacy_tokens.jwk(k) for k in self.legacy.keys)]
+            return orjson.dumps({"keys": keys}), "application/jwk-set+json"
         return None
 
 def _exact_fields(selector: str) -> dict[str, str]:

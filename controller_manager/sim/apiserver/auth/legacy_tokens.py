@@ -15,12 +15,15 @@ Guarantees:
 - Usage tracking: an accepted (or invalidated) token's Secret gets ``kubernetes.io/legacy-token-last-used:
   <today>`` (UTC, merge patch carrying its uid) unless the label already says today or tomorrow.
 - The user is ``system:serviceaccount:<ns>:<name>`` with the ServiceAccount's uid and groups, no extra.
+- The keys are published beside kube-sim's own signing key in ``/openid/v1/jwks`` (:func:`jwk`), and their
+  algorithms in the discovery document, as kube-apiserver publishes its ``--service-account-key-file`` keys.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -145,6 +148,34 @@ def _verify(key: PublicKey, alg: str, signing_input: bytes, signature: bytes) ->
     except InvalidSignature:
         return False
     return False
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def algorithm(key: PublicKey) -> str:
+    """The JWS algorithm a key signs with, as kube-apiserver lists it in its OIDC discovery document."""
+    if isinstance(key, rsa.RSAPublicKey):
+        return "RS256"
+    return {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}.get(key.curve.name, "")
+
+
+def jwk(key: PublicKey) -> Obj:
+    """The key as go-jose writes a public JSONWebKey (``kid``: base64url SHA-256 of its DER form)."""
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    out: Obj = {"use": "sig", "kid": _b64(hashlib.sha256(der).digest()), "alg": algorithm(key)}
+    if isinstance(key, rsa.RSAPublicKey):
+        numbers = key.public_numbers()
+        out.update(kty="RSA", n=_b64(numbers.n.to_bytes((numbers.n.bit_length() + 7) // 8, "big")),
+                   e=_b64(numbers.e.to_bytes((numbers.e.bit_length() + 7) // 8, "big")))
+    else:
+        ec_numbers = key.public_numbers()
+        size = (key.curve.key_size + 7) // 8
+        out.update(kty="EC", crv={"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}.get(
+            key.curve.name, key.curve.name), x=_b64(ec_numbers.x.to_bytes(size, "big")),
+            y=_b64(ec_numbers.y.to_bytes(size, "big")))
+    return out
 
 
 @dataclass
