@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller_manager.controllers.attachdetach import AttachDetachController
+from controller_manager.controllers.bootstrap import BootstrapSigner, TokenCleaner
 from controller_manager.controllers.certificates import (
     CSRApprovingController,
     CSRCleanerController,
@@ -38,6 +39,7 @@ from controller_manager.controllers.replication import ReplicationManager
 from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
+from controller_manager.controllers.serviceaccounttoken import LegacySATokenCleaner, TokensController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
 from controller_manager.controllers.ttl import TTLController
@@ -80,4 +82,8 @@ ALL: list[type[Controller]] = [
     EphemeralVolumeController,
     VACProtectionController,
     ExpandController,
+    TokensController,
+    LegacySATokenCleaner,
+    BootstrapSigner,
+    TokenCleaner,
 ]

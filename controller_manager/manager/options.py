@@ -169,6 +169,8 @@ class Options:
     concurrent_resource_quota_syncs: int = 5
     resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
+    service_account_private_key_file: str = ""
+    legacy_service_account_token_clean_up_period: float = 8760 * 3600.0
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
     horizontal_pod_autoscaler_sync_period: float = 15.0
     horizontal_pod_autoscaler_downscale_stabilization: float = 5 * 60.0
@@ -348,6 +350,13 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'How often every quota\'s usage is recalculated in full, whatever changed (0 disables it).'),
         _flag("concurrent-serviceaccount-token-syncs", _INT, "5",
               'Service-account token Secrets synced in parallel (workers).'),
+        _flag("service-account-private-key-file", _str, "",
+              'PEM file holding the RSA or ECDSA private key that signs the legacy tokens written into '
+              'kubernetes.io/service-account-token Secrets; the serviceaccount-token-controller runs only when it '
+              'is set.'),
+        _flag("legacy-service-account-token-clean-up-period", _DURATION, "8760h0m0s",
+              'How long an auto-generated legacy ServiceAccount token may go unused before it is labelled invalid, '
+              'and then stay invalid before it is deleted.'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
               'HorizontalPodAutoscalers synced in parallel (workers).'),
         _flag("horizontal-pod-autoscaler-sync-period", _DURATION, "15s",

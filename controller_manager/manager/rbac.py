@@ -8,9 +8,13 @@ Guarantees:
   ``apps/v1``, and no supported API server serves workloads under ``extensions``), and the
   taint-eviction-controller and node-ipam-controller, which upstream run with the node-controller's role, get
   only the part of it that they use (taint eviction: pods, pods/status, reading nodes, events; node IPAM:
-  reading and patching nodes, events). Controllers without an upstream role of their own
-  (serviceaccount-token, bootstrap-signer, token-cleaner, cloud-node-lifecycle) have no row:
-  asking for their rules is a :class:`KeyError`.
+  reading and patching nodes, events). The serviceaccount-token-controller, which upstream runs with
+  kube-controller-manager's own credentials (the ``tokens-controller`` client) and so has no bootstrap role,
+  gets exactly what it calls. The bootstrap-signer and token-cleaner, whose upstream Roles are namespaced
+  (kube-system Secrets, kube-public's ``cluster-info``), get the same verbs cluster-wide, since this daemon's
+  informers are cluster-wide; the legacy-serviceaccount-token-cleaner adds the list/watch its informers and
+  the pod list it makes need (upstream's shared informers hold those). Controllers without a row
+  (cloud-node-lifecycle and the others not implemented) make asking for their rules a :class:`KeyError`.
 - :data:`MANAGER_RULES` are what the process needs whatever runs: ``create`` on TokenReviews and
   SubjectAccessReviews (delegated authn/authz of ``/metrics``) and writing Events (the leader-election
   events). :func:`leader_election_rules` are namespaced rules for the Lease, in a Role of its namespace.
@@ -243,6 +247,9 @@ CONTROLLER_ROLES: Mapping[str, ControllerRole] = {
         "legacy-service-account-token-cleaner",
         "get | core | configmaps | kube-apiserver-legacy-service-account-token-tracking",
         "patch,delete | core | secrets",
+        # its informers (upstream's shared informers hold these) and the pod list of a namespace
+        "list,watch | core | secrets,serviceaccounts",
+        "list | core | pods",
     ),
     "namespace-controller": _role(
         "namespace-controller",
@@ -342,6 +349,26 @@ CONTROLLER_ROLES: Mapping[str, ControllerRole] = {
         "get,list,watch | core | persistentvolumeclaims",
         "get,list,watch | core | pods",
         "get,list,watch | storage.k8s.io | csidrivers",
+    ),
+    # No upstream role: kube-controller-manager runs it with its own credentials ("tokens-controller" client).
+    "serviceaccount-token-controller": _role(
+        "tokens-controller",
+        "get,list,watch,update,delete | core | secrets",
+        "get,list,watch,update | core | serviceaccounts",
+    ),
+    # Upstream's namespaced Roles (kube-system Secrets; kube-public ConfigMaps and cluster-info), cluster-wide here.
+    "bootstrap-signer-controller": _role(
+        "bootstrap-signer",
+        "get,list,watch | core | secrets",
+        "get,list,watch | core | configmaps",
+        "update | core | configmaps | cluster-info",
+        _EVENTS,
+    ),
+    # Upstream's kube-system Role, cluster-wide here.
+    "token-cleaner-controller": _role(
+        "token-cleaner",
+        "get,list,watch,delete | core | secrets",
+        _EVENTS,
     ),
     "serviceaccount-controller": _role(
         "service-account-controller",

@@ -177,24 +177,30 @@ class Controller(ABC):
 
     async def run_queue(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]], *,
                         workers: int = 1, describe: Callable[[T], str] = str, yield_between: bool = False,
-                        timed: bool = True) -> None:
+                        timed: bool = True, max_retries: int | None = None) -> None:
         """Drain one more queue this controller owns through the shared runner, from :meth:`run_background`.
 
         ``sync`` follows the contract of :meth:`sync` (a :class:`Result`, an exception to retry with backoff
         on a rate-limited queue, :class:`TerminalError` to give up); its durations and errors are recorded
         under ``<controller>/<queue name>``. Returns once ``queue`` is shut down and drained.
         ``yield_between``: give the event loop a turn after every item (a queue fed in bursts of thousands);
-        ``timed=False``: no duration observations or debug lines (very many cheap items)."""
+        ``timed=False``: no duration observations or debug lines (very many cheap items); ``max_retries``: this
+        queue's retry budget, as :attr:`Controller.max_retries` is the controller's own queue's."""
         loop = self._loop(queue, sync, describe, yield_between)
         loop.timed = timed
+        if max_retries is not None:
+            loop.max_retries = max_retries
         await run_queue(loop, workers)
 
     async def process_next(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]], *,
-                           describe: Callable[[T], str] = str) -> bool:
+                           describe: Callable[[T], str] = str, max_retries: int | None = None) -> bool:
         """One step of :meth:`run_queue`: take one key off ``queue`` and sync it as a worker would.
 
         False once ``queue`` is shut down and drained (upstream's ``processNextWorkItem``; tests step with it)."""
-        return await _process_next(self._loop(queue, sync, describe, False))
+        loop = self._loop(queue, sync, describe, False)
+        if max_retries is not None:
+            loop.max_retries = max_retries
+        return await _process_next(loop)
 
     def _loop(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]],
               describe: Callable[[T], str], yield_between: bool) -> _Loop[T]:

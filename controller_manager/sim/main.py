@@ -35,6 +35,7 @@ from typing import NoReturn
 
 import structlog
 
+from controller_manager.sim.apiserver.auth.legacy_tokens import load_public_keys
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.faults import parse_fault_spec
 from controller_manager.sim.kubelet import KubeletConfig
@@ -118,6 +119,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="how long the simulated external-provisioner takes to create (or delete) a volume")
     p.add_argument("--storage-attach-delay", type=_non_negative_float, default=1.0, metavar="SECONDS",
                    help="how long the simulated external-attacher takes to attach (or detach) a volume")
+    p.add_argument("--service-account-key-file", action="append", default=[], metavar="FILE",
+                   help="PEM file of RSA or ECDSA public keys (private keys and certificates are read for theirs) "
+                        "that verify legacy ServiceAccount tokens, those a controller-manager's "
+                        "serviceaccount-token-controller signs (repeatable; as kube-apiserver's flag)")
     p.add_argument("--faults", default="", metavar="SPEC",
                    help="faults to inject, e.g. 'error:code=500:p=0.05,latency:seconds=0.01,slow-watch:seconds=2'")
     p.add_argument("--node-status-update-frequency", type=_positive_float, default=10.0, metavar="SECONDS")
@@ -132,6 +137,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.fault_actions = parse_fault_spec(args.faults)
     except ValueError as exc:
         p.error(f"--faults: {exc}")
+    try:
+        load_public_keys(args.service_account_key_file)
+    except (OSError, ValueError) as exc:
+        p.error(f"--service-account-key-file: {exc}")
     return args
 
 
@@ -164,6 +173,9 @@ async def serve(args: argparse.Namespace) -> None:
                              attach_delay=args.storage_attach_delay, detach_delay=args.storage_attach_delay))
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     cluster.api.options.service_account_admission = not args.no_service_account_admission
+    if args.service_account_key_file:
+        assert cluster.api.auth is not None
+        cluster.api.auth.use_service_account_key_files(args.service_account_key_file)  # read by parse_args
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:

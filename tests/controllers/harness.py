@@ -170,12 +170,13 @@ async def controller_harness(*controller_types: type[Controller], nodes: int = 3
                              kubelet_config: KubeletConfig = FAST_KUBELETS, options: Mapping[str, Any] | None = None,
                              workers: int | None = None, start: bool = True,
                              qps: float = 0.0, controller_clock: Clock | None = None,
-                             storage: StorageConfig | None = None) -> AsyncIterator[Harness]:
+                             storage: StorageConfig | None = None, tls: bool = False) -> AsyncIterator[Harness]:
     """A running :class:`Harness`; ``start=False`` leaves the controllers for the test to ``start()``.
-    ``storage``: kube-sim's simulated CSI driver, with kubelets that wait for pods' volumes."""
+    ``storage``: kube-sim's simulated CSI driver, with kubelets that wait for pods' volumes; ``tls=True``
+    serves HTTPS (kubectl sends bearer tokens only over HTTPS)."""
     clock = RealClock()
     async with SimCluster(nodes=nodes, kubelet_config=kubelet_config, scheduler_retry_interval=0.5,
-                          clock=clock, storage=storage) as cluster:
+                          clock=clock, storage=storage, tls=tls) as cluster:
         config = await load_config(kubeconfig=str(cluster.kubeconfig_path))
         async with ApiClient(config, qps=qps, burst=max(1, int(qps * 1.5)), clock=clock) as client:
             harness = Harness(cluster, client, controller_types, options or {}, workers, clock, controller_clock)

@@ -161,7 +161,7 @@ def test_rules_for_merges_controllers_with_the_manager_rules() -> None:
     assert len([r for r in merged if r.resources == ("events",)]) == 2  # once per group, not per controller
     assert granted(rules_for([])) == granted(list(MANAGER_RULES))
     with pytest.raises(KeyError):
-        rules_for(["bootstrap-signer-controller"])  # upstream gives it no role of its own
+        rules_for(["cloud-node-lifecycle-controller"])  # not implemented here: no row
 
 
 def test_manager_rules_allow_delegated_auth_and_events() -> None:

@@ -26,6 +26,8 @@ from controller_manager.api.resources import (
     PODS,
     REPLICATIONCONTROLLERS,
     RESOURCEQUOTAS,
+    SECRETS,
+    SERVICEACCOUNTS,
     SERVICES,
     STATEFULSETS,
     STORAGECLASSES,
@@ -37,6 +39,7 @@ from controller_manager.sim.apiserver import requestinfo
 from controller_manager.sim.apiserver.requestinfo import RequestInfo
 from tests.controllers.certificates.pki import csr_object, csr_pem, new_ca
 from tests.controllers.harness import controller_harness, wait_for
+from tests.controllers.serviceaccounttoken.test_e2e import key_pair
 
 NS = "default"
 
@@ -73,8 +76,9 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         return 0.0  # no delay: the latency hook is only used to observe each HTTP request
 
     cert_file, key_file, _ = new_ca(tmp_path)
+    sa_key_file, _ = key_pair(tmp_path)
     signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file),
-               "horizontal_pod_autoscaler_sync_period": 0.5}
+               "horizontal_pod_autoscaler_sync_period": 0.5, "service_account_private_key_file": str(sa_key_file)}
     async with controller_harness(*ALL, nodes=2, start=False, options=signing) as h:
         h.cluster.faults.set_latency(record)
         await h.start()
@@ -114,6 +118,10 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                              "type": "AverageValue", "averageValue": "1"}}},
                          {"type": "External", "external": {"metric": {"name": "queue"}, "target": {
                              "type": "Value", "value": "1"}}}]}}, NS)
+        api.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}, NS)
+        api.create(SECRETS, {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+                             "metadata": {"name": "robot-token",
+                                          "annotations": {"kubernetes.io/service-account.name": "robot"}}}, NS)
         api.create(RESOURCEQUOTAS, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "counts"},
                                     "spec": {"hard": {"pods": "100", "count/deployments.apps": "10"}}}, NS)
 
@@ -136,6 +144,7 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                 "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
                 "horizontal-pod-autoscaler-controller": bool(
                     (api.get(HORIZONTALPODAUTOSCALERS, NS, "web").get("status") or {}).get("conditions")),
+                "serviceaccount-token-controller": "token" in (api.get(SECRETS, NS, "robot-token").get("data") or {}),
                 "resourcequota-controller": "count/deployments.apps" in (
                     api.get(RESOURCEQUOTAS, NS, "counts").get("status") or {}).get("used", {}),
             }
@@ -224,6 +233,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("update", "volumeattributesclasses") in verbs
     if "persistentvolume-expander-controller" in names:
         assert {("get", "persistentvolumes"), ("patch", "persistentvolumeclaims")} <= verbs
+    if "serviceaccount-token-controller" in names:
+        assert ("update", "secrets") in verbs
 
 
 def _gone(api: Any, res: Any, namespace: str | None, name: str) -> bool:

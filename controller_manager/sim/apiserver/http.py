@@ -61,6 +61,7 @@ _HEALTH = ("/healthz", "/livez", "/readyz")
 _SUBRESOURCE_KINDS = {"scale": ("autoscaling/v1", "Scale"), "eviction": ("policy/v1", "Eviction"),
                       "binding": ("v1", "Binding"), "token": ("authentication.k8s.io/v1", "TokenRequest")}
 _USER = web.RequestKey("user", auth.User)  # the request's authenticated user
+_AUTH_WARNINGS = web.RequestKey("auth_warnings", list[str])  # what the authenticator warns the client of
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
 _LIVENESS_CHECK = 5.0
@@ -162,10 +163,14 @@ class _Handlers:
             watcher.close("server shutting down")
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        auth_warnings: list[str] = []
+        request[_AUTH_WARNINGS] = auth_warnings
         try:
             resp = await self._dispatch(request)
         except errors.StatusError as e:
             resp = _status_response(e)
+        if auth_warnings and isinstance(resp, web.Response):
+            _with_warnings(resp, auth_warnings)  # the authenticator's (a legacy auto-generated token's)
         accept = _Accept(request.headers.get("Accept", ""))
         readable = not request.path.startswith("/openapi/")  # documents served in their own formats
         if readable and accept.protobuf and isinstance(resp, web.Response) and resp.content_type == JSON \
@@ -180,7 +185,7 @@ class _Handlers:
         return resp
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        user = self.auth.authenticate(request.headers)
+        user = self.auth.authenticate(request.headers, request[_AUTH_WARNINGS])
         request[_USER] = user
         info = parse(request.method, request.path, request.query)
         accept = _Accept(request.headers.get("Accept", ""))

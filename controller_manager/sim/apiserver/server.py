@@ -33,7 +33,7 @@ import controller_manager.sim.apiserver.validation_errors as validation_errors
 from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
-from controller_manager.api.resources import BUILTIN, NAMESPACES, PRIORITYCLASSES, Resource
+from controller_manager.api.resources import BUILTIN, CONFIGMAPS, NAMESPACES, PRIORITYCLASSES, Resource
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import (
     admission,
@@ -47,7 +47,7 @@ from controller_manager.sim.apiserver import (
     service_cidrs,
     versions,
 )
-from controller_manager.sim.apiserver.auth import Auth, bootstrap
+from controller_manager.sim.apiserver.auth import Auth, bootstrap, legacy_tokens
 from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS
 from controller_manager.sim.apiserver.crd.registry import CustomResources
 from controller_manager.sim.apiserver.fieldsel import compile_selector
@@ -79,6 +79,8 @@ class ApiServerOptions:
     # Fill ClusterRoles that have an aggregationRule here, after every ClusterRole write. kube-apiserver does
     # not (kube-controller-manager's clusterrole-aggregation-controller does); on so kube-sim is usable alone.
     aggregate_cluster_roles: bool = True
+    # kube-apiserver's --service-account-key-file: PEM files whose public keys verify legacy ServiceAccount tokens
+    service_account_key_files: tuple[str, ...] = ()
     # Where admission webhooks given as a Service are dialled: "<name>.<namespace>.svc:<port>" -> "host:port"
     # (kube-sim runs no pods to route to); see webhooks.calling.
     webhook_service_addresses: dict[str, str] = field(default_factory=dict)
@@ -178,6 +180,9 @@ class ApiServer:
             for pc in priority.SYSTEM_CLASSES:
                 self.create(PRIORITYCLASSES, pc)
         service_cidrs.install(self, format_time(self.clock.now()))
+        if "kube-system" in self.options.namespaces:
+            # kube-apiserver's legacytokentracking controller: the date from which legacy token use is recorded
+            self.create(CONFIGMAPS, legacy_tokens.tracking_config_map(self.clock.now()))
         if self.options.bootstrap_rbac:
             bootstrap.install(self, viewer=bool(self.options.viewer_token))
         self.auth = Auth(self)

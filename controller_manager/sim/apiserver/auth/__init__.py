@@ -26,7 +26,7 @@ import orjson
 from controller_manager.api.fields import parse_field_selector
 from controller_manager.api.selectors import InvalidSelector
 from controller_manager.sim.apiserver import errors
-from controller_manager.sim.apiserver.auth import escalation, reviews, tokens
+from controller_manager.sim.apiserver.auth import escalation, legacy_tokens, reviews, tokens
 from controller_manager.sim.apiserver.auth.aggregation import Aggregator
 from controller_manager.sim.apiserver.auth.rbac import Attributes, Authorizer, Decision, forbidden
 from controller_manager.sim.apiserver.auth.users import (
@@ -41,7 +41,7 @@ from controller_manager.sim.apiserver.auth.users import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from controller_manager.sim.apiserver.server import ApiServer
 
@@ -69,16 +69,36 @@ class Auth:
             self._static[options.viewer_token] = VIEWER
         self.authorizer = Authorizer(api)
         self.signer = tokens.Signer(api)
+        # kube-apiserver's --service-account-key-file: verifies legacy (Secret-based) ServiceAccount tokens
+        self.legacy = legacy_tokens.LegacyAuthenticator(
+            api, legacy_tokens.load_public_keys(options.service_account_key_files))
         self.aggregator = Aggregator(api)
 
     # --- authentication ---------------------------------------------------------------------------
+
+    def use_service_account_key_files(self, paths: Sequence[str]) -> None:
+        """``--service-account-key-file``: the public keys legacy tokens are verified with (OSError/ValueError
+        for a file that cannot be read or holds no key)."""
+        self.legacy.keys = legacy_tokens.load_public_keys(paths)
+        self.api.options.service_account_key_files = tuple(paths)
 
     def user_for_token(self, token: str, audiences: tuple[str, ...] = tokens.API_AUDIENCES) -> User:
         """The token's user (with the audiences it matched); raises InvalidToken."""
         return self.authenticate_token(token, audiences)[0]
 
-    def authenticate_token(self, token: str,
-                           audiences: tuple[str, ...] = tokens.API_AUDIENCES) -> tuple[User, list[str]]:
+    def authenticate_token(self, token: str, audiences: tuple[str, ...] = tokens.API_AUDIENCES,
+                           warnings: list[str] | None = None) -> tuple[User, list[str]]:
+        """The token's user and the audiences it matched; a legacy token's warnings go to ``warnings``."""
+        if self.legacy.handles(token):
+            # Legacy tokens carry no audience: they are good for the API server's own (the implicit audiences).
+            matched = [a for a in audiences if a in tokens.API_AUDIENCES]
+            if not matched:
+                raise tokens.InvalidToken("token audiences " + tokens.go_list(list(tokens.API_AUDIENCES))
+                                          + " is invalid for the target audiences " + tokens.go_list(list(audiences)))
+            outcome = self.legacy.authenticate(token)
+            if warnings is not None:
+                warnings.extend(outcome.warnings)
+            return outcome.user, matched
         user = self._static.get(token)
         if user is not None:
             # Static tokens know no audience: they are good for the API server's own (WrapAudienceAgnosticToken).
@@ -89,9 +109,10 @@ class Auth:
             return user, matched
         return self.signer.verify(token, audiences, self.api.clock.now())
 
-    def authenticate(self, headers: Mapping[str, str]) -> User:
+    def authenticate(self, headers: Mapping[str, str], warnings: list[str] | None = None) -> User:
         """The request's user, impersonation applied; 401 for credentials nobody holds, 403 for an
-        impersonation the requester may not do."""
+        impersonation the requester may not do. Warnings the authenticator has for the client go to
+        ``warnings`` (a legacy auto-generated token's)."""
         if not self.enabled:
             user = ADMIN
         else:
@@ -103,7 +124,7 @@ class Auth:
                 if scheme.lower() != "bearer" or not token.strip():
                     raise errors.unauthorized()
                 try:
-                    user = self.user_for_token(token.strip())
+                    user = self.authenticate_token(token.strip(), warnings=warnings)[0]
                 except tokens.InvalidToken:
                     raise errors.unauthorized() from None
         return self._impersonate(user, headers)
@@ -212,10 +233,12 @@ class Auth:
         if path == OIDC_CONFIGURATION_PATH:
             doc = {"issuer": tokens.ISSUER, "jwks_uri": f"https://{host}{JWKS_PATH}",
                    "response_types_supported": ["id_token"], "subject_types_supported": ["public"],
-                   "id_token_signing_alg_values_supported": ["ES256"]}
+                   "id_token_signing_alg_values_supported": sorted(
+                       {"ES256", *(legacy_tokens.algorithm(k) for k in self.legacy.keys)})}
             return orjson.dumps(doc), "application/json"
         if path == JWKS_PATH:
-            return orjson.dumps(self.signer.jwks()), "application/jwk-set+json"
+            keys = [*self.signer.jwks()["keys"], *(legacy_tokens.jwk(k) for k in self.legacy.keys)]
+            return orjson.dumps({"keys": keys}), "application/jwk-set+json"
         return None
 
 def _exact_fields(selector: str) -> dict[str, str]:
