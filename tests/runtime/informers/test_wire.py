@@ -216,3 +216,21 @@ def test_list_decoding_equals_parse_stamp_then_default_transform(objects: list[d
     for _ in range(2):
         page = decoder.decode_list(_list_body(objects))
         assert page["items"] == [_expected(_stamped(o)) for o in objects]
+
+
+def test_pod_volumes_naming_a_claim_or_csi_driver_are_kept_reduced() -> None:
+    volumes = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "www-0", "readOnly": True}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+        {"name": "inline", "csi": {"driver": "csi.example.com"}},
+        {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+        {"name": "cache", "emptyDir": {}},
+    ]
+    obj = {"metadata": {"name": "a", "resourceVersion": "1"}, "spec": {"volumes": volumes, "nodeName": "n"}}
+    decoder = WireDecoder(Sharer(), kind="Pod", api_version="v1")
+    etype, got = decoder.decode(_line("ADDED", {"kind": "Pod", "apiVersion": "v1", **obj}))
+    assert got["spec"]["volumes"] == volumes[:3]
+    assert got == _expected({"kind": "Pod", "apiVersion": "v1", **obj})
+    _, none_kept = decoder.decode(_line("ADDED", {"kind": "Pod", "apiVersion": "v1", "metadata": obj["metadata"],
+                                                  "spec": {"volumes": volumes[3:]}}))
+    assert "volumes" not in none_kept["spec"]
