@@ -64,7 +64,7 @@ from .helpers import (
     claim_ref_key,
     claim_reference,
     default_class,
-    find_matching_volume,
+    find_best_match_for_claim,
     has_annotation,
     is_delay_binding_mode,
     is_delay_binding_provisioning,
@@ -232,7 +232,7 @@ class Binder:
             except ClassLookupError as err:
                 raise BindError(str(err)) from err
             try:
-                volume = find_matching_volume(claim, list(self.volumes.values()), delay_binding=delay_binding)
+                volume = find_best_match_for_claim(claim, self.volumes.values(), delay_binding=delay_binding)
             except SelectorError as err:
                 raise BindError(f'error finding PV for claim "{claim_key(claim)}": {err}') from err
             if volume is not None:

@@ -9,7 +9,7 @@ mutate them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -250,13 +250,55 @@ class SelectorError(Exception):
     """The claim's label selector cannot be parsed."""
 
 
-def find_matching_volume(claim: Obj, volumes: Sequence[Obj], *, delay_binding: bool,
-                         node_labels: Mapping[str, str] | None = None,
-                         check_node_affinity: Any = None) -> Obj | None:
+def _requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
+    operator = req.get("operator")
+    values = [str(v) for v in req.get("values") or ()]
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
+        try:
+            have, want = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def node_affinity_matches(volume: Obj, node: Obj) -> bool:
+    """``CheckNodeAffinity``: a volume without required node affinity fits every node; otherwise one of its
+    node selector terms must match the node's labels (``matchExpressions``) and name (``matchFields``)."""
+    affinity = spec(volume).get("nodeAffinity")
+    required = affinity.get("required") if isinstance(affinity, Mapping) else None
+    if not isinstance(required, Mapping):
+        return True
+    labels = meta(node).get("labels")
+    labels = labels if isinstance(labels, Mapping) else {}
+    fields = {"metadata.name": name_of(node)}
+    for term in required.get("nodeSelectorTerms") or ():
+        if not isinstance(term, Mapping):
+            continue
+        expressions = list(term.get("matchExpressions") or ())
+        field_reqs = list(term.get("matchFields") or ())
+        if not expressions and not field_reqs:
+            continue  # an empty term matches nothing
+        if all(_requirement_matches(r, labels.get(str(r.get("key")))) for r in expressions) and all(
+                _requirement_matches(r, fields.get(str(r.get("key")))) for r in field_reqs):
+            return True
+    return False
+
+
+def find_matching_volume(claim: Obj, volumes: Iterable[Obj], *, delay_binding: bool, node: Obj | None = None,
+                         excluded: Container[str] = ()) -> Obj | None:
     """``FindMatchingVolume``: the volume pre-bound to ``claim`` if there is one, else the smallest Available
-    volume that fits it (size, volume mode, class, volume attributes class, selector; with a node, also node
-    affinity and access modes, as the scheduler asks). Without a node, a delay-binding claim only gets a volume
-    pre-bound to it: the scheduler binds the others."""
+    volume that fits it (size, volume mode, class, volume attributes class, selector; with a node, as the
+    scheduler asks, also node affinity and access modes). Without a node, a delay-binding claim only gets a
+    volume pre-bound to it: the scheduler binds the others. ``excluded`` names volumes not to consider."""
     requested = requested_storage(claim)
     requested_class = claim_class(claim)
     selector = None
@@ -270,6 +312,8 @@ def find_matching_volume(claim: Obj, volumes: Sequence[Obj], *, delay_binding: b
     smallest: Obj | None = None
     smallest_size = Decimal(0)
     for volume in volumes:
+        if name_of(volume) in excluded:
+            continue
         if claim_ref(volume) is not None and not is_volume_bound_to_claim(volume, claim):
             continue
         size = volume_capacity(volume)
@@ -279,12 +323,10 @@ def find_matching_volume(claim: Obj, volumes: Sequence[Obj], *, delay_binding: b
             continue
         if meta(volume).get("deletionTimestamp") is not None:
             continue
-        affinity_ok = True
-        if node_labels is not None and check_node_affinity is not None:
-            affinity_ok = bool(check_node_affinity(volume, node_labels))
+        affinity_ok = node is None or node_affinity_matches(volume, node)
         if is_volume_bound_to_claim(volume, claim):
             return volume if affinity_ok else None
-        if node_labels is None and delay_binding:
+        if node is None and delay_binding:
             continue
         if volume_phase(volume) != "Available":
             continue
@@ -298,19 +340,44 @@ def find_matching_volume(claim: Obj, volumes: Sequence[Obj], *, delay_binding: b
             continue
         if not affinity_ok:
             continue
-        if node_labels is not None and not access_modes_fit(claim, volume):
+        if node is not None and not access_modes_fit(claim, volume):
             continue
         if smallest is None or smallest_size > size:
             smallest, smallest_size = volume, size
     return smallest
 
 
+_MODE_ORDER = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
+               ("ReadWriteOncePod", "RWOP"))
+
+
+def find_best_match_for_claim(claim: Obj, volumes: Iterable[Obj], *, delay_binding: bool) -> Obj | None:
+    """``persistentVolumeOrderedIndex.findBestMatchForClaim``: volumes are grouped by their exact set of access
+    modes; the groups whose modes include all the claim asks for are searched fewest modes first, and the first
+    group with a match (:func:`find_matching_volume`) wins: a claim gets the volume with the least surplus of
+    access modes, then the smallest."""
+    groups: dict[str, list[Obj]] = {}
+    for volume in volumes:
+        groups.setdefault(access_modes_key(spec(volume).get("accessModes") or ()), []).append(volume)
+    wanted = set(spec(claim).get("accessModes") or ())
+    candidates = [key for key in groups if wanted <= set(_modes_from_key(key))]
+    candidates.sort(key=lambda key: (len(_modes_from_key(key)), key))
+    for key in candidates:
+        found = find_matching_volume(claim, groups[key], delay_binding=delay_binding)
+        if found is not None:
+            return found
+    return None
+
+
+def _modes_from_key(key: str) -> list[str]:
+    short_to_full = {short: full for full, short in _MODE_ORDER}
+    return [short_to_full[s.strip()] for s in key.split(",") if s.strip() in short_to_full]
+
+
 def access_modes_key(modes: Iterable[str]) -> str:
     """``GetAccessModesAsString``: the short names in upstream's order (RWO, ROX, RWX, RWOP)."""
     present = set(modes)
-    short = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
-             ("ReadWriteOncePod", "RWOP"))
-    return ",".join(s for full, s in short if full in present)
+    return ",".join(s for full, s in _MODE_ORDER if full in present)
 
 
 def claim_reference(claim: Obj) -> dict[str, Any]:
