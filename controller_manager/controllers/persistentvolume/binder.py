@@ -681,6 +681,11 @@ class Binder:
 
     async def _provision_claim_operation_disabled(self, claim: Obj, provisioner: str) -> None:
         """``provisionClaimOperation`` with the host-path plugin, whose provisioning is disabled."""
+        if spec(claim).get("dataSource") is not None:
+            message = (f'plugin "{provisioner}" is not a CSI plugin. Only CSI plugin can provision a claim with a '
+                       "datasource")
+            self.recorder.event(claim, "Warning", PROVISIONING_FAILED, message)
+            raise BindError(message)
         claim = await self.set_claim_provisioner(claim, provisioner)
         message = f'Failed to create provisioner: provisioning in volume plugin "{provisioner}" is disabled'
         self.recorder.event(claim, "Warning", PROVISIONING_FAILED, message)

@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, Resource
+from controller_manager.api.resources import PERSISTENTVOLUMES, Resource
 from controller_manager.client.errors import Conflict, NotFound
 from controller_manager.clock import FakeClock
 from controller_manager.controllers.persistentvolume.binder import Binder
@@ -289,7 +289,7 @@ def _normal(obj: Mapping[str, Any]) -> Obj:
 def check_objects(kind: str, expected: Sequence[Obj], got: Mapping[str, Obj]) -> None:
     want = {o["metadata"].get("namespace", "") + "/" + o["metadata"]["name"]: _normal(o) for o in expected}
     have = {o["metadata"].get("namespace", "") + "/" + o["metadata"]["name"]: _normal(o) for o in got.values()}
-    assert have == want, f"{kind} differ"
+    assert have == want, f"{kind} differ: got {have!r}, want {want!r}"
 
 
 def check_events(expected: Sequence[str], got: Sequence[str]) -> None:
@@ -317,7 +317,7 @@ class MockPlugin:
     async def delete(self, volume: Mapping[str, Any]) -> None:
         from controller_manager.controllers.persistentvolume.plugins import PluginError
         if not self.delete_calls:
-            raise PluginError("Failed to create deleter for volume "
+            raise PluginError("failed to create deleter for volume "
                               f'"{volume["metadata"]["name"]}": Mock plugin error: no deleteCalls configured')
         result = self.delete_calls.pop(0)
         self.deleted += 1
@@ -351,7 +351,7 @@ async def sync_claim(binder: Binder, api: FakeApi, case: Case) -> None:
 async def sync_claim_error(binder: Binder, api: FakeApi, case: Case) -> None:
     try:
         await binder.sync_claim(case.initial_claims[0])
-    except Exception:  # noqa: BLE001 - any failure is what the case expects
+    except Exception:
         return
     raise AssertionError("syncClaim succeeded when failure was expected")
 

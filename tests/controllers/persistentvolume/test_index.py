@@ -129,7 +129,8 @@ def test_matching_with_bound_volumes() -> None:
     bound = pv("gce-pd-1", "gce001", "1G", [RWO, ROX], claim_ref={"uid": "abc123"}, phase="Bound")
     free = pv("gce-pd-2", "gce002", "1G", [RWO, ROX])
     volume = find_best_match_for_claim(pvc("1G"), [bound, free], delay_binding=False)
-    assert volume is not None and volume["metadata"]["name"] == "gce002"
+    assert volume is not None
+    assert volume["metadata"]["name"] == "gce002"
 
 
 def test_finding_volume_with_different_access_modes() -> None:
