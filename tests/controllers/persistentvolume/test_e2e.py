@@ -9,8 +9,7 @@ from controller_manager.api.resources import NODES as NODES_RES
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES
 from controller_manager.client.errors import NotFound
 from controller_manager.controllers.persistentvolume import PersistentVolumeBinderController
-
-from ..harness import Harness, controller_harness, wait_for
+from tests.controllers.harness import Harness, controller_harness, wait_for
 
 OPTIONS = {"pvclaimbinder_sync_period": 1.0}
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"

@@ -228,7 +228,7 @@ def test_pod_volumes_naming_a_claim_or_csi_driver_are_kept_reduced() -> None:
     ]
     obj = {"metadata": {"name": "a", "resourceVersion": "1"}, "spec": {"volumes": volumes, "nodeName": "n"}}
     decoder = WireDecoder(Sharer(), kind="Pod", api_version="v1")
-    etype, got = decoder.decode(_line("ADDED", {"kind": "Pod", "apiVersion": "v1", **obj}))
+    _, got = decoder.decode(_line("ADDED", {"kind": "Pod", "apiVersion": "v1", **obj}))
     assert got["spec"]["volumes"] == volumes[:3]
     assert got == _expected({"kind": "Pod", "apiVersion": "v1", **obj})
     _, none_kept = decoder.decode(_line("ADDED", {"kind": "Pod", "apiVersion": "v1", "metadata": obj["metadata"],
