@@ -192,3 +192,36 @@ async def test_wait_for_first_consumer_claim_is_provisioned_on_the_scheduled_nod
             return pv.get("status", {}).get("phase") == "Released"
 
         await wait_for(released, what="provisioned volume Released")
+
+
+async def test_lost_claim_and_refused_recycle() -> None:
+    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=OPTIONS) as h:
+        await h.client.create(PERSISTENTVOLUMES, volume("keep", "1Gi", "a"))
+        await h.client.create(PERSISTENTVOLUMES, volume("scrub", "1Gi", "b", "Recycle"))
+        await h.client.create(PERSISTENTVOLUMECLAIMS, claim("loses", "1Gi", "a"))
+        await h.client.create(PERSISTENTVOLUMECLAIMS, claim("recycled", "1Gi", "b"))
+
+        async def phase(res: Any, name: str, want: str, namespace: str | None = None) -> bool:
+            try:
+                obj = await _get(h, res, name, namespace)
+            except NotFound:
+                return False
+            return bool(obj.get("status", {}).get("phase") == want)
+
+        for name in ("loses", "recycled"):
+            await wait_for(lambda name=name: phase(PERSISTENTVOLUMECLAIMS, name, "Bound", "default"),  # type: ignore[misc]
+                           what=f"{name} Bound")
+        # The bound volume goes away: the claim is Lost, with a Warning.
+        await h.client.delete(PERSISTENTVOLUMES, "keep")
+        await wait_for(lambda: phase(PERSISTENTVOLUMECLAIMS, "loses", "Lost", "default"), what="claim Lost")
+        lost = [e for e in await h.events_for("loses") if e["reason"] == "ClaimLost"]
+        assert [(e["type"], e["message"]) for e in lost] == [
+            ("Warning", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")]
+        # Recycle is refused: the released volume fails with upstream's event.
+        await h.client.delete(PERSISTENTVOLUMECLAIMS, "recycled", "default")
+        await wait_for(lambda: phase(PERSISTENTVOLUMES, "scrub", "Failed"), what="recycled volume Failed")
+        pv = await _get(h, PERSISTENTVOLUMES, "scrub")
+        assert pv["status"]["message"] == "No recycler plugin found for the volume!"
+        events = [e for e in await h.events_for("scrub", namespace="default") if e["reason"] == "VolumeFailedRecycle"]
+        assert [(e["type"], e["message"]) for e in events] == [
+            ("Warning", "No recycler plugin found for the volume!")]
