@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from controller_manager.api.meta import deep_copy, meta
 from controller_manager.api.quantity import parse_quantity
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, Resource
-from controller_manager.client.errors import NotFound
+from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.clock import Clock
 
 from .helpers import (
@@ -79,6 +79,7 @@ from .helpers import (
     volume_name_of_claim,
     volume_phase,
 )
+from .metrics import NOT_AVAILABLE, OperationTimestamps, record_retroactive_storage_class
 from .plugins import PluginError, PluginManager, VolumePlugin
 
 Obj = Mapping[str, Any]
@@ -202,6 +203,7 @@ class Binder:
         self.volumes: dict[str, Obj] = {}
         self.claims: dict[str, Obj] = {}
         self.operations = Operations(clock, log)
+        self.timestamps = OperationTimestamps(clock.monotonic)  # provision/delete start, for the latency metric
         # Tests: called with an operation's name just before it is scheduled (upstream's preOperationHook).
         self.pre_operation_hook: Callable[[str], Awaitable[None]] | None = None
 
@@ -236,9 +238,21 @@ class Binder:
             except SelectorError as err:
                 raise BindError(f'error finding PV for claim "{claim_key(claim)}": {err}') from err
             if volume is not None:
-                await self.bind(volume, claim)
+                try:
+                    await self.bind(volume, claim)
+                except Exception:
+                    self.timestamps.record(claim_key(claim), failed=True)
+                    raise
+                # A provisioned claim is bound: the end of its provision operation.
+                self.timestamps.record(claim_key(claim), failed=False)
                 return
-            if await self._assign_default_storage_class(claim):
+            try:
+                assigned = await self._assign_default_storage_class(claim)
+            except ApiError as err:
+                record_retroactive_storage_class(False)
+                raise BindError(f'can\'t update PersistentVolumeClaim["{claim_key(claim)}"]: {err}') from err
+            if assigned:
+                record_retroactive_storage_class(True)
                 return
             if delay_binding and not is_delay_binding_provisioning(claim):
                 self._event_for_unbound_delay_binding_claim(claim)
@@ -546,8 +560,16 @@ class Binder:
                                  lambda: self._recycle_volume_operation(volume))
             return
         if policy == "Delete":
-            await self._schedule(f"delete-{name_of(volume)}[{uid_of(volume)}]",
-                                 lambda: self._delete_volume_operation(volume))
+            self.timestamps.add_if_not_exist(name_of(volume), self._provisioner_name_of(volume), "delete")
+
+            async def delete() -> None:
+                try:
+                    await self._delete_volume_operation(volume)
+                except Exception:
+                    self.timestamps.record(name_of(volume), failed=True)
+                    raise
+
+            await self._schedule(f"delete-{name_of(volume)}[{uid_of(volume)}]", delete)
             return
         await self._update_volume_phase_with_event(volume, "Failed", "Warning", "VolumeUnknownReclaimPolicy",
                                                    "Volume has unrecognized PersistentVolumeReclaimPolicy")
@@ -637,6 +659,25 @@ class Binder:
         except PluginError as err:
             raise PluginError(f'error getting deleter volume plugin for volume "{name_of(volume)}": {err}') from err
 
+    def _provisioner_name_of(self, volume: Obj) -> str:
+        """``getProvisionerNameFromVolume``: the deleting plugin, else the class's (CSI) provisioner, else N/A."""
+        try:
+            plugin = self._find_deletable_plugin(volume)
+        except PluginError:
+            return NOT_AVAILABLE
+        if plugin is not None:
+            return plugin.name
+        storage_class = self.get_class(str(spec(volume).get("storageClassName") or ""))
+        if storage_class is None:
+            return NOT_AVAILABLE
+        provisioner = str(storage_class.get("provisioner") or "")
+        return CSI_MIGRATED_PLUGINS.get(provisioner, provisioner)
+
+    def plugin_name_for_metrics(self, volume: Obj) -> str:
+        """The in-tree plugin supporting ``volume`` (``FindPluginBySpec``), else N/A."""
+        names = [p.name for p in self.plugins.plugins if p.can_support(volume)]
+        return names[0] if len(names) == 1 else NOT_AVAILABLE
+
     def is_volume_released(self, volume: Obj) -> bool:
         """``isVolumeReleased``: bound (with a UID) to a claim that is gone or bound to another volume."""
         ref = claim_ref(volume)
@@ -676,8 +717,17 @@ class Binder:
             await self._schedule(f"provision-{claim_key(claim)}[{uid_of(claim)}]",
                                  lambda: self._provision_claim_operation_disabled(claim, provisioner))
             return
-        await self._schedule(f"provision-{claim_key(claim)}[{uid_of(claim)}]",
-                             lambda: self._provision_claim_operation_external(claim, storage_class))
+        key = claim_key(claim)
+
+        async def provision() -> None:
+            self.timestamps.add_if_not_exist(key, CSI_MIGRATED_PLUGINS.get(provisioner, provisioner), "provision")
+            try:
+                await self._provision_claim_operation_external(claim, storage_class)
+            except Exception:
+                self.timestamps.record(key, failed=True)
+                raise
+
+        await self._schedule(f"provision-{key}[{uid_of(claim)}]", provision)
 
     async def _provision_claim_operation_disabled(self, claim: Obj, provisioner: str) -> None:
         """``provisionClaimOperation`` with the host-path plugin, whose provisioning is disabled."""

@@ -25,6 +25,7 @@ from controller_manager.client.errors import ApiError, Conflict
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import Added, Deleted, Event, Updated
 
+from . import metrics
 from .binder import COMPONENT, Binder, BindError
 from .helpers import claim_key, claim_ref, claim_ref_key, name_of, pod_claim_names, volume_name_of_claim
 from .plugins import default_plugins
@@ -73,6 +74,9 @@ class PersistentVolumeBinderController(Controller):
             enable_dynamic_provisioning=enable_provisioning is not False,
         )
         self._initialized = False
+        binder = self.binder
+        metrics.COLLECTOR.source = lambda: (list(binder.volumes.values()), list(binder.claims.values()),
+                                            binder.plugin_name_for_metrics)
 
     # --- informer handlers (enqueueWork) -----------------------------------------------------------------
 
@@ -112,6 +116,7 @@ class PersistentVolumeBinderController(Controller):
         cached = self.binder.volumes.pop(key, None)
         if cached is None:
             return None  # the deletion was handled already
+        self.binder.timestamps.record(key, failed=False)  # a delete operation, if any, has ended
         ref = claim_ref(cached)
         if ref is not None:
             # The claim of a deleted volume may now be Lost: sync it without waiting for the resync.
@@ -129,6 +134,7 @@ class PersistentVolumeBinderController(Controller):
         cached = self.binder.claims.pop(key, None)
         if cached is None:
             return None
+        self.binder.timestamps.delete(key)  # an unfinished provisioning is abandoned
         volume_name = volume_name_of_claim(cached)
         if volume_name:
             # A deleted claim's volume is now Released: sync it without waiting for the resync.
