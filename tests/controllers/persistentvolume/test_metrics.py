@@ -74,7 +74,8 @@ async def test_delete_errors_and_provision_latency_are_recorded() -> None:
     errors_before = sample("volume_operation_total_errors_total", plugin_name="N/A", operation_name="delete")
     await binder.sync_volume(copy.deepcopy(volume))
     await binder.operations.wait_idle()
-    assert sample("volume_operation_total_errors_total", plugin_name="N/A", operation_name="delete") == errors_before + 1
+    errors_after = sample("volume_operation_total_errors_total", plugin_name="N/A", operation_name="delete")
+    assert errors_after == errors_before + 1
 
     claim = new_claim("fresh", "uid-fresh", "1Gi", "", "Pending", "ext")
     api.add([], [claim])
