@@ -195,6 +195,7 @@ class Options:
     # persistent volume binder
     pvclaimbinder_sync_period: float = 15.0
     enable_dynamic_provisioning: bool = True
+    enable_hostpath_provisioner: bool = False
     # node IPAM (0 mask sizes: the per-family defaults, 24 for IPv4 and 64 for IPv6)
     allocate_node_cidrs: bool = False
     cluster_cidr: str = ""
@@ -405,6 +406,11 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'The period for syncing persistent volumes and persistent volume claims.'),
         _flag("enable-dynamic-provisioning", _BOOL, "true",
               'Enable dynamic provisioning for environments that support it.'),
+        _flag("enable-hostpath-provisioner", _BOOL, "false",
+              'Enable HostPath PV provisioning when running without a cloud provider. This allows testing and '
+              'development of provisioning features. HostPath provisioning is not supported in any way, won\'t '
+              'work in a multi-node cluster, and should not be used for anything other than testing or '
+              'development.'),
     )),
     ("Node IPAM flags", (
         _flag("allocate-node-cidrs", _BOOL, "false",

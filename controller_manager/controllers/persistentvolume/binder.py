@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from controller_manager.api.meta import deep_copy, meta
 from controller_manager.api.quantity import parse_quantity
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, Resource
-from controller_manager.client.errors import ApiError, NotFound
+from controller_manager.client.errors import AlreadyExists, ApiError, NotFound
 from controller_manager.clock import Clock
 
 from .helpers import (
@@ -48,6 +48,7 @@ from .helpers import (
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_MIGRATED_TO,
     ANN_PRE_RESIZE_CAPACITY,
+    ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,
     CSI_MIGRATED_PLUGINS,
     PV_DELETION_IN_TREE_PROTECTION_FINALIZER,
@@ -80,7 +81,7 @@ from .helpers import (
     volume_phase,
 )
 from .metrics import NOT_AVAILABLE, OperationTimestamps, record_retroactive_storage_class
-from .plugins import PluginError, PluginManager, VolumePlugin
+from .plugins import PluginError, PluginManager, ProvisionOptions, VolumePlugin
 
 Obj = Mapping[str, Any]
 
@@ -94,6 +95,10 @@ VOLUME_FAILED_DELETE = "VolumeFailedDelete"
 VOLUME_DELETE = "VolumeDelete"
 EXTERNAL_PROVISIONING = "ExternalProvisioning"
 PROVISIONING_FAILED = "ProvisioningFailed"
+PROVISIONING_SUCCEEDED = "ProvisioningSucceeded"
+PROVISIONING_CLEANUP_FAILED = "ProvisioningCleanupFailed"
+CREATE_PROVISIONED_PV_RETRIES = 5  # createProvisionedPVRetryCount
+CREATE_PROVISIONED_PV_INTERVAL = 10.0  # createProvisionedPVInterval
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 WAIT_FOR_POD_SCHEDULED = "WaitForPodScheduled"
 
@@ -111,6 +116,8 @@ class Client(Protocol):
     async def update_status(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]: ...
 
     async def delete(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]: ...
+
+    async def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
 
 
 class Recorder(Protocol):
@@ -188,6 +195,7 @@ class Binder:
                  informer_claim: Callable[[str], Obj | None] = lambda key: None,
                  pods_for_claim: Callable[[str], Sequence[Obj]] = lambda key: (),
                  enqueue_claim: Callable[[str], None] = lambda key: None,
+                 get_node: Callable[[str], Obj | None] = lambda name: None,
                  plugins: Sequence[VolumePlugin] = (), enable_dynamic_provisioning: bool = True) -> None:
         self.client = client
         self.recorder = recorder
@@ -198,6 +206,9 @@ class Binder:
         self.informer_claim = informer_claim
         self.pods_for_claim = pods_for_claim
         self.enqueue_claim = enqueue_claim
+        self.get_node = get_node
+        self.create_provisioned_pv_retries = CREATE_PROVISIONED_PV_RETRIES
+        self.create_provisioned_pv_interval = CREATE_PROVISIONED_PV_INTERVAL
         self.plugins = PluginManager(plugins)
         self.enable_dynamic_provisioning = enable_dynamic_provisioning
         self.volumes: dict[str, Obj] = {}
@@ -703,43 +714,140 @@ class Binder:
             self.log.error("Error finding provisioning plugin for claim", pvc=claim_key(claim), error=message)
             return
         provisioner = str(storage_class.get("provisioner") or "")
+        key = claim_key(claim)
+        plugin: VolumePlugin | None = None
         if provisioner.startswith("kubernetes.io/") and provisioner not in CSI_MIGRATED_PLUGINS:
-            # An in-tree provisioner. Of the PV controller's plugins host-path provisions only with
-            # --enable-hostpath-provisioner (not ported: off, as by default); NFS never does.
+            # An in-tree provisioner (host-path, only with --enable-hostpath-provisioner).
             try:
-                plugin = self.plugins.by_name(provisioner)
-                if plugin.name != "kubernetes.io/host-path":
-                    raise PluginError("no provisionable volume plugin matched")
+                plugin = self.plugins.provisionable_by_name(provisioner)
             except PluginError as err:
                 self.recorder.event(claim, "Warning", PROVISIONING_FAILED, str(err))
-                self.log.error("Error finding provisioning plugin for claim", pvc=claim_key(claim), error=str(err))
+                self.log.error("Error finding provisioning plugin for claim", pvc=key, error=str(err))
                 return
-            await self._schedule(f"provision-{claim_key(claim)}[{uid_of(claim)}]",
-                                 lambda: self._provision_claim_operation_disabled(claim, provisioner))
-            return
-        key = claim_key(claim)
+        in_tree = plugin
 
         async def provision() -> None:
-            self.timestamps.add_if_not_exist(key, CSI_MIGRATED_PLUGINS.get(provisioner, provisioner), "provision")
+            name = in_tree.name if in_tree is not None else CSI_MIGRATED_PLUGINS.get(provisioner, provisioner)
+            self.timestamps.add_if_not_exist(key, name, "provision")
             try:
-                await self._provision_claim_operation_external(claim, storage_class)
+                if in_tree is None:
+                    await self._provision_claim_operation_external(claim, storage_class)
+                else:
+                    await self._provision_claim_operation(claim, in_tree, storage_class)
             except Exception:
                 self.timestamps.record(key, failed=True)
                 raise
 
         await self._schedule(f"provision-{key}[{uid_of(claim)}]", provision)
 
-    async def _provision_claim_operation_disabled(self, claim: Obj, provisioner: str) -> None:
-        """``provisionClaimOperation`` with the host-path plugin, whose provisioning is disabled."""
-        if spec(claim).get("dataSource") is not None:
-            message = (f'plugin "{provisioner}" is not a CSI plugin. Only CSI plugin can provision a claim with a '
+    async def _provision_claim_operation(self, claim: Obj, plugin: VolumePlugin, storage_class: Obj) -> None:
+        """``provisionClaimOperation``: an in-tree plugin makes the volume; its PV is created bound to the claim
+        (the claim's sync then completes the binding)."""
+        key = claim_key(claim)
+        if plugin.name != "kubernetes.io/csi" and spec(claim).get("dataSource") is not None:
+            message = (f'plugin "{plugin.name}" is not a CSI plugin. Only CSI plugin can provision a claim with a '
                        "datasource")
             self.recorder.event(claim, "Warning", PROVISIONING_FAILED, message)
             raise BindError(message)
-        claim = await self.set_claim_provisioner(claim, provisioner)
-        message = f'Failed to create provisioner: provisioning in volume plugin "{provisioner}" is disabled'
-        self.recorder.event(claim, "Warning", PROVISIONING_FAILED, message)
-        raise BindError(message)
+        claim = await self.set_claim_provisioner(claim, str(storage_class.get("provisioner") or ""))
+        pv_name = f"pvc-{uid_of(claim)}"
+        try:
+            await self.client.get(PERSISTENTVOLUMES, pv_name)
+        except NotFound:
+            pass
+        else:
+            return  # provisioned already (a previous operation, or another controller)
+        options = ProvisionOptions(
+            reclaim_policy=str(storage_class.get("reclaimPolicy") or "Delete"),
+            mount_options=list(storage_class.get("mountOptions") or ()), pv_name=pv_name, claim=claim,
+            parameters=dict(storage_class.get("parameters") or {}))
+        class_name = name_of(storage_class)
+        if options.mount_options and not plugin.supports_mount_options():
+            self.recorder.event(claim, "Warning", PROVISIONING_FAILED,
+                                "Mount options are not supported by the provisioner but StorageClass "
+                                f'"{class_name}" has mount options [{" ".join(options.mount_options)}]')
+            raise BindError(f"provisioner \"{plugin.name}\" doesn't support mount options")
+        try:
+            provisioner = plugin.new_provisioner(options)
+        except PluginError as err:
+            self.recorder.event(claim, "Warning", PROVISIONING_FAILED, f"Failed to create provisioner: {err}")
+            raise
+        selected_node = None
+        node_name = annotations_of(claim).get(ANN_SELECTED_NODE)
+        if node_name is not None:
+            selected_node = self.get_node(node_name)
+            if selected_node is None:
+                message = f'Failed to get target node: node "{node_name}" not found'
+                self.recorder.event(claim, "Warning", PROVISIONING_FAILED, message)
+                raise BindError(message)
+        try:
+            volume = await provisioner.provision(selected_node, storage_class.get("allowedTopologies"))
+        except PluginError as err:
+            await self._reschedule_provisioning(claim)
+            self.recorder.event(claim, "Warning", PROVISIONING_FAILED,
+                                f'Failed to provision volume with StorageClass "{class_name}": {err}')
+            raise
+        metadata = volume.setdefault("metadata", {})
+        metadata.setdefault("name", pv_name)
+        volume.setdefault("spec", {})["claimRef"] = claim_reference(claim)
+        volume.setdefault("status", {})["phase"] = "Bound"
+        if claim_class(claim):
+            volume["spec"]["storageClassName"] = claim_class(claim)
+        else:
+            volume["spec"].pop("storageClassName", None)
+        anns = metadata.setdefault("annotations", {})
+        anns[ANN_BOUND_BY_CONTROLLER] = "yes"
+        anns[ANN_DYNAMICALLY_PROVISIONED] = plugin.name
+        if volume["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
+            metadata["finalizers"] = [PV_DELETION_IN_TREE_PROTECTION_FINALIZER]
+        error: Exception | None = None
+        for attempt in range(self.create_provisioned_pv_retries):
+            try:
+                created = await self.client.create(PERSISTENTVOLUMES, volume)
+            except AlreadyExists:
+                error = None
+                break
+            except Exception as err:
+                error = err
+                self.log.info("Failed to save volume for claim", pvc=key, volume=metadata["name"], error=str(err))
+                if attempt + 1 < self.create_provisioned_pv_retries and self.create_provisioned_pv_interval > 0:
+                    await self.clock.sleep(self.create_provisioned_pv_interval)
+                continue
+            self.store_volume(created)
+            error = None
+            break
+        if error is None:
+            self.recorder.event(claim, "Normal", PROVISIONING_SUCCEEDED,
+                                f"Successfully provisioned volume {metadata['name']} using {plugin.name}")
+            return
+        self.recorder.event(claim, "Warning", PROVISIONING_FAILED,
+                            f"Error creating provisioned PV object for claim {key}: {error}. Deleting the volume.")
+        # The storage asset has no PV object: its plugin deletes it (upstream stops at the first failure).
+        delete_error: Exception | None = None
+        try:
+            deleter = self._find_deletable_plugin(volume)
+            if deleter is not None:
+                await deleter.delete(volume)
+        except PluginError as err:
+            delete_error = err
+        if delete_error is not None:
+            self.recorder.event(claim, "Warning", PROVISIONING_CLEANUP_FAILED,
+                                f"Error cleaning provisioned volume for claim {key}: {delete_error}. Please delete "
+                                "manually.")
+
+    async def _reschedule_provisioning(self, claim: Obj) -> None:
+        """``rescheduleProvisioning``: the scheduler's selected node is removed so it can choose again."""
+        if ANN_SELECTED_NODE not in annotations_of(claim):
+            return
+        clone = deep_copy(dict(claim))
+        del clone["metadata"]["annotations"][ANN_SELECTED_NODE]
+        try:
+            updated = await self.client.update(PERSISTENTVOLUMECLAIMS, clone)
+        except ApiError as err:
+            self.log.info("Failed to delete annotation selected-node for PersistentVolumeClaim", pvc=claim_key(claim),
+                          error=str(err))
+            return
+        self.store_claim(updated)
 
     async def _provision_claim_operation_external(self, claim: Obj, storage_class: Obj) -> None:
         provisioner = str(storage_class.get("provisioner") or "")

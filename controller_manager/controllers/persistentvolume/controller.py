@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import meta
-from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES
+from controller_manager.api.resources import NODES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES
 from controller_manager.client.errors import ApiError, Conflict
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import Added, Deleted, Event, Updated
@@ -56,11 +56,13 @@ class PersistentVolumeBinderController(Controller):
         options = ctx.options
         self.sync_period = _seconds(options, "pvclaimbinder_sync_period", DEFAULT_SYNC_PERIOD)
         enable_provisioning = options.get("enable_dynamic_provisioning", True)
+        enable_hostpath = options.get("enable_hostpath_provisioner", False) is True
         self.claim_queue = ctx.new_queue("claims")
         self.volume_informer = ctx.informers.informer(PERSISTENTVOLUMES)
         self.claim_informer = ctx.informers.informer(PERSISTENTVOLUMECLAIMS)
         self.class_informer = ctx.informers.informer(STORAGECLASSES)
         self.pod_informer = ctx.informers.informer(PODS, indexers={POD_PVC_INDEX: _pod_pvc_index})
+        self.node_informer = ctx.informers.informer(NODES)
         self.volume_informer.add_handler(self._on_volume)
         self.claim_informer.add_handler(self._on_claim)
         self.binder = Binder(
@@ -70,7 +72,8 @@ class PersistentVolumeBinderController(Controller):
             informer_claim=self.claim_informer.store.get,
             pods_for_claim=self._pods_for_claim,
             enqueue_claim=self.claim_queue.add,
-            plugins=default_plugins(),
+            plugins=default_plugins(enable_hostpath),
+            get_node=self.node_informer.store.get,
             enable_dynamic_provisioning=enable_provisioning is not False,
         )
         self._initialized = False

@@ -18,16 +18,17 @@ from typing import Any
 import structlog
 
 from controller_manager.api.resources import PERSISTENTVOLUMES, Resource
-from controller_manager.client.errors import Conflict, NotFound
+from controller_manager.client.errors import AlreadyExists, Conflict, NotFound
 from controller_manager.clock import FakeClock
 from controller_manager.controllers.persistentvolume.binder import Binder
 from controller_manager.controllers.persistentvolume.helpers import (
+    ANN_BETA_STORAGE_PROVISIONER,
     ANN_DYNAMICALLY_PROVISIONED,
     ANN_STORAGE_PROVISIONER,
     claim_key,
     pod_claim_names,
 )
-from controller_manager.controllers.persistentvolume.plugins import VolumePlugin
+from controller_manager.controllers.persistentvolume.plugins import PluginError, ProvisionOptions, VolumePlugin
 
 Obj = dict[str, Any]
 
@@ -85,7 +86,8 @@ def new_claim(name: str, uid: str, capacity: str, volume_name: str, phase: str, 
     if klass is not None:
         claim["spec"]["storageClassName"] = klass
     if anns:
-        claim["metadata"]["annotations"] = {a: MOCK_PLUGIN if a == ANN_STORAGE_PROVISIONER else "yes" for a in anns}
+        claim["metadata"]["annotations"] = {
+            a: MOCK_PLUGIN if a in (ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER) else "yes" for a in anns}
     if phase == "Bound":
         claim["status"]["accessModes"] = list(claim["spec"]["accessModes"])
         claim["status"]["capacity"] = dict(claim["spec"]["resources"]["requests"])
@@ -241,6 +243,21 @@ class FakeApi:
     async def update_status(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
         return await self._write("update_status", res, obj)
 
+    async def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        self.calls.append(("create", res.plural, obj["metadata"]["name"]))
+        self._inject("create", res)
+        key = self._key(res, obj)
+        store = self._store(res)
+        if key in store:
+            raise AlreadyExists(409, "AlreadyExists", f'{res.plural} "{obj["metadata"]["name"]}" already exists')
+        new = copy.deepcopy(dict(obj))
+        new.pop("apiVersion", None)
+        new.pop("kind", None)
+        new["metadata"]["resourceVersion"] = "1"
+        store[key] = new
+        self._changed(res, new)
+        return copy.deepcopy(new)
+
     async def delete(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         self.calls.append(("delete", res.plural, name))
         self._inject("delete", res)
@@ -299,14 +316,65 @@ def check_events(expected: Sequence[str], got: Sequence[str]) -> None:
         assert have.startswith(want), f"expected event {want!r}, got {have!r}"
 
 
+@dataclass
+class ProvisionCall:
+    """``provisionCall``: the parameters the provisioner must be given, and its result (None: a volume)."""
+
+    expected_parameters: dict[str, str]
+    ret: Exception | None = None
+
+
+class _MockProvisioner:
+    def __init__(self, plugin: MockPlugin, options: ProvisionOptions) -> None:
+        self.plugin = plugin
+        self.options = options
+
+    async def provision(self, selected_node: Any, allowed_topologies: Any) -> dict[str, Any]:
+        plugin = self.plugin
+        if len(plugin.provision_calls) <= plugin.provisioned:
+            raise PluginError(f"Mock plugin error: unexpected provisioner call {plugin.provisioned}")
+        call = plugin.provision_calls[plugin.provisioned]
+        if call.expected_parameters != self.options.parameters:
+            raise PluginError("Mock plugin error: invalid provisioner call")
+        plugin.provisioned += 1
+        if call.ret is not None:
+            raise PluginError(str(call.ret))
+        claim_spec = self.options.claim["spec"]
+        volume: dict[str, Any] = {
+            "metadata": {"name": self.options.pv_name},
+            "spec": {"capacity": {"storage": claim_spec["resources"]["requests"]["storage"]},
+                     "accessModes": list(claim_spec["accessModes"]),
+                     "persistentVolumeReclaimPolicy": self.options.reclaim_policy,
+                     "gcePersistentDisk": {"pdName": ""}},
+            "status": {"phase": "Available"},
+        }
+        if claim_spec.get("volumeMode") is not None:
+            volume["spec"]["volumeMode"] = claim_spec["volumeMode"]
+        return volume
+
+
 class MockPlugin:
-    """``mockVolumePlugin`` as a deleter: each delete() returns the next configured result."""
+    """``mockVolumePlugin``: a deleter and a provisioner; each call returns the next configured result."""
 
     name = MOCK_PLUGIN
 
-    def __init__(self, delete_calls: Sequence[Exception | None]) -> None:
+    def __init__(self, delete_calls: Sequence[Exception | None] = (),
+                 provision_calls: Sequence[ProvisionCall] = ()) -> None:
         self.delete_calls = list(delete_calls)
+        self.provision_calls = list(provision_calls)
         self.deleted = 0
+        self.provisioned = 0
+
+    def provisionable(self) -> bool:
+        return True
+
+    def supports_mount_options(self) -> bool:
+        return False
+
+    def new_provisioner(self, options: ProvisionOptions) -> _MockProvisioner:
+        if not self.provision_calls:
+            raise PluginError("Mock plugin error: no provisionCalls configured")
+        return _MockProvisioner(self, options)
 
     def can_support(self, volume: Mapping[str, Any]) -> bool:
         return True
@@ -315,7 +383,6 @@ class MockPlugin:
         return True
 
     async def delete(self, volume: Mapping[str, Any]) -> None:
-        from controller_manager.controllers.persistentvolume.plugins import PluginError
         if not self.delete_calls:
             raise PluginError("failed to create deleter for volume "
                               f'"{volume["metadata"]["name"]}": Mock plugin error: no deleteCalls configured')
@@ -339,6 +406,7 @@ class Case:
     test: TestCall
     errors: list[ReactorError] = field(default_factory=list)
     plugins: list[VolumePlugin] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.name
@@ -361,19 +429,21 @@ async def sync_volume(binder: Binder, api: FakeApi, case: Case) -> None:
 
 
 def new_binder(api: FakeApi, classes: Sequence[Obj], pods: Sequence[Obj] = (),
-               plugins: Sequence[VolumePlugin] = ()) -> tuple[Binder, FakeRecorder]:
+               plugins: Sequence[VolumePlugin] = (), nodes: Sequence[str] = ()) -> tuple[Binder, FakeRecorder]:
     recorder = FakeRecorder()
     by_name = {c["metadata"]["name"]: c for c in classes}
     binder = Binder(api, recorder, FakeClock(), structlog.get_logger("test"),
                     get_class=by_name.get, list_classes=lambda: list(by_name.values()),
                     pods_for_claim=lambda key: [p for p in pods if key in pod_claim_names(p)],
+                    get_node=lambda name: {"metadata": {"name": name}} if name in nodes else None,
                     plugins=plugins)
+    binder.create_provisioned_pv_interval = 0.0  # upstream's tests shorten it too
     return binder, recorder
 
 
 async def run_sync_test(case: Case, classes: Sequence[Obj] = (), pods: Sequence[Obj] = ()) -> None:
     api = FakeApi(errors=list(case.errors))
-    binder, recorder = new_binder(api, classes, pods, case.plugins)
+    binder, recorder = new_binder(api, classes, pods, case.plugins, case.nodes)
     for claim in case.initial_claims:
         if ANN_SKIP_LOCAL_STORE not in (claim["metadata"].get("annotations") or {}):
             binder.claims[claim_key(claim)] = copy.deepcopy(claim)
@@ -390,7 +460,7 @@ async def run_sync_test(case: Case, classes: Sequence[Obj] = (), pods: Sequence[
 
 async def run_multisync_test(case: Case, classes: Sequence[Obj] = ()) -> None:
     api = FakeApi(errors=list(case.errors))
-    binder, recorder = new_binder(api, classes, (), case.plugins)
+    binder, recorder = new_binder(api, classes, (), case.plugins, case.nodes)
     binder.enqueue_claim = lambda key: None
     for claim in case.initial_claims:
         binder.claims[claim_key(claim)] = copy.deepcopy(claim)

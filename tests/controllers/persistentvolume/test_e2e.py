@@ -225,3 +225,44 @@ async def test_lost_claim_and_refused_recycle() -> None:
         events = [e for e in await h.events_for("scrub", namespace="default") if e["reason"] == "VolumeFailedRecycle"]
         assert [(e["type"], e["message"]) for e in events] == [
             ("Warning", "No recycler plugin found for the volume!")]
+
+
+async def test_hostpath_provisioner_provisions_and_deletes() -> None:
+    """--enable-hostpath-provisioner: a /tmp directory per claim, the PV bound to it, deleted with the claim."""
+    import os
+    options = {**OPTIONS, "enable_hostpath_provisioner": True}
+    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=options) as h:
+        await h.client.create(STORAGECLASSES, {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "hostpath"},
+            "provisioner": "kubernetes.io/host-path"})
+        await h.client.create(PERSISTENTVOLUMECLAIMS, claim("scratch", "1Gi", "hostpath"))
+
+        async def bound() -> dict[str, Any] | None:
+            pvc = await _get(h, PERSISTENTVOLUMECLAIMS, "scratch", "default")
+            return pvc if pvc.get("status", {}).get("phase") == "Bound" else None
+
+        pvc = await wait_for(bound, what="claim Bound")
+        name = f"pvc-{pvc['metadata']['uid']}"
+        assert pvc["spec"]["volumeName"] == name
+        assert pvc["metadata"]["annotations"][STORAGE_PROVISIONER] == "kubernetes.io/host-path"
+        pv = await _get(h, PERSISTENTVOLUMES, name)
+        assert pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "kubernetes.io/host-path"
+        assert pv["metadata"]["finalizers"] == ["kubernetes.io/pv-controller"]
+        assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
+        path = pv["spec"]["hostPath"]["path"]
+        assert path.startswith("/tmp/hostpath_pv/")
+        assert os.path.isdir(path)
+        events = [e for e in await h.events_for("scratch") if e["reason"] == "ProvisioningSucceeded"]
+        assert events[0]["message"] == f"Successfully provisioned volume {name} using kubernetes.io/host-path"
+
+        await h.client.delete(PERSISTENTVOLUMECLAIMS, "scratch", "default")
+
+        async def gone() -> bool:
+            try:
+                await _get(h, PERSISTENTVOLUMES, name)
+            except NotFound:
+                return True
+            return False
+
+        await wait_for(gone, what="provisioned volume deleted")
+        assert not os.path.exists(path)

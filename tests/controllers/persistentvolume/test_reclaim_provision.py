@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controller_manager.client.errors import AlreadyExists
 from controller_manager.controllers.persistentvolume.binder import Binder
 from controller_manager.controllers.persistentvolume.helpers import (
     ANN_BETA_STORAGE_PROVISIONER,
@@ -40,6 +41,7 @@ from .framework import (
     CLASS_EXTERNAL,
     CLASS_EXTERNAL_WAIT,
     CLASS_GOLD,
+    CLASS_SILVER,
     CLASS_UNKNOWN_INTERNAL,
     MOCK_PLUGIN,
     NAMESPACE,
@@ -47,6 +49,8 @@ from .framework import (
     Case,
     FakeApi,
     MockPlugin,
+    ProvisionCall,
+    ReactorError,
     TestCall,
     new_claim,
     new_volume,
@@ -441,3 +445,153 @@ async def test_disabling_dynamic_provisioner() -> None:
     await binder.operations.wait_idle()
     assert recorder.events == []
     assert "annotations" not in api.claims[claim_key(claim)]["metadata"]
+
+
+# --- in-tree provisioning (upstream's mock provisioner; kube-controller-manager's is host-path) -------------------
+
+CLASS1_PARAMETERS = {"param1": "value1"}
+CLASS2_PARAMETERS = {"param2": "value2"}
+PROVISION1_SUCCESS = ProvisionCall(CLASS1_PARAMETERS)
+PROVISION1_ERROR = ProvisionCall(CLASS1_PARAMETERS, RuntimeError("Mock provisioner error"))
+PROVISION2_SUCCESS = ProvisionCall(CLASS2_PARAMETERS)
+
+IN_TREE_CLASSES = [
+    storage_class("gold", MOCK_PLUGIN, parameters=CLASS1_PARAMETERS),
+    storage_class("silver", MOCK_PLUGIN, parameters=CLASS2_PARAMETERS),
+    storage_class("copper", MOCK_PLUGIN, mode="WaitForFirstConsumer", parameters=CLASS1_PARAMETERS),
+    storage_class("unsupported-mountoptions", MOCK_PLUGIN, parameters=CLASS1_PARAMETERS, mountOptions=["foo"]),
+]
+PROVISIONED = (BOUND_BY_CONTROLLER, DYNAMICALLY_PROVISIONED)
+ANNOTATED = (ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER)
+
+
+def _create_errors(*messages: str) -> list[ReactorError]:
+    return [ReactorError("create", "persistentvolumes", RuntimeError(m)) for m in messages]
+
+
+FIVE_CREATE_ERRORS = _create_errors(*(f"Mock creation error{i}" for i in range(1, 6)))
+
+
+def in_tree_cases() -> list[Case]:
+    def provisioned(name: str, uid: str, claim: str, klass: str, *, finalizer: bool = True) -> list[Obj]:
+        volumes = [V(name, "1Gi", uid, claim, BOUND, DELETE, klass, *PROVISIONED)]
+        return with_finalizers([PV_DELETION_IN_TREE_PROTECTION_FINALIZER], volumes) if finalizer else volumes
+
+    return [
+        Case("11-1 - successful provision with storage class 1", [],
+             provisioned("pvc-uid11-1", "uid11-1", "claim11-1", CLASS_GOLD),
+             [C("claim11-1", "uid11-1", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-1", "uid11-1", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ["Normal ProvisioningSucceeded Successfully provisioned volume pvc-uid11-1 using "
+              "kubernetes.io/mock-volume"], sync_claim, plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])]),
+        Case("11-2 - plugin not found (in-tree)", [], [],
+             [C("claim11-2", "uid11-2", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-2", "uid11-2", "1Gi", "", PENDING, CLASS_GOLD)], ["Warning ProvisioningFailed"], sync_claim),
+        Case("11-3 - newProvisioner failure", [], [],
+             [C("claim11-3", "uid11-3", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-3", "uid11-3", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ["Warning ProvisioningFailed Failed to create provisioner: Mock plugin error: no provisionCalls "
+              "configured"], sync_claim, plugins=[MockPlugin()]),
+        Case("11-4 - provision failure", [], [],
+             [C("claim11-4", "uid11-4", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-4", "uid11-4", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ['Warning ProvisioningFailed Failed to provision volume with StorageClass "gold": Mock provisioner '
+              "error"], sync_claim, plugins=[MockPlugin(provision_calls=[PROVISION1_ERROR])]),
+        Case("11-7 - claim is bound before provisioning", [],
+             [V("pvc-uid11-7", "1Gi", "uid11-7", "claim11-7", BOUND, DELETE, CLASS_GOLD, *PROVISIONED)],
+             [C("claim11-7", "uid11-7", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-7", "uid11-7", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)], NO_EVENTS,
+             injected(sync_claim, _add_volume(V("pvc-uid11-7", "1Gi", "uid11-7", "claim11-7", BOUND, DELETE,
+                                                CLASS_GOLD, *PROVISIONED))),
+             plugins=[MockPlugin()]),
+        Case("11-8 - cannot save provisioned volume", [],
+             provisioned("pvc-uid11-8", "uid11-8", "claim11-8", CLASS_GOLD),
+             [C("claim11-8", "uid11-8", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-8", "uid11-8", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ["Normal ProvisioningSucceeded"], sync_claim, errors=_create_errors("Mock creation error"),
+             plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])]),
+        Case("11-9 - cannot save provisioned volume, delete succeeds", [], [],
+             [C("claim11-9", "uid11-9", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-9", "uid11-9", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ["Warning ProvisioningFailed Error creating provisioned PV object for claim default/claim11-9: Mock "
+              "creation error5. Deleting the volume."], sync_claim, errors=list(FIVE_CREATE_ERRORS),
+             plugins=[MockPlugin([None], [PROVISION1_SUCCESS])]),
+        Case("11-10 - cannot save provisioned volume, no delete plugin found", [], [],
+             [C("claim11-10", "uid11-10", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-10", "uid11-10", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ["Warning ProvisioningFailed", "Warning ProvisioningCleanupFailed"], sync_claim,
+             errors=list(FIVE_CREATE_ERRORS), plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])]),
+        Case("11-11 - cannot save provisioned volume, deleter fails", [], [],
+             [C("claim11-11", "uid11-11", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-11", "uid11-11", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)],
+             ["Warning ProvisioningFailed", "Warning ProvisioningCleanupFailed Error cleaning provisioned volume for "
+              "claim default/claim11-11: Mock deletion error1. Please delete manually."], sync_claim,
+             errors=list(FIVE_CREATE_ERRORS),
+             plugins=[MockPlugin([RuntimeError(f"Mock deletion error{i}") for i in range(1, 6)],
+                                 [PROVISION1_SUCCESS])]),
+        Case("11-13 - successful provision with storage class 2", [],
+             provisioned("pvc-uid11-13", "uid11-13", "claim11-13", CLASS_SILVER),
+             [C("claim11-13", "uid11-13", "1Gi", "", PENDING, CLASS_SILVER)],
+             [C("claim11-13", "uid11-13", "1Gi", "", PENDING, CLASS_SILVER, *ANNOTATED)],
+             ["Normal ProvisioningSucceeded"], sync_claim, plugins=[MockPlugin(provision_calls=[PROVISION2_SUCCESS])]),
+        Case("11-19 - provisioned volume saved but API server crashed", [], [],
+             [C("claim11-19", "uid11-19", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-19", "uid11-19", "1Gi", "", PENDING, CLASS_GOLD, *ANNOTATED)], NO_EVENTS, sync_claim,
+             errors=[ReactorError("create", "persistentvolumes", RuntimeError("Mock creation error1")),
+                     ReactorError("create", "persistentvolumes",
+                                  AlreadyExists(409, "AlreadyExists", 'persistentvolumes "" already exists'))],
+             plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])]),
+        Case("11-20 - unsupported storageClass.mountOptions", [], [],
+             [C("claim11-20", "uid11-20", "1Gi", "", PENDING, "unsupported-mountoptions")],
+             [C("claim11-20", "uid11-20", "1Gi", "", PENDING, "unsupported-mountoptions", *ANNOTATED)],
+             ['Warning ProvisioningFailed Mount options are not supported by the provisioner but StorageClass '
+              '"unsupported-mountoptions" has mount options [foo]'], sync_claim,
+             plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])]),
+        Case("11-23 - skip finding PV and provision for PVC annotated with AnnSelectedNode",
+             [V("volume11-23", "1Gi", "", "", AVAILABLE, DELETE, "copper")],
+             [V("volume11-23", "1Gi", "", "", AVAILABLE, DELETE, "copper"),
+              *provisioned("pvc-uid11-23", "uid11-23", "claim11-23", "copper")],
+             with_claim_annotation(ANN_SELECTED_NODE, "node1",
+                                   [C("claim11-23", "uid11-23", "1Gi", "", PENDING, "copper")]),
+             with_claim_annotation(ANN_SELECTED_NODE, "node1",
+                                   [C("claim11-23", "uid11-23", "1Gi", "", PENDING, "copper", *ANNOTATED)]),
+             ["Normal ProvisioningSucceeded"], sync_claim,
+             plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])], nodes=["node1"]),
+        Case("11-25 - failed in-tree provision with data source", [], [],
+             [C("claim11-25", "uid11-25", "1Gi", "", PENDING, CLASS_GOLD)],
+             [C("claim11-25", "uid11-25", "1Gi", "", PENDING, CLASS_GOLD)],
+             ['Warning ProvisioningFailed plugin "kubernetes.io/mock-volume" is not a CSI plugin. Only CSI plugin '
+              "can provision a claim with a datasource"],
+             sync_claim, plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])]),
+        Case("provision fails: the selected node is removed for the scheduler to choose again", [], [],
+             with_claim_annotation(ANN_SELECTED_NODE, "node1",
+                                   [C("claim-resched", "uid-resched", "1Gi", "", PENDING, "copper")]),
+             [C("claim-resched", "uid-resched", "1Gi", "", PENDING, "copper", *ANNOTATED)],
+             ['Warning ProvisioningFailed Failed to provision volume with StorageClass "copper": Mock provisioner '
+              "error"], sync_claim, plugins=[MockPlugin(provision_calls=[PROVISION1_ERROR])], nodes=["node1"]),
+    ]
+
+
+def _with_data_source(case: Case) -> Case:
+    if case.name.startswith("11-25"):
+        for claim in (*case.initial_claims, *case.expected_claims):
+            claim["spec"]["dataSource"] = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                                           "name": "test-snap"}
+    return case
+
+
+@pytest.mark.parametrize("case", [_with_data_source(c) for c in in_tree_cases()], ids=str)
+async def test_in_tree_provision_sync(case: Case) -> None:
+    await run_sync_test(case, IN_TREE_CLASSES)
+
+
+async def test_in_tree_provision_multi_sync() -> None:
+    """12-1: provisioned, then bound by the next syncs."""
+    case = Case("12-1 - successful provision", [],
+                [V("pvc-uid12-1", "1Gi", "uid12-1", "claim12-1", BOUND, DELETE, CLASS_GOLD, *PROVISIONED)],
+                [C("claim12-1", "uid12-1", "1Gi", "", PENDING, CLASS_GOLD)],
+                [C("claim12-1", "uid12-1", "1Gi", "pvc-uid12-1", BOUND, CLASS_GOLD, BOUND_BY_CONTROLLER,
+                   BIND_COMPLETED, *ANNOTATED)],
+                NO_EVENTS, sync_claim, plugins=[MockPlugin(provision_calls=[PROVISION1_SUCCESS])])
+    case.expected_volumes = with_finalizers([PV_DELETION_IN_TREE_PROTECTION_FINALIZER], case.expected_volumes)
+    await run_multisync_test(case, IN_TREE_CLASSES)
