@@ -3,6 +3,8 @@ events) against kube-sim, and everything is observed through the API as a client
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import Any
 
 from controller_manager.api.resources import NODES as NODES_RES
@@ -229,7 +231,6 @@ async def test_lost_claim_and_refused_recycle() -> None:
 
 async def test_hostpath_provisioner_provisions_and_deletes() -> None:
     """--enable-hostpath-provisioner: a /tmp directory per claim, the PV bound to it, deleted with the claim."""
-    import os
     options = {**OPTIONS, "enable_hostpath_provisioner": True}
     async with controller_harness(PersistentVolumeBinderController, nodes=1, options=options) as h:
         await h.client.create(STORAGECLASSES, {
@@ -251,7 +252,7 @@ async def test_hostpath_provisioner_provisions_and_deletes() -> None:
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
         path = pv["spec"]["hostPath"]["path"]
         assert path.startswith("/tmp/hostpath_pv/")
-        assert os.path.isdir(path)
+        assert await asyncio.to_thread(os.path.isdir, path)
         events = [e for e in await h.events_for("scratch") if e["reason"] == "ProvisioningSucceeded"]
         assert events[0]["message"] == f"Successfully provisioned volume {name} using kubernetes.io/host-path"
 
@@ -265,4 +266,4 @@ async def test_hostpath_provisioner_provisions_and_deletes() -> None:
             return False
 
         await wait_for(gone, what="provisioned volume deleted")
-        assert not os.path.exists(path)
+        assert not await asyncio.to_thread(os.path.exists, path)
