@@ -115,7 +115,8 @@ async def test_prebinding_by_volume_name_and_by_claim_ref() -> None:
 
 async def test_claim_without_class_or_volume_gets_failed_binding_event() -> None:
     async with controller_harness(PersistentVolumeBinderController, nodes=1, options=OPTIONS) as h:
-        await h.client.create(PERSISTENTVOLUMECLAIMS, claim("lonely", "1Gi", None))
+        # storageClassName "" (explicitly no class: neither admission nor the binder gives it the default one).
+        await h.client.create(PERSISTENTVOLUMECLAIMS, claim("lonely", "1Gi", ""))
 
         async def event() -> list[dict[str, Any]] | None:
             return [e for e in await h.events_for("lonely") if e["reason"] == "FailedBinding"] or None
