@@ -30,6 +30,7 @@ from controller_manager.controllers.job import JobController
 from controller_manager.controllers.namespace import NamespaceController
 from controller_manager.controllers.nodeipam import NodeIpamController
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
+from controller_manager.controllers.persistentvolume import PersistentVolumeBinderController
 from controller_manager.controllers.podautoscaler import HorizontalController
 from controller_manager.controllers.podgc import PodGCController
 from controller_manager.controllers.pvcprotection import PVCProtectionController
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from controller_manager.runtime.controller import Controller
 
 ALL: list[type[Controller]] = [
+    PersistentVolumeBinderController,
     CronJobController,
     TTLAfterFinishedController,
     TTLController,

@@ -200,6 +200,10 @@ class Options:
     unhealthy_zone_threshold: float = 0.55
     # pod GC
     terminated_pod_gc_threshold: int = 12500
+    # persistent volume binder
+    pvclaimbinder_sync_period: float = 15.0
+    enable_dynamic_provisioning: bool = True
+    enable_hostpath_provisioner: bool = False
     # node IPAM (0 mask sizes: the per-family defaults, 24 for IPv4 and 64 for IPv6)
     allocate_node_cidrs: bool = False
     cluster_cidr: str = ""
@@ -429,6 +433,17 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
         _flag("terminated-pod-gc-threshold", _INT, "12500",
               'Finished pods kept before the pod garbage collector deletes the oldest; 0 or less keeps '
               'them all.'),
+    )),
+    ("PersistentVolume-binder controller flags", (
+        _flag("pvclaimbinder-sync-period", _DURATION, "15s",
+              'The period for syncing persistent volumes and persistent volume claims.'),
+        _flag("enable-dynamic-provisioning", _BOOL, "true",
+              'Enable dynamic provisioning for environments that support it.'),
+        _flag("enable-hostpath-provisioner", _BOOL, "false",
+              'Enable HostPath PV provisioning when running without a cloud provider. This allows testing and '
+              'development of provisioning features. HostPath provisioning is not supported in any way, won\'t '
+              'work in a multi-node cluster, and should not be used for anything other than testing or '
+              'development.'),
     )),
     ("Node IPAM flags", (
         _flag("allocate-node-cidrs", _BOOL, "false",

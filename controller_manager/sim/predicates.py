@@ -271,6 +271,17 @@ def fit_error_message(num_nodes: int, failures: Mapping[str, tuple[list[str], st
     return f"{message} preemption: 0/{num_nodes} nodes are available: {', '.join(pre)}."
 
 
+def prefilter_error_message(num_nodes: int, reason: str) -> str:
+    """kube-scheduler's FitError text when a PreFilter plugin rejected the pod (unresolvable on every node)."""
+    if num_nodes == 0:
+        return "no nodes available to schedule pods"
+    return (f"0/{num_nodes} nodes are available: {reason}. preemption: 0/{num_nodes} nodes are available: "
+            f"{num_nodes} {PREEMPTION_NOT_HELPFUL}.")
+
+
+UNRESOLVABLE = _UNRESOLVABLE
+
+
 def is_schedulable_candidate(pod: Mapping[str, Any], scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> bool:
     """Unbound, for this scheduler, not being deleted and not terminal."""
     spec = pod.get("spec") or {}

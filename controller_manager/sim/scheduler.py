@@ -14,6 +14,12 @@ Guarantees:
   event when the message changes. A gated pod gets ``PodScheduled=False``, reason
   ``SchedulingGated``, once. Pending pods are retried whenever a node changes or a bound pod goes
   away, and on a periodic backstop (``retry_interval`` seconds on the injected clock).
+- Pods with PersistentVolumeClaims go through the VolumeBinding plugin (:mod:`~controller_manager.sim.volumebinding`):
+  unbound Immediate claims keep a pod unschedulable ("pod has unbound immediate PersistentVolumeClaims"),
+  volume node affinity and WaitForFirstConsumer claims filter nodes, and on the chosen node the matched volumes
+  are pre-bound and claims to provision get ``volume.kubernetes.io/selected-node``; the pod is bound only once
+  its claims are (the binding runs beside the loop), else it is scheduled again with a ``FailedScheduling``
+  event. Claim, volume and StorageClass changes retry pending pods.
 - Watches that end are re-listed and resumed (:class:`~controller_manager.sim.listwatch.ListWatch`);
   nothing here blocks the loop.
 """
@@ -30,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller_manager.api.meta import format_time, key_of, meta, parse_time
-from controller_manager.api.resources import NODES, PODS
+from controller_manager.api.resources import NODES, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES
 from controller_manager.clock import Clock, RealClock, TimerHandle
 from controller_manager.sim.apiserver import subresources
 from controller_manager.sim.listwatch import ListWatch, status_code
 from controller_manager.sim.predicates import (
     DEFAULT_SCHEDULER_NAME,
+    UNRESOLVABLE,
     NodeInfo,
     PodRequest,
     Usage,
@@ -44,9 +51,11 @@ from controller_manager.sim.predicates import (
     is_bound_and_active,
     is_schedulable_candidate,
     match_node_selector_terms,
+    prefilter_error_message,
     score_node,
 )
 from controller_manager.sim.recorder import event_object, record
+from controller_manager.sim.volumebinding import NodeDecision, VolumeBinding, VolumeBindingError
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -94,7 +103,7 @@ class Scheduler:
 
     def __init__(
         self, api: ApiServer, clock: Clock | None = None, *, scheduler_name: str = DEFAULT_SCHEDULER_NAME,
-        retry_interval: float = 15.0, batch_yield: int = 64,
+        retry_interval: float = 15.0, batch_yield: int = 64, volume_bind_timeout: float = 600.0,
     ) -> None:
         self._api = api
         self._clock = clock or RealClock()
@@ -110,6 +119,9 @@ class Scheduler:
         self._seq = itertools.count()
         self._backstop: TimerHandle | None = None
         self.scheduled = 0  # pods bound, for tests and benchmarks
+        self._volume_binding = VolumeBinding(api, self._clock, field_manager=FIELD_MANAGER,
+                                             bind_timeout=volume_bind_timeout)
+        self._binding_tasks: set[asyncio.Task[None]] = set()  # pods waiting in PreBind for their volumes
 
     # ---- event intake (synchronous; only updates state and wakes the loop)
 
@@ -146,6 +158,10 @@ class Scheduler:
         else:
             self._waiting.pop(key, None)
             self._active.discard(key)
+
+    def _on_storage(self, kind: str, obj: dict[str, Any]) -> None:
+        """A claim, volume or class changed: pods waiting on volumes may fit now."""
+        self._retry_all()
 
     def _is_assumed(self, uid: str) -> bool:
         bound = self._bound.get(uid)
@@ -189,17 +205,24 @@ class Scheduler:
     async def run(self) -> None:
         node_watch = ListWatch(self._api, NODES, self._on_node, clock=self._clock, name="scheduler-nodes")
         pod_watch = ListWatch(self._api, PODS, self._on_pod, clock=self._clock, name="scheduler-pods")
+        storage_watches = {res.plural: ListWatch(self._api, res, self._on_storage, clock=self._clock,
+                                                 name=f"scheduler-{res.plural}")
+                           for res in (PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES)}
         self._arm_backstop()
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(node_watch.run(), name="sim-scheduler-watch-nodes")
                 tg.create_task(pod_watch.run(), name="sim-scheduler-watch-pods")
+                for plural, watch in storage_watches.items():
+                    tg.create_task(watch.run(), name=f"sim-scheduler-watch-{plural}")
                 await node_watch.synced.wait()
                 await pod_watch.synced.wait()
                 tg.create_task(self._schedule_loop(), name="sim-scheduler-loop")
         finally:
             if self._backstop is not None:
                 self._backstop.cancel()
+            for task in list(self._binding_tasks):
+                task.cancel()
 
     async def _schedule_loop(self) -> None:
         while True:
@@ -225,11 +248,27 @@ class Scheduler:
                     pod, "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates", event=False)
             return
         req = PodRequest.of(pod)
+        try:
+            volumes = self._volume_binding.prefilter(pod)
+        except Exception as exc:
+            log.warning("volume binding prefilter failed", pod=key_of(pod), error=str(exc))
+            return
+        if isinstance(volumes, str):
+            message = prefilter_error_message(len(self._nodes), volumes)
+            if message != waiting.last_message:
+                waiting.last_message = message
+                await self._set_unschedulable(pod, "Unschedulable", message, event=True)
+            return
         failures: dict[str, tuple[list[str], str]] = {}
+        decisions: dict[str, NodeDecision] = {}
         best: tuple[float, int, str] | None = None
         for name, node in self._nodes.items():
             usage = self._usage.get(name) or Usage()
             reasons, kind = filter_node(req, node, usage)
+            if not reasons and volumes is not None:
+                reasons, decision = volumes.decide(name, node.labels)
+                kind = UNRESOLVABLE
+                decisions[name] = decision
             if reasons:
                 failures[name] = (reasons, kind)
                 continue
@@ -243,7 +282,34 @@ class Scheduler:
                 waiting.last_message = message
                 await self._set_unschedulable(pod, "Unschedulable", message, event=True)
             return
+        if volumes is not None and volumes.needs_binding:
+            self._bind_after_volumes(pod, best[2], req, decisions[best[2]])
+            return
         await self._bind(pod, best[2], req)
+
+    def _bind_after_volumes(self, pod: dict[str, Any], node: str, req: PodRequest, decision: NodeDecision) -> None:
+        """Reserve the node, then PreBind (volumes) and bind beside the scheduling loop, as the binding cycle."""
+        m = meta(pod)
+        key, uid = key_of(pod), str(m.get("uid", ""))
+        self._account(uid, node, pod, assumed=True)
+        self._waiting.pop(key, None)
+
+        async def binding_cycle() -> None:
+            try:
+                await self._volume_binding.bind(pod, node, decision, still_wanted=lambda: self._is_assumed(uid))
+            except VolumeBindingError as err:
+                if self._is_assumed(uid):
+                    self._unaccount(uid)
+                    self._waiting[key] = _Waiting(pod, next(self._seq))
+                    await self._set_unschedulable(
+                        pod, "SchedulerError", f'running PreBind plugin "VolumeBinding": {err}', event=True)
+                    self._activate(key)
+                return
+            await self._bind(pod, node, req)
+
+        task = asyncio.get_running_loop().create_task(binding_cycle(), name=f"sim-scheduler-prebind:{key}")
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
 
     async def _bind(self, pod: dict[str, Any], node: str, req: PodRequest) -> None:
         m = meta(pod)

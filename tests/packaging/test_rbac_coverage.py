@@ -102,6 +102,13 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                                            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
                                                "accessModes": ["ReadWriteOnce"],
                                                "resources": {"requests": {"storage": "1Gi"}}}}]}}, NS)
+        # Volumes for the StatefulSet's claims (no provisioner here): the scheduler binds its pods only once the
+        # persistentvolume-binder has bound the claims to them.
+        for i in range(2):
+            api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume",
+                                           "metadata": {"name": f"data-{i}"},
+                                           "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                                    "csi": {"driver": "csi.example.com", "volumeHandle": f"v{i}"}}})
 
         api.create(REPLICATIONCONTROLLERS, {"apiVersion": "v1", "kind": "ReplicationController",
                                             "metadata": {"name": "legacy"},

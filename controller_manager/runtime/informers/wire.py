@@ -4,7 +4,7 @@ Why: on the watch path the default transform (transform.py) used to cost more th
 orjson first builds every node of the object (managedFields, volumes, env, probes, ...) and Python then walks it
 again to drop and share. Here msgspec (C) parses the event into its sections with each field's value left as
 the raw JSON text the server sent (``msgspec.Raw``: a slice, not parsed), and only what is kept is decoded:
-- dropped fields (``managedFields``; a pod's volumes that name no claim) are skipped in C and never built;
+- dropped fields (``managedFields``; a pod's volumes) are skipped in C and never built;
 - a kept field whose value is an object or array is looked up in the sharer's pool by that raw text: a repeat
   (a pod's labels, ownerReferences, tolerations, nodeSelector, ...) costs one dict lookup and is the shared
   object itself, with no parse and no walk;
@@ -41,7 +41,7 @@ from .transform import (
     POD_CONTAINER_STATUS_KEEP,
     POD_SPEC_DROP,
     POD_STATUS_IP_LISTS,
-    POD_VOLUME_SOURCES_KEPT,
+    POD_VOLUME_SOURCES_KEEP,
     VOLATILE_KEYS,
     Sharer,
     Transform,
@@ -110,11 +110,23 @@ class _ContainerStatus(msgspec.Struct, gc=False):
     allocatedResources: Any = msgspec.UNSET
 
 
+class _Volume(msgspec.Struct, gc=False):
+    """A pod volume as the projection keeps it (its name and a claim or CSI source; the rest is skipped in C)."""
+
+    name: Any = msgspec.UNSET
+    persistentVolumeClaim: Any = msgspec.UNSET
+    ephemeral: Any = msgspec.UNSET
+    csi: Any = msgspec.UNSET
+
+
+assert frozenset(_Volume.__struct_fields__) - {"name"} == POD_VOLUME_SOURCES_KEEP, "keep _Volume in step"
 assert frozenset(_Container.__struct_fields__) == POD_CONTAINER_KEEP, "keep _Container in step with the projection"
 assert frozenset(_ContainerStatus.__struct_fields__) == POD_CONTAINER_STATUS_KEEP, "and _ContainerStatus"
 _decode_containers = msgspec.json.Decoder(list[_Container]).decode
+_decode_volumes = msgspec.json.Decoder(list[_Volume]).decode
 _decode_container_statuses = msgspec.json.Decoder(list[_ContainerStatus]).decode
 _encode = msgspec.json.Encoder().encode
+_VOLUME_SOURCE_KEYS = tuple(f'"{k}"'.encode() for k in sorted(POD_VOLUME_SOURCES_KEEP))
 
 # Per section, the fields that are not simply looked up in the pool: DROP (never decoded), UNIQUE (a scalar
 # unique per object, decoded and never pooled: VOLATILE_KEYS, and name/uid in metadata), or a projection (a
@@ -131,7 +143,8 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
         return {"metadata": metadata, "spec": unique, "status": unique}
     return {
         "metadata": metadata,
-        "spec": unique | dict.fromkeys(POD_SPEC_DROP, "_volumes") | dict.fromkeys(CONTAINER_LISTS, "_containers"),
+        "spec": unique | dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers")
+        | {"volumes": "_volumes"},
         "status": unique | dict.fromkeys(POD_STATUS_IP_LISTS, "_ip_list")
         | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
     }
@@ -139,7 +152,6 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
 
 _MISS = object()
 _DROPPED = object()  # what a projection returns for a field it leaves out
-_VOLUME_SOURCE_TEXTS = tuple(f'"{source}"'.encode() for source in POD_VOLUME_SOURCES_KEPT)
 
 
 class WireDecoder:
@@ -254,15 +266,29 @@ class WireDecoder:
         """A pod's container list, projected by msgspec; its projected JSON text is its pool key."""
         return self._projected(text, _decode_containers, project_containers)
 
+    def _volumes(self, text: bytes) -> Any:
+        """A pod's volumes: only those naming a claim or a CSI driver are kept (see project_volumes)."""
+        if text[:1] != b"[":
+            return self._new_value(text)  # not a list: kept as it is, as project_volumes does
+        if not any(source in text for source in _VOLUME_SOURCE_KEYS):
+            return _DROPPED  # no kept source anywhere in the text: nothing to parse
+        try:
+            kept = [v for v in _decode_volumes(text)
+                    if v.persistentVolumeClaim is not msgspec.UNSET or v.ephemeral is not msgspec.UNSET
+                    or v.csi is not msgspec.UNSET]
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            projected = project_volumes(_loads(text))
+            return _DROPPED if projected is None else self._sharer.canonical(projected)
+        if not kept:
+            return _DROPPED
+        form = _encode(kept)
+        value = self._pool.get(form)
+        if value is None:
+            value = self._sharer.canonical(msgspec.to_builtins(kept), form)
+        return value
+
     def _container_statuses(self, text: bytes) -> Any:
         return self._projected(text, _decode_container_statuses, project_container_statuses)
-
-    def _volumes(self, text: bytes) -> Any:
-        # Most pods' volumes (service account tokens, config maps) name no kept source: dropped without a parse.
-        if not any(source in text for source in _VOLUME_SOURCE_TEXTS):
-            return _DROPPED
-        value = project_volumes(_loads(text))
-        return _DROPPED if value is None else self._sharer.canonical(value)
 
     def _ip_list(self, text: bytes) -> Any:
         # An array text with no comma anywhere holds at most one element: single-stack, dropped without a parse.

@@ -11,7 +11,14 @@ from typing import Any
 
 from controller_manager.api.meta import is_being_deleted
 from controller_manager.api.pods import is_pod_ready
-from controller_manager.api.resources import CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
+from controller_manager.api.resources import (
+    CONTROLLERREVISIONS,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODS,
+    STATEFULSETS,
+)
+from controller_manager.controllers.persistentvolume import PersistentVolumeBinderController
 from controller_manager.controllers.statefulset import StatefulSetController
 from tests.controllers.harness import Harness, controller_harness, wait_for
 
@@ -110,7 +117,15 @@ async def wait_ready(h: Harness, name: str, replicas: int, *, timeout: float = 3
 
 
 async def test_ordered_creation_with_claims_then_rolling_update_then_scale_down() -> None:
-    async with controller_harness(StatefulSetController, nodes=2) as h, pod_log(h) as log:
+    async with controller_harness(StatefulSetController, PersistentVolumeBinderController, nodes=2) as h, \
+            pod_log(h) as log:
+        # No provisioner here: static volumes for the claims, bound by the persistentvolume-binder; the
+        # scheduler binds a pod only once its claim is bound.
+        for i in range(3):
+            await h.client.create(PERSISTENTVOLUMES, {
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"disk-{i}"},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                         "csi": {"driver": "csi.example.com", "volumeHandle": f"disk-{i}"}}})
         await h.client.create(STATEFULSETS, stateful_set(), "default")
         sts = await wait_ready(h, "web", 3)
 
