@@ -39,10 +39,12 @@ def attachment_name(handle: str, node: str) -> str:
 
 async def bound_claim(h: Harness, name: str, handle: str, *, access_modes: tuple[str, ...] = ("ReadWriteOnce",),
                       pv_annotations: dict[str, str] | None = None) -> str:
-    """A claim bound to a static CSI PV, bound by hand as the PV controller would bind it. Returns the PV name."""
+    """A claim bound to a static CSI PV, bound by hand as the PV controller would bind it (bind-completed: the
+    scheduler binds a pod only once its claims are fully bound). Returns the PV name."""
     pv_name = f"pv-{name}"
     claim = await h.client.create(PERSISTENTVOLUMECLAIMS, {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": NS, "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
         "spec": {"accessModes": list(access_modes), "storageClassName": "", "volumeName": pv_name,
                  "resources": {"requests": {"storage": "1Gi"}}}})
     await h.client.create(PERSISTENTVOLUMES, {

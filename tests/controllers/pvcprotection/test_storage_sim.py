@@ -60,9 +60,18 @@ def unused(obj: Obj) -> str | None:
 
 async def test_a_claim_in_use_stays_terminating_until_its_pod_is_gone() -> None:
     async with controller_harness(PVCProtectionController, nodes=1) as h:
-        created = await h.client.create(PERSISTENTVOLUMECLAIMS, claim("data"), NS)
+        # Bound by hand as the persistentvolume-binder would (the scheduler binds a pod only once its claims are).
+        bound = claim("data")
+        bound["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+        bound["spec"]["volumeName"] = "pv-data"
+        created = await h.client.create(PERSISTENTVOLUMECLAIMS, bound, NS)
         # StorageObjectInUseProtection admission: the finalizer is there from the start.
         assert created["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+        await h.client.create(PERSISTENTVOLUMES, {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-data"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/d"},
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NS, "name": "data",
+                                  "uid": created["metadata"]["uid"]}}})
         await h.client.update_status(PERSISTENTVOLUMECLAIMS, {**created, "status": {"phase": "Bound"}})
 
         async def unused_is(status: str) -> bool:
