@@ -27,6 +27,13 @@ from controller_manager.api.meta import key_of, meta, split_key
 from controller_manager.api.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from controller_manager.api.selectors import from_set
 from controller_manager.controllerutil.endpoints import TriggerTimeTracker
+from controller_manager.controllerutil.endpointslice import (
+    LABEL_MANAGED_BY,
+    LABEL_SERVICE_NAME,
+    EndpointSliceTracker,
+    StaleInformerCache,
+    service_controller_key,
+)
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.workqueue import (
@@ -39,8 +46,6 @@ from controller_manager.runtime.workqueue import (
 from . import metrics
 from .endpointset import determine_needed_service_updates, pod_endpoints_changed
 from .reconciler import ReconcileError, Reconciler
-from .tracker import EndpointSliceTracker
-from .util import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
 
 __all__ = [
     "CONTROLLER_QUALIFIED_NAME",
@@ -64,10 +69,6 @@ SERVICE_INDEX = "endpointslice-service"
 FAILED_TO_LIST_PODS = "FailedToListPods"
 FAILED_TO_LIST_ENDPOINT_SLICES = "FailedToListEndpointSlices"
 FAILED_TO_UPDATE_ENDPOINT_SLICES = "FailedToUpdateEndpointSlices"
-
-
-class StaleInformerCache(Exception):
-    """The slice cache has not caught up with this controller's writes yet (``NewStaleInformerCache``)."""
 
 
 def service_index(slice_: Obj) -> list[str]:

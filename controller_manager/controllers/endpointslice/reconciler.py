@@ -33,12 +33,17 @@ from controller_manager.api.meta import meta
 from controller_manager.api.resources import ENDPOINTSLICES, Resource
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.controllerutil.endpoints import should_pod_be_in_endpoints
+from controller_manager.controllerutil.endpointslice import (
+    LABEL_MANAGED_BY,
+    EndpointSet,
+    EndpointSliceTracker,
+    PortMapKey,
+    endpoints_equal_beyond_hash,
+    port_map_key,
+)
 
 from . import metrics
-from .endpointset import EndpointSet, PortMapKey, endpoints_equal_beyond_hash, port_map_key
-from .tracker import EndpointSliceTracker
 from .util import (
-    LABEL_MANAGED_BY,
     address_types_for_service,
     get_endpoint_ports,
     get_slice_to_fill,
