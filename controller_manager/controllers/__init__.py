@@ -20,6 +20,7 @@ from controller_manager.controllers.deployment.controller import DeploymentContr
 from controller_manager.controllers.disruption import DisruptionController
 from controller_manager.controllers.endpoint import EndpointsController
 from controller_manager.controllers.endpointslice import EndpointSliceController
+from controller_manager.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from controller_manager.controllers.job import JobController
 from controller_manager.controllers.namespace import NamespaceController
@@ -49,6 +50,7 @@ ALL: list[type[Controller]] = [
     DisruptionController,
     EndpointsController,
     EndpointSliceController,
+    EndpointSliceMirroringController,
     ReplicaSetController,
     ReplicationManager,
     ResourceQuotaController,

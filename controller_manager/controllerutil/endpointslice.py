@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from controller_manager.api.meta import meta
+from controller_manager.api.resources import Resource
 from controller_manager.api.selectors import is_dns1123_subdomain
 
 Obj = Mapping[str, Any]
@@ -41,6 +42,16 @@ ADDRESS_TYPE_IPV4 = "IPv4"
 ADDRESS_TYPE_IPV6 = "IPv6"
 
 _CONDITIONS = ("ready", "serving", "terminating")
+
+
+class SliceWriter(Protocol):
+    """The client calls the reconciler makes (``ApiClient`` has them)."""
+
+    async def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
+
+    async def update(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    async def delete(self, res: Resource, name: str, namespace: str | None = None) -> Any: ...
 
 
 class StaleInformerCache(Exception):
