@@ -9,7 +9,8 @@ Guarantees of :meth:`Reconciler.reconcile`:
   on the Endpoints as Warning events ``InvalidIPAddress`` (``Skipped N invalid IP addresses when mirroring to
   EndpointSlices``) and ``TooManyAddressesToMirror`` (when more were skipped than were invalid).
 - Per group, the first existing slice is kept and rewritten in place if its endpoints, labels or annotations
-  differ from what the Endpoints says (left alone otherwise); further slices of the group are deleted; a group
+  differ from what the Endpoints says, or it names another Endpoints (of the same name) as owner (left alone
+  otherwise); further slices of the group are deleted; a group
   without slices gets a new one (``generateName`` from the Endpoints' name). Groups no longer desired, and
   groups left with no endpoints, lose their slices. A create paired with a delete of the same address type
   becomes an update of the slice to delete.
@@ -149,6 +150,14 @@ def total_changes(existing: Obj, desired: EndpointSet) -> TotalsByAction:
     return totals
 
 
+def owned_by_other_endpoints(slice_: Obj, endpoints: Obj) -> bool:
+    """The slice names an Endpoints owner other than this one (an earlier Endpoints of the same name): it is
+    rewritten, which gives it this Endpoints as owner."""
+    uid = meta(endpoints).get("uid")
+    return any(isinstance(ref, Mapping) and ref.get("kind") == "Endpoints" and ref.get("uid") != uid
+               for ref in meta(slice_).get("ownerReferences") or ())
+
+
 def endpoint_slices_by_key(slices: Sequence[Obj]) -> dict[AddrTypePortMapKey, list[Obj]]:
     by_key: dict[AddrTypePortMapKey, list[Obj]] = {}
     for slice_ in slices:
@@ -263,7 +272,8 @@ class Reconciler:
             # Unchanged only if the endpoints, the labels and the annotations all still match.
             compare_labels = clone_and_remove_keys(_labels(first), LABEL_MANAGED_BY, LABEL_SERVICE_NAME)
             if (totals == TotalsByAction() and _labels(endpoints) == compare_labels
-                    and mirrored_annotations(endpoints) == _annotations(first)):
+                    and mirrored_annotations(endpoints) == _annotations(first)
+                    and not owned_by_other_endpoints(first, endpoints)):
                 return slices, totals
 
         new_slice = new_endpoint_slice(endpoints, ports, address_type, _name(existing[0]) if existing else "")
