@@ -40,6 +40,7 @@ from controller_manager.client.metrics import RequestMetrics
 from controller_manager.client.ratelimit import TokenBucket
 from controller_manager.client.watch import Decode, WatchStream
 from controller_manager.client.wire import (
+    APPLY_PATCH,
     JSON,
     METADATA_LIST_ACCEPT,
     METADATA_WATCH_ACCEPT,
@@ -404,6 +405,28 @@ class ApiClient:
         result: dict[str, Any] = await self._json(
             "PATCH", res.path(namespace, name, subresource), body=body, content_type=content_type,
             idempotent=patch_type != "json",
+        )
+        return result
+
+    async def apply(
+        self,
+        res: Resource,
+        name: str,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Server-side apply: PATCH ``obj`` (an apply configuration: only the fields this manager owns) as
+        ``application/apply-patch+yaml`` under ``field_manager``; ``force`` takes over conflicting fields."""
+        params = {"fieldManager": field_manager}
+        if force:
+            params["force"] = "true"
+        result: dict[str, Any] = await self._json(
+            "PATCH", res.path(namespace, name, subresource), params=params, body=orjson.dumps(obj),
+            content_type=APPLY_PATCH,
         )
         return result
 

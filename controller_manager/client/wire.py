@@ -12,6 +12,8 @@ import platform
 import sys
 
 JSON = "application/json"
+# Server-side apply; JSON is YAML, so an apply configuration is sent as JSON under this type.
+APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",

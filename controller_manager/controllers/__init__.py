@@ -32,6 +32,7 @@ from controller_manager.controllers.replication import ReplicationManager
 from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
+from controller_manager.controllers.servicecidrs import ServiceCIDRsController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
 from controller_manager.controllers.ttl import TTLController
@@ -56,6 +57,7 @@ ALL: list[type[Controller]] = [
     ResourceQuotaController,
     RootCACertPublisher,
     ServiceAccountsController,
+    ServiceCIDRsController,
     StatefulSetController,
     NodeIpamController,
     NodeLifecycleController,

@@ -11,8 +11,7 @@ from prometheus_client import REGISTRY
 
 from controller_manager.controllers.endpointslicemirroring import Reconciler
 from controller_manager.controllerutil.endpointslice import EndpointSliceTracker
-
-from ..endpointslice.fakes import FakeSliceClient
+from tests.controllers.endpointslice.fakes import FakeSliceClient
 
 __all__ = ["FakeSliceClient", "addr", "endpoints", "metric_changes", "metric_snapshot", "new_reconciler", "port",
            "slice_", "subset"]

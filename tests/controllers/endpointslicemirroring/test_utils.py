@@ -43,7 +43,8 @@ OWNER = {"apiVersion": "v1", "kind": "Endpoints", "name": "foo", "uid": "uid-foo
         "create slice from endpoints with labels and annotations triggertime"])
 def test_new_endpoint_slice(labels: dict[str, str] | None, annotations: dict[str, str] | None,
                             want_labels: dict[str, str], want_annotations: dict[str, str]) -> None:
-    ep: Obj = {"metadata": {"name": "foo", "namespace": "test", "uid": "uid-foo"}, "subsets": [{"ports": [{"port": 80}]}]}
+    ep: Obj = {"metadata": {"name": "foo", "namespace": "test", "uid": "uid-foo"},
+               "subsets": [{"ports": [{"port": 80}]}]}
     if labels is not None:
         ep["metadata"]["labels"] = labels
     if annotations is not None:
@@ -89,7 +90,8 @@ def test_address_to_endpoint_canonicalizes_ips(ip: str, want: tuple[str, str] | 
     assert got == want
     if converted is not None:
         assert converted[0]["conditions"] == {"ready": False}
-        assert "hostname" not in converted[0] and "nodeName" not in converted[0]
+        assert "hostname" not in converted[0]
+        assert "nodeName" not in converted[0]
 
 
 def test_ports_convert_and_key_alike_in_any_order() -> None:
