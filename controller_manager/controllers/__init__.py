@@ -13,6 +13,7 @@ from controller_manager.controllers.certificates import (
     CSRApprovingController,
     CSRCleanerController,
     CSRSigningController,
+    PCRCleanerController,
 )
 from controller_manager.controllers.cronjob import CronJobController
 from controller_manager.controllers.daemonset import DaemonSetController
@@ -68,4 +69,5 @@ ALL: list[type[Controller]] = [
     CSRSigningController,
     CSRApprovingController,
     CSRCleanerController,
+    PCRCleanerController,
 ]

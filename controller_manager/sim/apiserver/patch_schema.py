@@ -87,6 +87,8 @@ TYPES: dict[str, dict[str, Field]] = {
     "PodDisruptionBudget": {"metadata": "ObjectMeta", "status": "ConditionsStatus"},
     # networking.k8s.io/v1
     "ServiceCIDR": {"metadata": "ObjectMeta", "status": "ConditionsStatus"},
+    # certificates.k8s.io/v1
+    "PodCertificateRequest": {"metadata": "ObjectMeta", "status": "ConditionsStatus"},
     "Plain": {"metadata": "ObjectMeta"},
 }
 
@@ -103,7 +105,7 @@ ROOTS: dict[str, str] = {
     kind: kind for kind in (
         "Pod", "PodTemplate", "Node", "Namespace", "Service", "ServiceAccount", "PersistentVolumeClaim",
         "ReplicationController", "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "ControllerRevision", "Job",
-        "CronJob", "PodDisruptionBudget", "ServiceCIDR",
+        "CronJob", "PodDisruptionBudget", "ServiceCIDR", "PodCertificateRequest",
     )
 }
 for _kind in _PLAIN_KINDS:
