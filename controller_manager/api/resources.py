@@ -120,6 +120,8 @@ VOLUMEATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments", "Volum
                              ("status",))
 CSIDRIVERS = Resource("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False)
 CSINODES = Resource("storage.k8s.io", "v1", "csinodes", "CSINode", False)
+VOLUMEATTRIBUTESCLASSES = Resource("storage.k8s.io", "v1", "volumeattributesclasses", "VolumeAttributesClass", False,
+                                   ("vac",))
 CERTIFICATESIGNINGREQUESTS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
                                       "CertificateSigningRequest", False, ("csr",), ("approval", "status"))
 CLUSTERTRUSTBUNDLES = Resource("certificates.k8s.io", "v1", "clustertrustbundles", "ClusterTrustBundle", False)
@@ -143,6 +145,7 @@ BUILTIN: tuple[Resource, ...] = (
     CLUSTERROLES, CLUSTERROLEBINDINGS, ROLES, ROLEBINDINGS, PRIORITYCLASSES, RESOURCEQUOTAS, LIMITRANGES,
     REPLICATIONCONTROLLERS, HORIZONTALPODAUTOSCALERS, HORIZONTALPODAUTOSCALERS_V1, PERSISTENTVOLUMES, INGRESSES,
     INGRESSCLASSES, NETWORKPOLICIES, STORAGECLASSES, VOLUMEATTACHMENTS, CSIDRIVERS, CSINODES,
+    VOLUMEATTRIBUTESCLASSES,
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
     CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS,

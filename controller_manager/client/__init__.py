@@ -23,6 +23,7 @@ from controller_manager.client.errors import (
     TooManyRequests,
     Unauthorized,
     UnsupportedMediaType,
+    WriteFenced,
 )
 from controller_manager.client.rest import ApiClient
 from controller_manager.client.watch import WatchEvent, WatchStream
@@ -47,5 +48,6 @@ __all__ = [
     "UnsupportedMediaType",
     "WatchEvent",
     "WatchStream",
+    "WriteFenced",
     "load_config",
 ]

@@ -127,6 +127,14 @@ class ApiConnectionError(ApiError):
         super().__init__(0, "ConnectionError", message)
 
 
+class WriteFenced(ApiError):
+    """A write this client refused to send: the process may have lost its leader Lease (see
+    :meth:`ApiClient.fence_writes`). ``status`` is 0: nothing reached the API server."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "WriteFenced", message)
+
+
 _BY_REASON: dict[str, type[ApiError]] = {
     "BadRequest": BadRequest,
     "Unauthorized": Unauthorized,

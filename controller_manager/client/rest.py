@@ -35,12 +35,12 @@ import structlog
 from controller_manager.api.resources import Resource
 from controller_manager.client.config import ClientConfig
 from controller_manager.client.discovery import group_versions, resources_from_list
-from controller_manager.client.errors import ApiConnectionError, ApiError, Gone, error_from_response
+from controller_manager.client.errors import ApiConnectionError, ApiError, Gone, WriteFenced, error_from_response
 from controller_manager.client.metrics import RequestMetrics
 from controller_manager.client.ratelimit import TokenBucket
 from controller_manager.client.watch import Decode, WatchStream
 from controller_manager.client.wire import (
-    APPLY_PATCH,
+    APPLY_PATCH_CONTENT_TYPE,
     JSON,
     METADATA_LIST_ACCEPT,
     METADATA_WATCH_ACCEPT,
@@ -105,6 +105,12 @@ class ApiClient:
             self._extra["proxy"] = config.proxy
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        self._write_fence: Callable[[], bool] | None = None
+
+    def fence_writes(self, may_write: Callable[[], bool] | None) -> None:
+        """Refuse every write (any verb but GET) while ``may_write()`` is false, checked just before each
+        attempt is sent, after the rate limiter's wait: a leader that may have lost its Lease sends nothing."""
+        self._write_fence = may_write
 
     @property
     def rate_limiter(self) -> TokenBucket:
@@ -175,6 +181,9 @@ class ApiClient:
         while True:
             if limiter.enabled:
                 metrics.rate_limited(method, await limiter.acquire())
+            if not safe and self._write_fence is not None and not self._write_fence():
+                raise WriteFenced(f"{method} {path}: not sent: this process no longer knows it holds the leader "
+                                  f"Lease")
             if self.config.source is not None:
                 auth = await self.config.authorization_header()
                 if auth:
@@ -411,7 +420,6 @@ class ApiClient:
     async def apply(
         self,
         res: Resource,
-        name: str,
         obj: Mapping[str, Any],
         namespace: str | None = None,
         *,
@@ -419,15 +427,17 @@ class ApiClient:
         force: bool = False,
         subresource: str | None = None,
     ) -> dict[str, Any]:
-        """Server-side apply: PATCH ``obj`` (an apply configuration: only the fields this manager owns) as
-        ``application/apply-patch+yaml`` under ``field_manager``; ``force`` takes over conflicting fields."""
+        """Server-side apply of ``obj`` (an apply configuration naming the object in its metadata) as
+        ``field_manager``; ``force`` takes over fields other managers own (client-go's ``Apply`` with
+        ``ApplyOptions{FieldManager, Force}``); ``subresource`` applies to that subresource (``status``:
+        client-go's ``ApplyStatus``)."""
         params = {"fieldManager": field_manager}
         if force:
             params["force"] = "true"
+        name = str((obj.get("metadata") or {}).get("name") or "")
         result: dict[str, Any] = await self._json(
             "PATCH", res.path(namespace, name, subresource), params=params, body=orjson.dumps(obj),
-            content_type=APPLY_PATCH,
-        )
+            content_type=APPLY_PATCH_CONTENT_TYPE)
         return result
 
     async def delete(

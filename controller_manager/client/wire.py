@@ -12,13 +12,12 @@ import platform
 import sys
 
 JSON = "application/json"
-# Server-side apply; JSON is YAML, so an apply configuration is sent as JSON under this type.
-APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
     "json": "application/json-patch+json",
 }
+APPLY_PATCH_CONTENT_TYPE = "application/apply-patch+yaml"  # server-side apply; JSON is YAML too
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 _RETRY_AFTER_CAP = 60.0

@@ -23,7 +23,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -63,21 +62,6 @@ def _labels(obj: Obj | None) -> Mapping[str, str]:
         return {}
     labels = meta(obj).get("labels")
     return labels if isinstance(labels, Mapping) else {}
-
-
-def parse_ip_sloppy(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """``netutils.ParseIPSloppy``: like ``ip_address`` but IPv4 octets may carry leading zeros (read as decimal),
-    and an IPv4-mapped IPv6 address is the IPv4 address it maps (Go's net.IP has one form for both)."""
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        parts = text.split(".")
-        if len(parts) != 4 or not all(p.isdigit() and 0 < len(p) <= 4 and int(p) <= 255 for p in parts):
-            return None
-        return ipaddress.IPv4Address(".".join(str(int(p)) for p in parts))
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
 
 
 def endpoint_slice_prefix(service_name: str) -> str:

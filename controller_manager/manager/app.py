@@ -11,10 +11,15 @@ Guarantees:
 - Lease renewals and delegated auth reviews each go through their own ApiClient (own rate limiter), as
   upstream gives them their own clientsets: controllers saturating ``--kube-api-qps`` never delay them.
 - SIGTERM/SIGINT: stop intake (every controller queue is shut down), let in-flight syncs finish for up to
-  ``DRAIN_TIMEOUT`` seconds (naming the controllers that hung), stop informers and flush events, release
-  the Lease, stop serving, close the client; exit code 0. A second signal exits at once with 1.
+  ``DRAIN_TIMEOUT`` seconds (naming the controllers that hung), stop controllers and informers, flush
+  events, and only then release the Lease (nothing this process writes can follow the hand-over), stop
+  serving, close the client; exit code 0. A second signal exits at once with 1.
 - Losing the lease: logged ("leaderelection lost") and the process exits 1 at once, as upstream does,
   so no second leader ever overlaps with this one.
+- Fencing (with ``--leader-elect``): every client the controllers and the event sender write through
+  refuses to send a write once the last successful renewal is older than the renew deadline, and workers
+  start no sync while a renewal is overdue (``runtime.leaderelection``): a replica woken from a pause
+  longer than its lease sends nothing before it finds it has lost the Lease.
 - Startup failures (bad configuration, API server unreachable, port in use, a controller failing to
   build) are one error log line and exit code 1, never a traceback.
 """
@@ -114,6 +119,8 @@ class Manager:
         self._main: asyncio.Task[Any] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._controller_tasks: dict[str, asyncio.Task[None]] = {}
+        self._event_task: asyncio.Task[Any] | None = None
+        self._campaign_task: asyncio.Task[Any] | None = None
 
     # --- entry ------------------------------------------------------------------------------------------
 
@@ -175,13 +182,14 @@ class Manager:
         assert self.client is not None
         self._spawn(tg, self.probe.run(), "event-loop-lag-probe")
         self.events = EventBroadcaster(self.client, self.clock, host=socket.gethostname())
-        self._spawn(tg, self.events.run(), "event-broadcaster")
+        self._event_task = self._spawn(tg, self.events.run(), "event-broadcaster")
         if opts.leader_elect:
             assert self.election_client is not None
             self.campaign = start_campaign(self.election_client, opts, self.clock,
                                            self.events.recorder(EVENT_COMPONENT))
+            self.client.fence_writes(self.campaign.elector.may_write)
             self.checks.add("leaderElection", self.campaign.health)
-            self._spawn(tg, self._campaign(self.campaign), "leader-election")
+            self._campaign_task = self._spawn(tg, self._campaign(self.campaign), "leader-election")
             self.log.info("waiting to acquire the lease", lease=f"{opts.leader_elect_resource_namespace}/"
                           f"{opts.leader_elect_resource_name}", identity=self.campaign.identity)
             if await self._until_stopped(self.campaign.wait_leading()):
@@ -191,9 +199,12 @@ class Manager:
             await self._start_controllers(tg)
         await self._stop.wait()
         await self._graceful_stop()
-        # Cancelling the campaign releases the Lease; cancelling the broadcaster flushes what is buffered.
-        for task in self._tasks:
-            task.cancel()
+        # In order: controllers and informers, then the event sender (cancelled, it flushes what is
+        # buffered), then the campaign (cancelled, it releases the Lease), so the hand-over comes last.
+        last = [t for t in (self._event_task, self._campaign_task) if t is not None]
+        await _cancel_all([t for t in self._tasks if t not in last])
+        for task in last:
+            await _cancel_all([task])
 
     # --- startup ----------------------------------------------------------------------------------------
 
@@ -309,8 +320,12 @@ class Manager:
                                burst=int(opts.kube_api_burst * scale[1]), clock=self.clock,
                                user_agent=kube_controller_manager_user_agent(info.name))
             self.controller_clients.append(client)
+        elector = self.campaign.elector if self.campaign is not None else None
+        if elector is not None:
+            client.fence_writes(elector.may_write)
         ctx = ControllerContext(client=client, informers=self.factory, clock=self.clock, events=events,
-                                options=options, logger=get_logger("controller", controller=info.name))
+                                options=options, logger=get_logger("controller", controller=info.name),
+                                intake=elector.wait_for_intake if elector is not None else None)
         try:
             ctrl = info.implementation(ctx)
         except Exception as exc:
@@ -415,4 +430,13 @@ class Manager:
 
 def _ok() -> str | None:
     return None
+
+
+async def _cancel_all(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has finished (what a cancelled task does on its way out, such as
+    flushing events or releasing the Lease, is done by then). Their errors are the task group's to report."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks)
 

@@ -172,6 +172,12 @@ class Options:
     resource_quota_sync_period: float = 5 * 60.0
     concurrent_serviceaccount_token_syncs: int = 5
     concurrent_horizontal_pod_autoscaler_syncs: int = 5
+    horizontal_pod_autoscaler_sync_period: float = 15.0
+    horizontal_pod_autoscaler_downscale_stabilization: float = 5 * 60.0
+    horizontal_pod_autoscaler_tolerance: float = 0.1
+    horizontal_pod_autoscaler_cpu_initialization_period: float = 5 * 60.0
+    horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
+    concurrent_ephemeralvolume_syncs: int = 5
     # CSR signing
     cluster_signing_cert_file: str = ""
     cluster_signing_key_file: str = ""
@@ -202,6 +208,10 @@ class Options:
     node_cidr_mask_size_ipv4: int = 0
     node_cidr_mask_size_ipv6: int = 0
     service_cluster_ip_range: str = ""
+    # attach/detach
+    disable_attach_detach_reconcile_sync: bool = False
+    attach_detach_reconcile_sync_period: float = 60.0
+    disable_force_detach_on_timeout: bool = False
     # logging
     log_format: str = "json"
     v: int = 0
@@ -348,6 +358,20 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Service-account token Secrets synced in parallel (workers).'),
         _flag("concurrent-horizontal-pod-autoscaler-syncs", _INT, "5",
               'HorizontalPodAutoscalers synced in parallel (workers).'),
+        _flag("horizontal-pod-autoscaler-sync-period", _DURATION, "15s",
+              'How often every HorizontalPodAutoscaler is reconciled (its metrics read, its target rescaled).'),
+        _flag("horizontal-pod-autoscaler-downscale-stabilization", _DURATION, "5m",
+              'How far back an HPA without behavior looks for a higher recommendation before it scales down.'),
+        _flag("horizontal-pod-autoscaler-tolerance", _FLOAT, "0.1",
+              'Minimum relative gap between a metric and its target before an HPA rescales; an HPA\'s '
+              'behavior may set its own per direction.'),
+        _flag("horizontal-pod-autoscaler-cpu-initialization-period", _DURATION, "5m",
+              'How long after a pod starts its CPU samples are skipped unless it is Ready and a full sample '
+              'window has passed since it became Ready.'),
+        _flag("horizontal-pod-autoscaler-initial-readiness-delay", _DURATION, "30s",
+              'How long after a pod starts a change of its readiness still counts as its first readiness.'),
+        _flag("concurrent-ephemeralvolume-syncs", _INT, "5",
+              'Pods whose generic ephemeral volumes get their claims in parallel (workers).'),
         _flag("cluster-signing-cert-file", _str, "",
               'PEM-encoded X509 CA certificate used to issue cluster-scoped certificates for every kubernetes.io '
               'signer. If specified, no more specific --cluster-signing-* flag may be set.'),
@@ -424,6 +448,17 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
         _flag("service-cluster-ip-range", _str, "",
               'The Services\' address range (a second CIDR of the other family after a comma for dual-stack),'
               ' kept out of the node CIDRs; read only with --allocate-node-cidrs.'),
+    )),
+    ("AttachDetachController flags", (
+        _flag("disable-attach-detach-reconcile-sync", _BOOL, "false",
+              'Never check the attached volumes against their VolumeAttachments (volumes may then stay out of '
+              'step with pods).'),
+        _flag("attach-detach-reconcile-sync-period", _DURATION, "1m0s",
+              'How often the attach/detach controller checks the volumes it believes attached against their '
+              'VolumeAttachments; at least one second (longer lets volumes drift from pods for longer).'),
+        _flag("disable-force-detach-on-timeout", _BOOL, "false",
+              'Never detach a volume a node still reports mounted, even once the node is unhealthy and the '
+              'maximum unmount wait has passed (recovering from a lost node then needs the out-of-service taint).'),
     )),
     ("Logging flags", (
         _flag("log-format", _str, "json",
@@ -540,6 +575,9 @@ def validate(options: Options) -> list[str]:
             errors.append(f"{flag} must not be less than {low}, but got {value}")
         elif value > high:
             errors.append(f"{flag} must not be more than {high}, but got {value}")
+    if options.attach_detach_reconcile_sync_period < 1.0:
+        errors.append("duration time must be greater than one second as set via command line option "
+                      "reconcile-sync-loop-period")
     if len(options.service_cluster_ip_range.split(",")) > 2:
         errors.append("--service-cluster-ip-range can not contain more than two entries")
     return errors

@@ -218,10 +218,11 @@ CONTROLLER_ROLES: Mapping[str, ControllerRole] = {
         "get,list,watch | autoscaling | horizontalpodautoscalers",
         "update | autoscaling | horizontalpodautoscalers/status",
         "get,update | * | */scale",
+        # upstream grants "list" alone: its pod informer is the manager's shared one; ours watches with this role
         "list,watch | core | pods",
-        "list,watch | metrics.k8s.io | pods",
-        "get,list,watch | custom.metrics.k8s.io | *",
-        "get,list,watch | external.metrics.k8s.io | *",
+        "list | metrics.k8s.io | pods",
+        "get,list | custom.metrics.k8s.io | *",
+        "get,list | external.metrics.k8s.io | *",
         _EVENTS,
     ),
     "job-controller": _role(

@@ -122,6 +122,7 @@ class _Loop(Generic[T]):
     max_retries: int | None = None
     yield_between: bool = False
     timed: bool = True
+    gate: Callable[[], Awaitable[None]] | None = None  # awaited before each sync (the leader's intake fence)
 
 
 @dataclass
@@ -134,6 +135,9 @@ class ControllerContext:
     events: EventBroadcaster
     options: Mapping[str, Any] = field(default_factory=dict)  # parsed flags, by flag name without dashes
     logger: Any = field(default_factory=lambda: structlog.get_logger("controller_manager.controller"))
+    # Awaited by every worker before it starts a sync: with leader election, returns only while the Lease's
+    # renewal is not overdue (LeaderElector.wait_for_intake), so a leader that may have lost it starts nothing.
+    intake: Callable[[], Awaitable[None]] | None = None
 
     def new_queue(self, name: str) -> RateLimitingQueue[str]:
         """A rate-limited queue named ``name`` (its metrics' label), on this context's clock."""
@@ -198,12 +202,12 @@ class Controller(ABC):
             return _Loop(name=self.name, label="worker ", queue=queue, sync=sync, clock=self.ctx.clock, log=self.log,
                          duration=SYNC_DURATION.labels(self.name), errors=SYNC_ERRORS.labels(self.name),
                          dead=self._dead_workers, describe=describe, max_retries=self.max_retries,
-                         yield_between=yield_between)
+                         yield_between=yield_between, gate=self.ctx.intake)
         label = f"{self.name}/{queue.name}"
         return _Loop(name=label, label=f"{queue.name} worker ", queue=queue, sync=sync, clock=self.ctx.clock,
                      log=self.log.bind(queue=queue.name), duration=SYNC_DURATION.labels(label),
                      errors=SYNC_ERRORS.labels(label), dead=self._dead_workers, describe=describe,
-                     yield_between=yield_between)
+                     yield_between=yield_between, gate=self.ctx.intake)
 
     async def run_background(self) -> None:
         """Long-lived work beside the workers (extra queues, periodic loops); nothing by default.
@@ -307,6 +311,8 @@ async def _process_next(loop: _Loop[T]) -> bool:
     if key is None:
         return False
     try:
+        if loop.gate is not None:
+            await loop.gate()
         await _process(loop, key)
     finally:
         queue.done(key)

@@ -1,10 +1,11 @@
 """Leader election on a coordination.k8s.io/v1 Lease: client-go's ``tools/leaderelection`` (LeaseLock).
 
-Guarantees (and, as upstream, no fencing: a paused leader may act briefly after losing):
+Guarantees:
 - ``await acquire()`` tries to take or renew the Lease at once, then every ``retry_period`` jittered by
   up to 1.2x more (client-go's JitterFactor), and returns once this process holds it.
 - ``await renew_loop()`` renews every ``retry_period``; when a renewal has not succeeded within
-  ``renew_deadline`` (each try bounded by that deadline too) it raises ``LeadershipLost``. Cancelled, it
+  ``renew_deadline`` (each try bounded by that deadline too), or at once when a renewal finds the Lease
+  held by another identity, it raises ``LeadershipLost``. Cancelled, it
   releases the Lease if ``release_on_cancel``.
 - Another holder's Lease is taken over only once *this process* has watched its record stay unchanged
   for the Lease's ``leaseDurationSeconds`` (timed on the local monotonic clock); the record's own
@@ -13,7 +14,16 @@ Guarantees (and, as upstream, no fencing: a paused leader may act briefly after 
   else wrote first and this round is lost. A missing Lease is created (AlreadyExists: someone else won).
   ``leaseTransitions`` is bumped whenever the holder changes; renewals keep ``acquireTime``.
 - ``release()`` (only while this process holds the Lease) writes ``holderIdentity: ""``,
-  ``leaseDurationSeconds: 1`` and fresh times, so a candidate takes over on its next try.
+  ``leaseDurationSeconds: 1`` and fresh times, so a candidate takes over on its next try. A 409 (a renewal
+  cancelled in flight had already been applied, so the resourceVersion is stale) is answered by reading the
+  Lease again and retrying while it still names this process.
+- Fencing, which client-go lacks (a leader paused past its lease wakes up and acts for up to its renew
+  deadline beside the new leader): judged on the local monotonic clock from when the last successful
+  acquire or renewal was *sent* (no candidate can have taken over earlier than a lease duration after that),
+  :meth:`LeaderElector.may_write` turns false ``renew_deadline`` seconds after it, and
+  :meth:`LeaderElector.intake_open` (may a worker start a new sync?) as soon as a renewal is overdue
+  (``2 * retry_period`` without one) until the next one succeeds. A process woken from a pause longer than
+  either finds both closed before its first write, then loses the Lease on its next renewal attempt.
 - ``leader_election_master_status{name}`` is 1 while leading, 0 otherwise; ``on_new_leader`` is called
   whenever the observed holder changes; transitions are logged (and recorded as Lease events if given a
   recorder, as kube-controller-manager does: "<identity> became leader").
@@ -34,11 +44,12 @@ from prometheus_client import Counter, Gauge
 
 from controller_manager.api.meta import format_micro_time
 from controller_manager.api.resources import LEASES, Resource
-from controller_manager.client.errors import ApiError, NotFound
+from controller_manager.client.errors import ApiError, Conflict, NotFound
 from controller_manager.clock import Clock
 from controller_manager.runtime.events import EventRecorder
 
 JITTER_FACTOR = 1.2
+RELEASE_ATTEMPTS = 3
 
 MASTER_STATUS = Gauge(
     "leader_election_master_status",
@@ -154,6 +165,8 @@ class LeaderElector:
         self._observed_time = float("-inf")  # local monotonic time the observed record last changed
         self._reported_leader = ""
         self._leading = False
+        self._renew_sent = float("-inf")  # monotonic time the last successful acquire/renew was sent
+        self._renewed = asyncio.Event()  # set (and replaced) on every successful acquire/renew
         self._describe = f"{config.namespace}/{config.name}"
         self._log = structlog.get_logger("controller_manager.leaderelection").bind(
             lease=self._describe, identity=config.identity
@@ -171,6 +184,21 @@ class LeaderElector:
     def leader(self) -> str:
         """The holder identity last observed ("" if none yet)."""
         return self._observed.holder_identity
+
+    def may_write(self) -> bool:
+        """Whether this process may still send writes as the leader: it leads and its last successful
+        renewal was sent less than ``renew_deadline`` seconds ago (the rest of the lease duration is the
+        margin for writes already in flight)."""
+        return self._leading and self._clock.monotonic() - self._renew_sent < self.config.renew_deadline
+
+    def intake_open(self) -> bool:
+        """Whether a worker may start a new sync: leading and the last renewal is not overdue."""
+        return self._leading and self._clock.monotonic() - self._renew_sent < 2 * self.config.retry_period
+
+    async def wait_for_intake(self) -> None:
+        """Return once :meth:`intake_open` (at once when it is); waits for the next successful renewal."""
+        while not self.intake_open():
+            await self._renewed.wait()
 
     async def acquire(self) -> None:
         """Return once this process holds the Lease (tries at once, then every jittered retry period)."""
@@ -209,19 +237,41 @@ class LeaderElector:
         """Give the Lease up if this process holds it; True when it no longer holds it."""
         if not self._observed_is_me() or self._lease is None:
             return True
-        stamp = format_micro_time(self._clock.now())
-        record = LeaderElectionRecord("", 1, stamp, stamp, self._observed.leader_transitions)
-        try:
-            await self._update(record)
-        except (ApiError, OSError, TimeoutError) as err:
-            self._log.error("Failed to release lock", error=str(err))
+        for attempt in range(RELEASE_ATTEMPTS):
+            stamp = format_micro_time(self._clock.now())
+            record = LeaderElectionRecord("", 1, stamp, stamp, self._observed.leader_transitions)
+            try:
+                await self._update(record)
+                break
+            except Conflict as err:
+                # Our resourceVersion is stale (e.g. a renewal cancelled in flight had been applied): read
+                # the Lease again, and release it only if it still names us.
+                self._log.info("Failed to release lock, reading it again", error=str(err), attempt=attempt + 1)
+                try:
+                    self._lease = await self._client.get(LEASES, self.config.name, self.config.namespace)
+                except (ApiError, OSError, TimeoutError) as read_err:
+                    self._log.error("Failed to release lock", error=str(read_err))
+                    return False
+                current = LeaderElectionRecord.from_spec(self._lease.get("spec"))
+                if current.holder_identity != self.config.identity:
+                    self._set_observed(current)
+                    self._stop_leading()
+                    return True
+            except (ApiError, OSError, TimeoutError) as err:
+                self._log.error("Failed to release lock", error=str(err))
+                return False
+        else:
+            self._log.error("Failed to release lock: the Lease kept changing", attempts=RELEASE_ATTEMPTS)
             return False
         self._set_observed(record)
+        self._stop_leading()
+        self._log.info(f"released lease {self._describe}")
+        return True
+
+    def _stop_leading(self) -> None:
         if self._leading:
             self._set_leading(False)
             self._record_event("stopped leading")
-        self._log.info(f"released lease {self._describe}")
-        return True
 
     def check(self, max_tolerable_expired_lease: float) -> str | None:
         """Healthz: None when fine; a reason when leading but not renewed for lease duration + tolerance."""
@@ -243,24 +293,28 @@ class LeaderElector:
                 acquire_time=self._observed.acquire_time,
                 leader_transitions=self._observed.leader_transitions,
             )
+            sent = self._clock.monotonic()
             try:
                 await self._update(optimistic)
             except (ApiError, OSError, TimeoutError) as err:
                 self._log.info("Failed to update lock optimistically, falling back to slow path", error=str(err))
             else:
                 self._set_observed(optimistic)
+                self._mark_renewed(sent)
                 return True
 
         # 2. Read the Lease, or create it.
         try:
             lease = await self._client.get(LEASES, self.config.name, self.config.namespace)
         except NotFound:
+            sent = self._clock.monotonic()
             try:
                 self._lease = await self._client.create(LEASES, self._new_lease(record), self.config.namespace)
             except (ApiError, OSError, TimeoutError) as err:
                 self._log.info("error initially creating leader election record", error=str(err))
                 return False
             self._set_observed(record)
+            self._mark_renewed(sent)
             return True
         except (ApiError, OSError, TimeoutError) as err:
             self._log.info(f"error retrieving resource lock {self._describe}", error=str(err))
@@ -281,12 +335,14 @@ class LeaderElector:
             SLOWPATH_TOTAL.labels(self.config.name).inc()
         else:
             record = replace(record, leader_transitions=current.leader_transitions + 1)
+        sent = self._clock.monotonic()
         try:
             await self._update(record)
         except (ApiError, OSError, TimeoutError) as err:
             self._log.info("Failed to update lock", error=str(err))
             return False
         self._set_observed(record)
+        self._mark_renewed(sent)
         return True
 
     # -- internals -----------------------------------------------------------------------------------------
@@ -300,6 +356,8 @@ class LeaderElector:
                 return False
             if await self._bounded(self.try_acquire_or_renew(), remaining):
                 return True
+            if self._observed.holder_identity not in ("", self.config.identity):
+                return False  # the Lease names someone else: lost for certain, no need to wait for the deadline
             remaining = give_up_at - self._clock.monotonic()
             if remaining <= 0:
                 return False
@@ -335,6 +393,11 @@ class LeaderElector:
             "metadata": {"name": self.config.name, "namespace": self.config.namespace},
             "spec": record.to_spec(),
         }
+
+    def _mark_renewed(self, sent: float) -> None:
+        self._renew_sent = sent
+        renewed, self._renewed = self._renewed, asyncio.Event()
+        renewed.set()
 
     def _set_observed(self, record: LeaderElectionRecord) -> None:
         self._observed = record

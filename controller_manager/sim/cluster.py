@@ -20,12 +20,20 @@ Guarantees:
   serves it as the admin, like the old apiserver's insecure port. Requests that carry a token are
   authenticated as that token's user either way, so the viewer token still only reads and an unknown
   token is 401.
+- ``aggregate_cluster_roles=False`` (``kube-sim --no-aggregate-cluster-roles``) leaves ClusterRoles with an
+  aggregationRule as written, bootstrap ``admin``/``edit``/``view`` empty, for a controller-manager's
+  clusterrole-aggregation-controller to fill, as in a real cluster.
+- With ``storage`` (a :class:`~controller_manager.sim.storage.StorageConfig`) the cluster has a simulated CSI
+  driver: its CSIDriver and default StorageClass exist once the block is entered, its provisioner and attacher
+  run (``cluster.storage``), and the kubelets publish CSINodes, wait for pods' volumes and report
+  ``volumesInUse``. Without it (the in-process default) pods' volumes are not looked at.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 import shutil
 import string
@@ -45,7 +53,9 @@ from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_
 from controller_manager.sim.faults import FaultInjector
 from controller_manager.sim.kubeconfig import write_kubeconfig
 from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
+from controller_manager.sim.resizer import SimResizer
 from controller_manager.sim.scheduler import Scheduler
+from controller_manager.sim.storage import StorageConfig, StorageSim
 
 __all__ = ["SimCluster", "zone_names"]
 
@@ -88,15 +98,23 @@ class SimCluster:
         ready_timeout: float = 30.0,
         tls: bool = False,
         anonymous_admin: bool = True,
+        aggregate_cluster_roles: bool = True,
+        storage: StorageConfig | None = None,
+        resize_delay: float = 0.0,
     ) -> None:
         if nodes < 0:
             raise ValueError("nodes must be >= 0")
         self.clock: Clock = clock or RealClock()
         options = api_options or ApiServerOptions(admin_token=_token(), viewer_token=_token())
+        if not aggregate_cluster_roles:
+            options = dataclasses.replace(options, aggregate_cluster_roles=False)
         self.api = ApiServer(self.clock, options)
         self.faults = FaultInjector(self.api, self.clock)
         self.scheduler = Scheduler(self.api, self.clock, retry_interval=scheduler_retry_interval) if scheduler else None
-        self.kubelets = KubeletManager(self.api, self.clock, kubelet_config) if kubelets else None
+        self.kubelets = KubeletManager(self.api, self.clock, kubelet_config, storage) if kubelets else None
+        self.storage = StorageSim(self.api, self.clock, storage) if storage is not None else None
+        # The CSI drivers' external-resizer sidecar (every driver; no node-side expansion).
+        self.resizer = SimResizer(self.api, self.clock, delay=resize_delay)
         self._zones = zone_names(zones)
         self._initial_nodes = nodes
         self._host = host
@@ -138,12 +156,16 @@ class SimCluster:
         sockets = getattr(server, "sockets", None) or ()
         port = sockets[0].getsockname()[1] if sockets else self._port
         self.url = f"{'https' if cert is not None else 'http'}://{self._host}:{port}"
+        if self.storage is not None:
+            self.storage.install()
+            self._tasks.append(asyncio.create_task(self.storage.run(), name="sim-storage"))
         if self.kubelets is not None:
             for i in range(self._initial_nodes):
                 self.kubelets.add_node(f"node-{i + 1}", self._zones[i % len(self._zones)])
             self._tasks.append(asyncio.create_task(self.kubelets.run(), name="sim-kubelets"))
         if self.scheduler is not None:
             self._tasks.append(asyncio.create_task(self.scheduler.run(), name="sim-scheduler"))
+        self._tasks.append(asyncio.create_task(self.resizer.run(), name="sim-resizer"))
         if self.kubelets is not None:
             names = self.kubelets.node_names
             await self._wait(lambda: all(self._node_ready(n) for n in names), "nodes to register")

@@ -21,6 +21,12 @@ Guarantees:
 - A node annotated ``sim.controller-manager.io/kubelet=stopped`` stops heartbeats, Lease renewals,
   status updates and pod progress, as if it died; ``=running`` resumes (Ready re-posted, pods
   picked up from what the API shows).
+- With a :class:`~controller_manager.sim.storage.StorageConfig` (kube-sim's simulated CSI driver), each node
+  publishes its CSINode, a pod starts only once its volumes are ready
+  (:meth:`~controller_manager.sim.storage.KubeletVolumes.check`: claims Bound, attachable volumes reported in
+  use, attached by the attach/detach controller and their VolumeAttachments attached; re-checked every
+  ``volume_poll`` seconds), and ``node.status.volumesInUse`` lists the attachable volumes of the node's pods
+  that have not finished, posted as soon as that list changes.
 - Every delay reads the injected Clock; all API writes happen on one worker task, in order.
 """
 
@@ -49,6 +55,7 @@ from controller_manager.sim.nodestatus import (
 )
 from controller_manager.sim.podstatus import PodRun, build_pod_status, normalize_image
 from controller_manager.sim.recorder import event_object, record
+from controller_manager.sim.storage import KubeletVolumes, StorageConfig
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -64,6 +71,7 @@ KUBELET_ANNOTATION = ANNOTATION_PREFIX + "kubelet"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 FIELD_MANAGER = "kubelet"  # what a kubelet's writes are recorded under in managedFields (its User-Agent)
 _REPORTED_STAGES = frozenset({"creating", "running", "backoff", "exited"})  # stages a status describes
+_UNMOUNTED_STAGES = frozenset({"exited", "confirmed", "gone"})  # a pod in these holds no volume any more
 
 
 def _annotation_seconds(pod: dict[str, Any], name: str, default: float | None) -> float | None:
@@ -98,10 +106,12 @@ class _Node:
 class KubeletManager:
     """Runs the kubelets of all simulated nodes. ``run()`` until cancelled."""
 
-    def __init__(self, api: ApiServer, clock: Clock | None = None, config: KubeletConfig | None = None) -> None:
+    def __init__(self, api: ApiServer, clock: Clock | None = None, config: KubeletConfig | None = None,
+                 storage: StorageConfig | None = None) -> None:
         self._api = api
         self._clock = clock or RealClock()
         self.config = config or KubeletConfig()
+        self._volumes = KubeletVolumes(api, storage) if storage is not None else None
         self._nodes: dict[str, _Node] = {}
         self._runs: dict[str, PodRun] = {}  # pod uid -> what the kubelet knows of it
         self._actions: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
@@ -156,6 +166,8 @@ class KubeletManager:
             await self._post_node_status(node, force=True)
         node.deleted = False
         await self._renew_lease(node)
+        if self._volumes is not None:
+            self._volumes.publish_csi_node(node.name, node.uid)
 
     async def _post_node_status(self, node: _Node, *, force: bool) -> None:
         """Post the node's status if it changed or is due; ``force``: now, registering the node if it
@@ -168,9 +180,13 @@ class KubeletManager:
             for ctype, status, reason, _ in NODE_CONDITIONS
         )
         due = self._clock.monotonic() - node.last_report >= self.config.node_status_report_frequency
-        if not (force or changed or due):
+        in_use = self._volumes_in_use(node)
+        volumes_changed = self._volumes is not None and in_use != _reported_in_use(node.obj)
+        if not (force or changed or due or volumes_changed):
             return
-        patch = {"status": {"conditions": node_conditions(self._clock.now(), current)}}
+        patch: dict[str, Any] = {"status": {"conditions": node_conditions(self._clock.now(), current)}}
+        if self._volumes is not None:
+            patch["status"]["volumesInUse"] = in_use or None
         try:
             node.obj = self._api.patch(NODES, None, node.name, patch, "strategic", subresource="status",
                                        field_manager=FIELD_MANAGER)
@@ -268,6 +284,7 @@ class KubeletManager:
                 run.cancel_timers()
                 run.stage = "gone"
                 del self._runs[uid]
+                self._volumes_released(run)
             return
         if run is None:
             run = PodRun(uid=uid, node=node.name, pod=pod)
@@ -314,6 +331,8 @@ class KubeletManager:
         if meta(pod).get("deletionTimestamp"):
             self._begin_termination(run)
         elif run.stage == "running":
+            if self._volumes is not None:
+                self._volumes.check(pod, run.node)  # a running pod's volumes are mounted: keep them in use
             self._do(lambda: self._post(run))  # put back what others wrote over the kubelet's fields meanwhile
             self._arm_running_timers(run)
         elif run.stage in ("new", "creating"):
@@ -361,6 +380,13 @@ class KubeletManager:
     async def _start(self, run: PodRun) -> None:
         if run.stage not in ("creating", "backoff"):
             return
+        if run.stage == "creating" and self._volumes is not None:
+            check = self._volumes.check(run.pod, run.node)
+            self._sync_volumes_in_use(self._nodes[run.node])
+            if not check.ready:
+                log.debug("pod waits for its volumes", pod=_pod_ref(run.pod), waiting_for=check.waiting_for)
+                self._after(run, self._volumes.config.volume_poll, self._start)
+                return
         if run.stage == "backoff":
             run.restarts += 1
         run.stage = "running"
@@ -397,6 +423,7 @@ class KubeletManager:
         if policy == "Never" or (policy == "OnFailure" and code == 0):
             run.stage = "exited"
             await self._post(run)
+            self._volumes_released(run)
             return
         run.stage = "backoff"
         run.last_state, run.last_attempt = run.terminated, run.restarts
@@ -430,6 +457,7 @@ class KubeletManager:
             run.stage = "exited"
             await self._post(run, killed=True)
         run.stage = "confirmed"
+        self._volumes_released(run)
         m = meta(run.pod)
         try:
             self._api.delete(PODS, str(m.get("namespace")), str(m.get("name")), grace_period_seconds=0,
@@ -471,6 +499,30 @@ class KubeletManager:
             if status_code(exc) != 404:
                 raise
 
+    # ---- volumes
+
+    def _volumes_in_use(self, node: _Node) -> list[str]:
+        if self._volumes is None:
+            return []
+        return self._volumes.in_use(r.uid for r in self._runs.values()
+                                    if r.node == node.name and r.stage not in _UNMOUNTED_STAGES)
+
+    def _sync_volumes_in_use(self, node: _Node) -> None:
+        """Post the node's status soon if the volumes it reports in use would change."""
+        if self._volumes is not None and not node.stopped and \
+                self._volumes_in_use(node) != _reported_in_use(node.obj):
+            self._do(lambda: self._post_node_status(node, force=False))
+
+    def _volumes_released(self, run: PodRun) -> None:
+        """A pod stopped or went away: its volumes are unmounted, so the node stops reporting them in use."""
+        if self._volumes is None:
+            return
+        if run.stage == "gone":
+            self._volumes.forget(run.uid)
+        node = self._nodes.get(run.node)
+        if node is not None:
+            self._sync_volumes_in_use(node)
+
     async def _event(self, run: PodRun, event_type: str, reason: str, message: str) -> None:
         if not self.config.events:
             return
@@ -508,6 +560,10 @@ class KubeletManager:
                 node.cancel_timers()
             for run in self._runs.values():
                 run.cancel_timers()
+
+
+def _reported_in_use(node: Mapping[str, Any] | None) -> list[str]:
+    return list(((node or {}).get("status") or {}).get("volumesInUse") or ())
 
 
 def _first_container(pod: dict[str, Any]) -> str:

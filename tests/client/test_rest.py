@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from controller_manager.api.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
-from controller_manager.client import ApiClient, ClientConfig, Conflict, Forbidden, NotFound
+from controller_manager.client import ApiClient, ClientConfig, Conflict, Forbidden, NotFound, WriteFenced
 from controller_manager.client.wire import METADATA_LIST_ACCEPT
 from tests.client.conftest import FakeApiServer, fail, reply, sequence, status_object
 
@@ -256,3 +256,21 @@ async def test_discovery_core_failure_raises(fake: FakeApiServer, client: ApiCli
     fake.on("GET", "/api/v1", sequence(fail(403, "Forbidden", "no discovery for you")))
     with pytest.raises(Forbidden):
         await client.discover()
+
+
+async def test_a_fenced_client_sends_no_write_but_still_reads(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    fake.on("POST", "/api/v1/namespaces/ns/pods", reply(POD, 201))
+    fake.on("DELETE", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    holds = [True]
+    client.fence_writes(lambda: holds[0])
+    assert (await client.create(PODS, POD, "ns"))["metadata"]["name"] == "web-1"
+    holds[0] = False
+    with pytest.raises(WriteFenced) as refused:
+        await client.create(PODS, POD, "ns")
+    assert refused.value.status == 0
+    with pytest.raises(WriteFenced):
+        await client.delete(PODS, "web-1", "ns")
+    assert (await client.get(PODS, "web-1", "ns"))["metadata"]["name"] == "web-1"
+    assert [(r.method, r.path) for r in fake.requests] == [("POST", "/api/v1/namespaces/ns/pods"),
+                                                            ("GET", "/api/v1/namespaces/ns/pods/web-1")]

@@ -27,6 +27,7 @@ from controller_manager.runtime.events import EventBroadcaster
 from controller_manager.runtime.informers import SharedInformerFactory
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.kubelet import KubeletConfig
+from controller_manager.sim.storage import StorageConfig
 
 __all__ = ["FAST_KUBELETS", "Harness", "controller_harness", "wait_for"]
 
@@ -168,11 +169,13 @@ class Harness:
 async def controller_harness(*controller_types: type[Controller], nodes: int = 3,
                              kubelet_config: KubeletConfig = FAST_KUBELETS, options: Mapping[str, Any] | None = None,
                              workers: int | None = None, start: bool = True,
-                             qps: float = 0.0, controller_clock: Clock | None = None) -> AsyncIterator[Harness]:
-    """A running :class:`Harness`; ``start=False`` leaves the controllers for the test to ``start()``."""
+                             qps: float = 0.0, controller_clock: Clock | None = None,
+                             storage: StorageConfig | None = None) -> AsyncIterator[Harness]:
+    """A running :class:`Harness`; ``start=False`` leaves the controllers for the test to ``start()``.
+    ``storage``: kube-sim's simulated CSI driver, with kubelets that wait for pods' volumes."""
     clock = RealClock()
     async with SimCluster(nodes=nodes, kubelet_config=kubelet_config, scheduler_retry_interval=0.5,
-                          clock=clock) as cluster:
+                          clock=clock, storage=storage) as cluster:
         config = await load_config(kubeconfig=str(cluster.kubeconfig_path))
         async with ApiClient(config, qps=qps, burst=max(1, int(qps * 1.5)), clock=clock) as client:
             harness = Harness(cluster, client, controller_types, options or {}, workers, clock, controller_clock)

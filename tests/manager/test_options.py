@@ -77,6 +77,7 @@ def test_defaults_match_kube_controller_manager() -> None:
         "concurrent-job-syncs": 5, "concurrent-cron-job-syncs": 5, "concurrent-statefulset-syncs": 5,
         "concurrent-service-endpoint-syncs": 5, "max-endpoints-per-slice": 100, "concurrent-gc-syncs": 20,
         "concurrent-namespace-syncs": 10, "concurrent-ttl-after-finished-syncs": 5,
+        "concurrent-ephemeralvolume-syncs": 5,
         "node-monitor-period": 5.0, "node-monitor-grace-period": 50.0, "node-startup-grace-period": 60.0,
         "node-eviction-rate": 0.1, "secondary-node-eviction-rate": 0.01, "large-cluster-size-threshold": 50,
         "unhealthy-zone-threshold": 0.55, "terminated-pod-gc-threshold": 12500,
@@ -103,6 +104,7 @@ def test_help_lists_every_flag_with_its_default() -> None:
         ("--concurrent-statefulset-syncs", "5"), ("--concurrent-service-endpoint-syncs", "5"),
         ("--concurrent-gc-syncs", "20"), ("--concurrent-namespace-syncs", "10"),
         ("--concurrent-ttl-after-finished-syncs", "5"), ("--max-endpoints-per-slice", "100"),
+        ("--concurrent-ephemeralvolume-syncs", "5"),
         ("--node-monitor-period", "5s"), ("--node-monitor-grace-period", "50s"),
         ("--node-startup-grace-period", "1m"), ("--node-eviction-rate", "0.1"),
         ("--secondary-node-eviction-rate", "0.01"), ("--large-cluster-size-threshold", "50"),
@@ -190,3 +192,16 @@ def test_lock_is_not_checked_without_leader_election() -> None:
 def test_value_rejects_unknown_flag() -> None:
     with pytest.raises(KeyError):
         Options().value("concurrent-nothing-syncs")
+
+
+def test_attach_detach_flags_default_and_validate_as_upstream() -> None:
+    options = parse_options([])
+    assert options.attach_detach_reconcile_sync_period == 60.0
+    assert options.disable_attach_detach_reconcile_sync is False
+    assert options.disable_force_detach_on_timeout is False
+    options = parse_options(["--attach-detach-reconcile-sync-period=2m", "--disable-force-detach-on-timeout"])
+    assert (options.attach_detach_reconcile_sync_period, options.disable_force_detach_on_timeout) == (120.0, True)
+    with pytest.raises(OptionsError) as info:
+        parse_options(["--attach-detach-reconcile-sync-period=500ms"])
+    assert str(info.value) == ("duration time must be greater than one second as set via command line option "
+                               "reconcile-sync-loop-period")

@@ -18,13 +18,19 @@ from controller_manager.api.resources import (
     DEPLOYMENTS,
     ENDPOINTS,
     ENDPOINTSLICES,
+    HORIZONTALPODAUTOSCALERS,
     JOBS,
     NODES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODS,
     REPLICATIONCONTROLLERS,
     RESOURCEQUOTAS,
     SERVICECIDRS,
     SERVICES,
     STATEFULSETS,
+    STORAGECLASSES,
+    VOLUMEATTRIBUTESCLASSES,
 )
 from controller_manager.controllers import ALL
 from controller_manager.manager.rbac import PolicyRule, rules_for
@@ -68,7 +74,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         return 0.0  # no delay: the latency hook is only used to observe each HTTP request
 
     cert_file, key_file, _ = new_ca(tmp_path)
-    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file)}
+    signing = {"cluster_signing_cert_file": str(cert_file), "cluster_signing_key_file": str(key_file),
+               "horizontal_pod_autoscaler_sync_period": 0.5}
     async with controller_harness(*ALL, nodes=2, start=False, options=signing) as h:
         h.cluster.faults.set_latency(record)
         await h.start()
@@ -102,6 +109,17 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                               "spec": {"ports": [{"port": 80}]}}, NS)
         api.create(ENDPOINTS, {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual"},
                                "subsets": [{"addresses": [{"ip": "10.9.0.1"}], "ports": [{"port": 80}]}]}, NS)
+        # an HPA on the Deployment reading every kind of metric (none can be computed: the Deployment stays put)
+        api.create(HORIZONTALPODAUTOSCALERS, {
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "minReplicas": 1, "maxReplicas": 2, "metrics": [
+                         {"type": "Resource", "resource": {"name": "cpu", "target": {
+                             "type": "Utilization", "averageUtilization": 50}}},
+                         {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {
+                             "type": "AverageValue", "averageValue": "1"}}},
+                         {"type": "External", "external": {"metric": {"name": "queue"}, "target": {
+                             "type": "Value", "value": "1"}}}]}}, NS)
         api.create(RESOURCEQUOTAS, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "counts"},
                                     "spec": {"hard": {"pods": "100", "count/deployments.apps": "10"}}}, NS)
 
@@ -131,6 +149,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                 "daemonset-controller": (daemonset.get("status") or {}).get("currentNumberScheduled") == 2,
                 "job-controller": (job.get("status") or {}).get("succeeded") == 1,
                 "replicationcontroller-controller": (rc.get("status") or {}).get("readyReplicas") == 2,
+                "horizontal-pod-autoscaler-controller": bool(
+                    (api.get(HORIZONTALPODAUTOSCALERS, NS, "web").get("status") or {}).get("conditions")),
                 "resourcequota-controller": "count/deployments.apps" in (
                     api.get(RESOURCEQUOTAS, NS, "counts").get("status") or {}).get("used", {}),
             }
@@ -174,6 +194,7 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
             return bool(status.get("certificate")) or not signing_runs
 
         await wait_for(issued, timeout=30, what="the CSR to be approved and signed")
+        await _exercise_storage(api, names)
         h.cluster.faults.set_latency(None)
 
     resource_requests = [info for info in seen if info.is_resource]
@@ -206,3 +227,93 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("update", "resourcequotas") in verbs
     if "service-cidr-controller" in names:
         assert ("patch", "servicecidrs") in verbs
+    if "horizontal-pod-autoscaler-controller" in names:
+        assert ("update", "horizontalpodautoscalers") in verbs
+        assert any(i.subresource == "scale" for i in resource_requests)
+        assert ("list", "pods") in {(i.verb, i.resource) for i in resource_requests if i.group == "metrics.k8s.io"}
+    if "ephemeral-volume-controller" in names:
+        assert ("create", "persistentvolumeclaims") in verbs
+    if "persistentvolumeclaim-protection-controller" in names:
+        assert {("update", "persistentvolumeclaims"), ("list", "pods")} <= verbs
+    if "persistentvolume-protection-controller" in names:
+        assert ("update", "persistentvolumes") in verbs
+    if "volumeattributesclass-protection-controller" in names:
+        assert ("update", "volumeattributesclasses") in verbs
+    if "persistentvolume-expander-controller" in names:
+        assert {("get", "persistentvolumes"), ("patch", "persistentvolumeclaims")} <= verbs
+
+
+def _gone(api: Any, res: Any, namespace: str | None, name: str) -> bool:
+    try:
+        api.get(res, namespace, name)
+    except Exception:
+        return True
+    return False
+
+
+async def _exercise_storage(api: Any, names: list[str]) -> None:
+    """A generic ephemeral volume's claim; a Bound claim's Unused condition; an unused claim, volume and
+    VolumeAttributesClass deleted through their protection finalizers."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "scratch"}, "spec": {
+        "containers": [{"name": "c", "image": "registry.example/app:1"}],
+        "volumes": [{"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]}}
+    api.create(PODS, pod, NS)
+    api.create(VOLUMEATTRIBUTESCLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+                                         "metadata": {"name": "gold"}, "driverName": "csi.example.com"})
+    api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-loose"},
+                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "hostPath": {"path": "/tmp/x"}}})
+    claim = api.create(PERSISTENTVOLUMECLAIMS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "loose"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+    api.update(PERSISTENTVOLUMECLAIMS, {**claim, "status": {"phase": "Bound"}}, subresource="status")
+
+    async def storage_settled() -> bool:
+        checks = {
+            "ephemeral-volume-controller": not _gone(api, PERSISTENTVOLUMECLAIMS, NS, "scratch-tmp"),
+            "persistentvolumeclaim-protection-controller": any(
+                c.get("type") == "Unused" for c in (api.get(PERSISTENTVOLUMECLAIMS, NS, "loose").get("status") or {})
+                .get("conditions") or ()),
+            "volumeattributesclass-protection-controller": "kubernetes.io/vac-protection" in (
+                api.get(VOLUMEATTRIBUTESCLASSES, None, "gold")["metadata"].get("finalizers") or ()),
+        }
+        return all(ok for name, ok in checks.items() if name in names)
+
+    await wait_for(storage_settled, timeout=30, what="the storage controllers to act")
+    api.delete(PERSISTENTVOLUMECLAIMS, NS, "loose")
+    api.delete(PERSISTENTVOLUMES, None, "pv-loose")
+    api.delete(VOLUMEATTRIBUTESCLASSES, None, "gold")
+
+    async def released() -> bool:
+        owners = {"persistentvolumeclaim-protection-controller": (PERSISTENTVOLUMECLAIMS, NS, "loose"),
+                  "persistentvolume-protection-controller": (PERSISTENTVOLUMES, None, "pv-loose"),
+                  "volumeattributesclass-protection-controller": (VOLUMEATTRIBUTESCLASSES, None, "gold")}
+        return all(_gone(api, *where) for name, where in owners.items() if name in names)
+
+    await wait_for(released, timeout=30, what="the protection finalizers to be removed")
+
+    # A CSI-migrated volume's claim grows: the expander reads the volume and annotates the claim via /status.
+    api.create(STORAGECLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                "metadata": {"name": "gp2"}, "provisioner": "kubernetes.io/aws-ebs",
+                                "allowVolumeExpansion": True})
+    grow = api.create(PERSISTENTVOLUMECLAIMS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "grow"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "pv-grow", "storageClassName": "gp2",
+                 "resources": {"requests": {"storage": "1Gi"}}}}, NS)
+    api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-grow"},
+                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                            "awsElasticBlockStore": {"volumeID": "vol-1"},
+                                            "claimRef": {"namespace": NS, "name": "grow",
+                                                         "uid": grow["metadata"]["uid"]}}})
+    grow = api.update(PERSISTENTVOLUMECLAIMS, {**grow, "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}},
+                      subresource="status")
+    api.update(PERSISTENTVOLUMECLAIMS, {**grow, "spec": {**grow["spec"], "resources": {
+        "requests": {"storage": "2Gi"}}}})
+
+    async def annotated() -> bool:
+        annotations = api.get(PERSISTENTVOLUMECLAIMS, NS, "grow")["metadata"].get("annotations") or {}
+        return "volume.kubernetes.io/storage-resizer" in annotations or "persistentvolume-expander-controller" \
+            not in names
+
+    await wait_for(annotated, timeout=30, what="the expander to hand the claim to its resizer")

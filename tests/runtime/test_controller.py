@@ -461,3 +461,31 @@ async def test_run_queue_drains_another_queue_on_the_same_contract() -> None:
     extra.shut_down()
     await asyncio.wait_for(task, DEADLINE)
     assert c.health() is None
+
+
+async def test_intake_gate_holds_every_queue_until_it_opens() -> None:
+    opened = asyncio.Event()
+
+    async def fn(key: str) -> None:
+        return None
+
+    c = make(fn, name="tiny-gated")
+    c.ctx.intake = opened.wait
+    extra = c.ctx.new_queue("tiny_gated_extra")
+    seen: list[str] = []
+
+    async def other(key: str) -> None:
+        seen.append(key)
+
+    runner = asyncio.create_task(run_controller(c, 2), name="runner")
+    extra_runner = asyncio.create_task(c.run_queue(extra, other), name="extra")
+    c.queue.add("a")
+    extra.add("b")
+    await settle()
+    assert c.calls == []
+    assert seen == []
+    opened.set()
+    await eventually(lambda: c.calls == ["a"] and seen == ["b"])
+    extra.shut_down()
+    await asyncio.wait_for(extra_runner, DEADLINE)
+    await stop(c, runner)

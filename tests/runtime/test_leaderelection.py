@@ -444,6 +444,106 @@ async def test_release_when_not_holding_writes_nothing(store: LeaseStore, clock:
     assert store.leases == {}
 
 
+async def test_a_partitioned_leader_stops_intake_then_writes_before_anyone_can_take_over(
+    store: LeaseStore, clock: FakeClock, tasks: Tasks
+) -> None:
+    a = elector(store, clock, "a")
+    b = elector(store, clock, "b", seed=5)
+    await a.acquire()
+    renew = tasks.start(a.renew_loop(), "renew-a")
+    tb = tasks.start(b.acquire(), "acquire-b")
+    await run_for(clock, 6.0)
+    assert a.may_write()
+    assert a.intake_open()
+    api_of(a).hang = True  # a can no longer reach the API server; b still can
+    cut = clock.monotonic()
+    closed: dict[str, float] = {}
+
+    def watch() -> bool:
+        for name, is_open in (("intake", a.intake_open), ("write", a.may_write)):
+            if name not in closed and not is_open():
+                closed[name] = clock.monotonic() - cut
+        if tb.done():
+            closed.setdefault("taken_over", clock.monotonic() - cut)
+        return tb.done()
+
+    await run_for(clock, 40.0, until=watch)
+    assert b.is_leader
+    # The last renewal was sent at most a retry period (plus jitter) before the cut.
+    assert closed["intake"] <= 2 * 2.0
+    assert closed["write"] <= 10.0
+    assert closed["write"] < closed["taken_over"] - 2.0  # a margin for writes already in flight
+    with pytest.raises(LeadershipLost):
+        await renew
+
+
+async def test_a_paused_leader_wakes_up_fenced(store: LeaseStore, clock: FakeClock, tasks: Tasks) -> None:
+    # SIGSTOP: nothing of a runs while its lease expires and b takes over; on SIGCONT a's clock has jumped.
+    a = elector(store, clock, "a", release_on_cancel=False)
+    b = elector(store, clock, "b", seed=6)
+    await a.acquire()
+    renew = tasks.start(a.renew_loop(), "renew-a")
+    await run_for(clock, 3.0)
+    renew.cancel()
+    await asyncio.gather(renew, return_exceptions=True)
+    tb = tasks.start(b.acquire(), "acquire-b")
+    await run_for(clock, 40.0, until=tb.done)
+    assert b.is_leader
+    writes = store._rv
+    # Woken: before a single request, a knows it may not write nor start work.
+    assert a.is_leader  # it has not found out yet...
+    assert not a.may_write()
+    assert not a.intake_open()
+    intake = tasks.start(a.wait_for_intake(), "intake-a")
+    woken = tasks.start(a.renew_loop(), "renew-a-woken")
+    took = await run_for(clock, 15.0, until=woken.done)
+    with pytest.raises(LeadershipLost):
+        woken.result()
+    assert took < 0.5  # its first renewal read the Lease naming b: lost at once, not at the renew deadline
+    assert store._rv == writes  # ...and its renewal attempt wrote nothing over b
+    assert store.spec()["holderIdentity"] == "b"
+    assert not intake.done()
+
+
+async def test_intake_waits_for_the_next_renewal(store: LeaseStore, clock: FakeClock, tasks: Tasks) -> None:
+    a = elector(store, clock, "a")
+    await a.acquire()
+    tasks.start(a.renew_loop(), "renew-a")
+    await run_for(clock, 3.0)
+    api_of(a).down = True
+    await run_for(clock, 4.5)
+    assert not a.intake_open()
+    assert a.may_write()  # writes already under way may still finish
+    intake = tasks.start(a.wait_for_intake(), "intake-a")
+    await run_for(clock, 1.0)
+    assert not intake.done()
+    api_of(a).down = False
+    await run_for(clock, 3.0, until=intake.done)
+    assert intake.done()
+    assert a.intake_open()
+    assert a.is_leader
+
+
+async def test_release_reads_again_after_a_conflict(store: LeaseStore, clock: FakeClock) -> None:
+    a = elector(store, clock, "a")
+    await a.acquire()
+    # A renewal cancelled in flight had landed: the Lease moved on without a knowing its resourceVersion.
+    store.put(store.leases[(NS, NAME)])
+    assert await a.release()
+    assert store.spec()["holderIdentity"] == ""
+    assert not a.is_leader
+
+
+async def test_release_after_a_conflict_leaves_another_holder_alone(store: LeaseStore, clock: FakeClock) -> None:
+    a = elector(store, clock, "a")
+    await a.acquire()
+    lease = store.leases[(NS, NAME)]
+    store.put({**lease, "spec": {**lease["spec"], "holderIdentity": "b"}})
+    assert await a.release()
+    assert store.spec()["holderIdentity"] == "b"
+    assert not a.is_leader
+
+
 async def test_check_reports_a_stuck_leader(store: LeaseStore, clock: FakeClock) -> None:
     a = elector(store, clock, "a")
     assert a.check(20.0) is None

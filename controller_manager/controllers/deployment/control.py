@@ -1,15 +1,15 @@
 """What the Deployment rollout code acts through: one :class:`DeploymentControl` per controller.
 
 Upstream's rollout logic is a set of ``DeploymentController`` methods (``sync.go``, ``rolling.go``, ...). Here
-they are functions of ``dc``, this bundle: the client, the event recorder, the clock, the ReplicaSet cache
-and the queue's rate-limited re-add. The controller builds one; tests build one over fakes.
+they are functions of ``dc``, this bundle of what they act through: the client, the event recorder, the clock
+and the ReplicaSet cache. The controller builds one; tests build one over fakes.
 
 Guarantees:
-- The rollout functions work on a *working copy* of the Deployment (a deep copy taken by the controller at
-  the start of a sync; the cache is never mutated) and update it in place as upstream updates its pointer:
-  after a successful write, the copy carries the server's new ``resourceVersion`` (so a second write in the
-  same sync is not refused as stale) and, for ``/status`` writes, the status that was written.
-- ReplicaSets are never mutated: scaling builds a new dict and returns the server's answer.
+- Nothing is edited in place: neither the cached Deployment nor its ReplicaSets. A step that changes the
+  Deployment builds a new object (new status, new annotations) and, once it is written, returns the
+  Deployment as it now is: the object written, carrying the server's new ``resourceVersion`` (and, for spec
+  writes, ``generation``), so a second write in the same sync is not refused as stale. The caller goes on
+  with what was returned. ReplicaSet writes likewise send a new object and return the server's answer.
 - Events about a Deployment name it as ``apps/v1 Deployment`` even when the cached object lacks type meta.
 """
 
@@ -21,11 +21,11 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller_manager.api.meta import deep_copy, meta
+from controller_manager.api.meta import meta
 from controller_manager.api.resources import DEPLOYMENTS, REPLICASETS, Resource
 from controller_manager.clock import Clock
 
-__all__ = ["ApiWriter", "DeploymentControl", "EventSink", "Obj", "replace", "status_of"]
+__all__ = ["ApiWriter", "DeploymentControl", "EventSink", "Obj", "status_of", "with_status"]
 
 Obj = Mapping[str, Any]
 
@@ -67,18 +67,15 @@ class DeploymentControl:
     def event(self, d: Obj, type: str, reason: str, message: str) -> None:
         self.recorder.event(d, type, reason, message, resource=DEPLOYMENTS)
 
-    async def update_deployment_status(self, d: dict[str, Any]) -> None:
-        """Write ``d``'s status through ``/status``; ``d`` then carries the new resourceVersion."""
+    async def update_deployment_status(self, d: Obj) -> Obj:
+        """Write ``d``'s status through ``/status``; returns ``d`` with the server's new resourceVersion."""
         written = await self.client.update_status(DEPLOYMENTS, _typed(d, DEPLOYMENTS))
-        _adopt_version(d, written)
+        return _following(d, written, ("resourceVersion",))
 
-    async def update_deployment(self, d: dict[str, Any]) -> None:
-        """Write ``d`` (spec and metadata); ``d`` then carries the new resourceVersion and generation."""
+    async def update_deployment(self, d: Obj) -> Obj:
+        """Write ``d`` (spec and metadata); returns ``d`` with the server's new resourceVersion and generation."""
         written = await self.client.update(DEPLOYMENTS, _typed(d, DEPLOYMENTS))
-        _adopt_version(d, written)
-        generation = meta(written).get("generation")
-        if generation is not None:
-            d["metadata"]["generation"] = generation
+        return _following(d, written, ("resourceVersion", "generation"))
 
     async def update_replica_set(self, rs: Obj) -> dict[str, Any]:
         return await self.client.update(REPLICASETS, _typed(rs, REPLICASETS))
@@ -92,10 +89,12 @@ def _typed(obj: Obj, res: Resource) -> dict[str, Any]:
     return out
 
 
-def _adopt_version(d: dict[str, Any], written: Obj) -> None:
-    rv = meta(written).get("resourceVersion")
-    if rv is not None:
-        d.setdefault("metadata", {})["resourceVersion"] = rv
+def _following(d: Obj, written: Obj, fields: tuple[str, ...]) -> Obj:
+    """``d`` with the metadata ``fields`` the server answered (those it did not answer stay as they were)."""
+    answered = {key: value for key in fields if (value := meta(written).get(key)) is not None}
+    if not answered:
+        return d
+    return {**d, "metadata": {**meta(d), **answered}}
 
 
 def status_of(obj: Obj | None) -> Mapping[str, Any]:
@@ -103,8 +102,6 @@ def status_of(obj: Obj | None) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def replace(d: dict[str, Any], new: Obj) -> None:
-    """Make the working copy ``d`` become ``new`` (a util function's returned copy of it)."""
-    fresh = deep_copy(dict(new))
-    d.clear()
-    d.update(fresh)
+def with_status(d: Obj, status: Obj) -> Obj:
+    """A new Deployment: ``d`` with ``status`` (``d`` itself is left as it is)."""
+    return {**d, "status": status}

@@ -6,7 +6,8 @@ Guarantees:
   controls is added, updated (also the previous controller when the controller reference changed) or deleted;
   when an orphan ReplicaSet its selector matches appears or changes labels (to adopt it); and, for Recreate
   Deployments, when the last of its pods is deleted.
-- A sync reads the Deployment from the cache and works on a private copy. Gone -> nothing. An empty selector
+- A sync reads the Deployment from the cache and never edits it: each step that writes the Deployment returns
+  it as it now is, and the next step goes on with that (see :mod:`.control`). Gone -> nothing. An empty selector
   -> Warning ``SelectingAll`` and only ``observedGeneration`` is written. Otherwise the ReplicaSets are claimed
   (matching orphans adopted after a live GET shows this Deployment is not being deleted; owned ones that stop
   matching released), then: being deleted -> status only; pause/resume recorded on Progressing; paused -> resize
@@ -22,9 +23,9 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from controller_manager.api.meta import controller_ref, deep_copy, is_being_deleted, key_of, meta, split_key
+from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta, split_key
 from controller_manager.api.resources import DEPLOYMENTS, PODS, REPLICASETS
 from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
@@ -38,7 +39,7 @@ from controller_manager.controllerutil.owner_handler import OwnerHandler
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Deleted, Event, Updated
 
-from .control import DeploymentControl, Obj
+from .control import DeploymentControl, Obj, with_status
 from .progress import NOW_RATE_LIMITED
 from .recreate import rollout_recreate
 from .rollback import get_rollback_to, rollback
@@ -188,10 +189,8 @@ class DeploymentController(Controller):
         if cached is None:
             self.log.debug("deployment has been deleted", key=key)
             return None
-        # Our working copy: the rollout code updates it in place, the cache stays untouched.
-        d: dict[str, Any] = deep_copy(dict(cached))
-        d.setdefault("apiVersion", DEPLOYMENTS.api_version)
-        d.setdefault("kind", DEPLOYMENTS.kind)
+        # Cached list items may lack type meta; the rollout code builds new objects and never edits this one.
+        d: Obj = {"apiVersion": DEPLOYMENTS.api_version, "kind": DEPLOYMENTS.kind, **cached}
         dc = self.control
 
         raw_selector = (d.get("spec") or {}).get("selector")
@@ -200,8 +199,7 @@ class DeploymentController(Controller):
             status = d.get("status") or {}
             generation = int(meta(d).get("generation") or 0)
             if int(status.get("observedGeneration") or 0) < generation:
-                d["status"] = {**status, "observedGeneration": generation}
-                await dc.update_deployment_status(d)
+                await dc.update_deployment_status(with_status(d, {**status, "observedGeneration": generation}))
             return None
         try:
             selector = from_label_selector(raw_selector)
@@ -218,7 +216,7 @@ class DeploymentController(Controller):
             await sync_status_only(dc, d, rs_list)
             return None
 
-        await check_paused_conditions(dc, d)
+        d = await check_paused_conditions(dc, d)
         if (d.get("spec") or {}).get("paused"):
             await sync(dc, d, rs_list)
             return None
@@ -228,7 +226,8 @@ class DeploymentController(Controller):
             await rollback(dc, d, rs_list)
             return None
 
-        if await is_scaling_event(dc, d, rs_list):
+        scaling, d = await is_scaling_event(dc, d, rs_list)
+        if scaling:
             await sync(dc, d, rs_list)
             return None
 

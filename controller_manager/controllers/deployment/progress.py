@@ -12,7 +12,8 @@ Guarantees:
   complete nor timed out, the Deployment is synced again at the deadline (``lastUpdateTime +
   progressDeadlineSeconds``, plus a second against timer skew), or now, rate-limited, if less than a second
   remains: :func:`sync_rollout_status` returns that delay (``NOW_RATE_LIMITED`` for "now, rate-limited") for
-  the caller to hand to the runner as its :class:`~controller_manager.runtime.controller.Result`.
+  the caller to hand to the runner as its :class:`~controller_manager.runtime.controller.Result`, with the
+  Deployment as it now is (the one given is never edited).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from controller_manager.controllers.deployment.util_rollout import (
     has_progress_deadline,
 )
 
-from .control import DeploymentControl, Obj, status_of
+from .control import DeploymentControl, Obj, status_of, with_status
 from .sync import calculate_status, normalized_status
 
 __all__ = ["NOW_RATE_LIMITED", "NO_REQUEUE", "get_replica_failures", "requeue_stuck_deployment", "sync_rollout_status"]
@@ -58,8 +59,9 @@ REPLICA_SET_REPLICA_FAILURE = "ReplicaFailure"
 
 
 async def sync_rollout_status(dc: DeploymentControl, all_rss: Sequence[Obj | None], new_rs: Obj | None,
-                              d: dict[str, Any]) -> float | None:
-    """Write the rollout's status; returns seconds until the Deployment must be looked at again, or None."""
+                              d: Obj) -> tuple[float | None, Obj]:
+    """Write the rollout's status; returns seconds until the Deployment must be looked at again (or None), and
+    the Deployment as it now is."""
     now = dc.now()
     new_status = calculate_status(all_rss, new_rs, d, now)
     if not has_progress_deadline(d):
@@ -81,18 +83,16 @@ async def sync_rollout_status(dc: DeploymentControl, all_rss: Sequence[Obj | Non
     if normalized_status(status_of(d)) == normalized_status(new_status):
         delay = requeue_stuck_deployment(d, new_status, now)
         if delay == NO_REQUEUE:
-            return None
+            return None, d
         if delay < 1.0:
             # (Almost) at the deadline: look again now, rate-limited, until it is Complete or TimedOut.
             dc.log.debug("queueing up deployment for a progress check now", deployment=meta(d).get("name"))
-            return NOW_RATE_LIMITED
+            return NOW_RATE_LIMITED, d
         dc.log.debug("queueing up deployment for a progress check", deployment=meta(d).get("name"),
                      queue_after=int(delay))
         # One more second against millisecond skew of the delayed add.
-        return delay + 1.0
-    d["status"] = new_status
-    await dc.update_deployment_status(d)
-    return None
+        return delay + 1.0, d
+    return None, await dc.update_deployment_status(with_status(d, new_status))
 
 
 def _judge_progress(d: Obj, new_rs: Obj | None, new_status: dict[str, Any], current: Mapping[str, Any] | None,

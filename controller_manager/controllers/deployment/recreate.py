@@ -11,7 +11,6 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from controller_manager.api.meta import meta
 from controller_manager.api.pods import pod_phase
@@ -36,21 +35,22 @@ __all__ = [
 PodMap = Mapping[str, Sequence[Obj]]  # ReplicaSet UID -> the pods it controls
 
 
-async def rollout_recreate(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj],
-                           pod_map: PodMap) -> float | None:
+async def rollout_recreate(dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj], pod_map: PodMap) -> float | None:
     """One step of a Recreate rollout; returns the progress-check delay from :func:`sync_rollout_status`."""
     # Do not create the new ReplicaSet yet: nothing may scale up before the old pods are gone.
-    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+    new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
     all_rss: list[Obj | None] = [*old_rss, new_rs]
 
     if await scale_down_old_replica_sets_for_recreate(dc, filter_active_replica_sets(old_rss), d):
-        return await sync_rollout_status(dc, all_rss, new_rs, d)
+        delay, _ = await sync_rollout_status(dc, all_rss, new_rs, d)
+        return delay
 
     if old_pods_running(new_rs, old_rss, pod_map):
-        return await sync_rollout_status(dc, all_rss, new_rs, d)
+        delay, _ = await sync_rollout_status(dc, all_rss, new_rs, d)
+        return delay
 
     if new_rs is None:
-        new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
+        new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
         all_rss = [*old_rss, new_rs]
     assert new_rs is not None
 
@@ -58,7 +58,8 @@ async def rollout_recreate(dc: DeploymentControl, d: dict[str, Any], rs_list: Se
 
     if deployment_complete(d, status_of(d)):
         await cleanup_deployment(dc, old_rss, d)
-    return await sync_rollout_status(dc, all_rss, new_rs, d)
+    delay, _ = await sync_rollout_status(dc, all_rss, new_rs, d)
+    return delay
 
 
 async def scale_down_old_replica_sets_for_recreate(dc: DeploymentControl, old_rss: Sequence[Obj], d: Obj) -> bool:

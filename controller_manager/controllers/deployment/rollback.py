@@ -34,7 +34,7 @@ from controller_manager.controllers.deployment.util_conditions import (
 )
 from controller_manager.controllers.deployment.util_replicasets import equal_ignore_hash, set_from_replica_set_template
 
-from .control import DeploymentControl, Obj, replace
+from .control import DeploymentControl, Obj
 from .sync import get_all_replica_sets_and_sync_revision
 
 __all__ = ["get_rollback_to", "rollback", "rollback_to_template", "set_rollback_to",
@@ -54,28 +54,25 @@ def get_rollback_to(d: Obj) -> int | None:
     return value
 
 
-def set_rollback_to(d: dict[str, Any], revision: int | None) -> None:
-    """Request (or, with None, clear) a rollback on the working copy ``d``."""
-    m = d.setdefault("metadata", {})
-    annotations = dict(m.get("annotations") or {})
-    if revision is None:
-        annotations.pop(DEPRECATED_ROLLBACK_TO_ANNOTATION, None)
-    else:
+def set_rollback_to(d: Obj, revision: int | None) -> dict[str, Any]:
+    """A new Deployment: ``d`` requesting a rollback to ``revision`` (with None, requesting none)."""
+    m = meta(d)
+    annotations = {k: v for k, v in (m.get("annotations") or {}).items() if k != DEPRECATED_ROLLBACK_TO_ANNOTATION}
+    if revision is not None:
         annotations[DEPRECATED_ROLLBACK_TO_ANNOTATION] = str(revision)
-    m["annotations"] = annotations
+    return {**d, "metadata": {**m, "annotations": annotations}}
 
 
-async def rollback(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> None:
-    """Roll ``d`` back to the requested revision, then clear the request."""
-    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
+async def rollback(dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj]) -> Obj:
+    """Roll ``d`` back to the requested revision, then clear the request; returns the Deployment as it now is."""
+    new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
     all_rss = [rs for rs in [*old_rss, new_rs] if rs is not None]
     target = get_rollback_to(d) or 0
     if target == 0:
         target = last_revision(all_rss)
         if target == 0:
             dc.event(d, "Warning", ROLLBACK_REVISION_NOT_FOUND, "Unable to find last revision.")
-            await update_deployment_and_clear_rollback_to(dc, d)
-            return
+            return await update_deployment_and_clear_rollback_to(dc, d)
     for rs in all_rss:
         try:
             rev = util_annotations.revision(rs)
@@ -84,36 +81,35 @@ async def rollback(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[O
                          error=str(err))
             continue
         if rev == target:
-            performed = await rollback_to_template(dc, d, rs)
+            performed, d = await rollback_to_template(dc, d, rs)
             if performed:
                 dc.event(d, "Normal", ROLLBACK_DONE,
                          f'Rolled back deployment "{meta(d).get("name", "")}" to revision {target}')
-            return
+            return d
     dc.event(d, "Warning", ROLLBACK_REVISION_NOT_FOUND, "Unable to find the revision to rollback to.")
-    await update_deployment_and_clear_rollback_to(dc, d)
+    return await update_deployment_and_clear_rollback_to(dc, d)
 
 
-async def rollback_to_template(dc: DeploymentControl, d: dict[str, Any], rs: Obj) -> bool:
-    """Give ``d`` the ReplicaSet's template and annotations unless they are equal; whether it changed."""
+async def rollback_to_template(dc: DeploymentControl, d: Obj, rs: Obj) -> tuple[bool, Obj]:
+    """Give ``d`` the ReplicaSet's template and annotations unless they are equal; whether it changed, and the
+    Deployment as it now is."""
     performed = False
     if not equal_ignore_hash((d.get("spec") or {}).get("template"), (rs.get("spec") or {}).get("template")):
         dc.log.debug("rolling back deployment to old template spec", deployment=meta(d).get("name"))
         updated = set_from_replica_set_template(d, deep_copy((rs.get("spec") or {}).get("template") or {}))
         # Take the RS's annotations too (e.g. its change-cause), or the Deployment's current ones would be
         # copied onto the RS we roll back to.
-        updated = set_deployment_annotations_to(updated, rs)
-        replace(d, updated)
+        d = set_deployment_annotations_to(updated, rs)
         performed = True
     else:
         dc.log.debug("rolling back to a revision that contains the same template as current deployment, skipping",
                      deployment=meta(d).get("name"))
         dc.event(d, "Warning", ROLLBACK_TEMPLATE_UNCHANGED,
                  f'The rollback revision contains the same template as current deployment "{meta(d).get("name", "")}"')
-    await update_deployment_and_clear_rollback_to(dc, d)
-    return performed
+    return performed, await update_deployment_and_clear_rollback_to(dc, d)
 
 
-async def update_deployment_and_clear_rollback_to(dc: DeploymentControl, d: dict[str, Any]) -> None:
+async def update_deployment_and_clear_rollback_to(dc: DeploymentControl, d: Obj) -> Obj:
+    """Write ``d`` without its rollback request; returns the Deployment as it now is."""
     dc.log.debug("cleans up rollbackTo of deployment", deployment=meta(d).get("name"))
-    set_rollback_to(d, None)
-    await dc.update_deployment(d)
+    return await dc.update_deployment(set_rollback_to(d, None))

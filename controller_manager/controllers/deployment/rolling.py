@@ -16,7 +16,6 @@ Guarantees (each sync takes one step, then writes the status):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from controller_manager.api.meta import meta
 from controller_manager.controllers.deployment import util_rollout, util_strategy
@@ -44,21 +43,19 @@ __all__ = [
 ]
 
 
-async def rollout_rolling(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> float | None:
+async def rollout_rolling(dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj]) -> float | None:
     """One step of a rolling update; returns the progress-check delay from :func:`sync_rollout_status`."""
-    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
+    new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, True)
     assert new_rs is not None  # created when missing
     all_rss: list[Obj | None] = [*old_rss, new_rs]
 
-    if await reconcile_new_replica_set(dc, all_rss, new_rs, d):
-        return await sync_rollout_status(dc, all_rss, new_rs, d)
-
-    if await reconcile_old_replica_sets(dc, all_rss, filter_active_replica_sets(old_rss), new_rs, d):
-        return await sync_rollout_status(dc, all_rss, new_rs, d)
-
-    if deployment_complete(d, status_of(d)):
+    scaled = await reconcile_new_replica_set(dc, all_rss, new_rs, d)
+    if not scaled:
+        scaled = await reconcile_old_replica_sets(dc, all_rss, filter_active_replica_sets(old_rss), new_rs, d)
+    if not scaled and deployment_complete(d, status_of(d)):
         await cleanup_deployment(dc, old_rss, d)
-    return await sync_rollout_status(dc, all_rss, new_rs, d)
+    delay, _ = await sync_rollout_status(dc, all_rss, new_rs, d)
+    return delay
 
 
 async def reconcile_new_replica_set(dc: DeploymentControl, all_rss: Sequence[Obj | None], new_rs: Obj,

@@ -107,7 +107,7 @@ from controller_manager.controllers.deployment.util_strategy import (
 from controller_manager.controllerutil.controller_ref import new_controller_ref
 from controller_manager.controllerutil.controller_utils import compute_hash
 
-from .control import DeploymentControl, Obj, replace, status_of
+from .control import DeploymentControl, Obj, status_of, with_status
 
 __all__ = [
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
@@ -119,6 +119,7 @@ __all__ = [
     "get_new_replica_set",
     "is_scaling_event",
     "normalized_status",
+    "paused_condition",
     "scale",
     "scale_replica_set",
     "scale_replica_set_and_record_event",
@@ -136,55 +137,62 @@ _COUNT_FIELDS = ("observedGeneration", "replicas", "updatedReplicas", "readyRepl
 # --- the two simple sync modes -------------------------------------------------------------------------
 
 
-async def sync_status_only(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> None:
-    """Only recompute and write the status (a Deployment being deleted)."""
-    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
-    await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
+async def sync_status_only(dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj]) -> Obj:
+    """Only recompute and write the status (a Deployment being deleted); returns the Deployment as it now is."""
+    new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+    return await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
 
 
-async def sync(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> None:
-    """Reconcile a scaling event or a paused Deployment: resize, never roll."""
+async def sync(dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj]) -> Obj:
+    """Reconcile a scaling event or a paused Deployment: resize, never roll. Returns the Deployment as it now is."""
     from .rollback import get_rollback_to  # rollback.py builds on this module
 
-    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+    new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
     await scale(dc, d, new_rs, old_rss)
     # A paused Deployment with no rollback in flight still trims its history.
     if _spec(d).get("paused") and get_rollback_to(d) is None:
         await cleanup_deployment(dc, old_rss, d)
-    await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
+    return await sync_deployment_status(dc, [*old_rss, new_rs], new_rs, d)
 
 
-async def check_paused_conditions(dc: DeploymentControl, d: dict[str, Any]) -> None:
-    """Mark pausing/resuming on the Progressing condition, so a resumed Deployment does not time out at once."""
+def paused_condition(d: Obj, now: float) -> dict[str, Any] | None:
+    """The Progressing condition that records pausing or resuming ``d``, or None when there is none to record."""
     if not has_progress_deadline(d):
-        return
+        return None
     cond = get_deployment_condition(status_of(d), DEPLOYMENT_PROGRESSING)
     if cond is not None and cond.get("reason") == TIMED_OUT_REASON:
-        return  # a reported lack of progress stays reported
+        return None  # a reported lack of progress stays reported
     paused_cond_exists = cond is not None and cond.get("reason") == PAUSED_DEPLOY_REASON
     paused = bool(_spec(d).get("paused"))
     if paused and not paused_cond_exists:
-        condition = new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_UNKNOWN,
-                                                  PAUSED_DEPLOY_REASON, PAUSED_DEPLOY_MESSAGE, dc.now())
-    elif not paused and paused_cond_exists:
-        condition = new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_UNKNOWN,
-                                                  RESUMED_DEPLOY_REASON, RESUMED_DEPLOY_MESSAGE, dc.now())
-    else:
-        return
-    d["status"] = set_deployment_condition(status_of(d), condition)
-    await dc.update_deployment_status(d)
+        return new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_UNKNOWN,
+                                        PAUSED_DEPLOY_REASON, PAUSED_DEPLOY_MESSAGE, now)
+    if not paused and paused_cond_exists:
+        return new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_UNKNOWN,
+                                        RESUMED_DEPLOY_REASON, RESUMED_DEPLOY_MESSAGE, now)
+    return None
+
+
+async def check_paused_conditions(dc: DeploymentControl, d: Obj) -> Obj:
+    """Mark pausing/resuming on the Progressing condition, so a resumed Deployment does not time out at once.
+    Returns the Deployment as it now is."""
+    condition = paused_condition(d, dc.now())
+    if condition is None:
+        return d
+    return await dc.update_deployment_status(with_status(d, set_deployment_condition(status_of(d), condition)))
 
 
 # --- the new ReplicaSet and revisions -----------------------------------------------------------------
 
 
 async def get_all_replica_sets_and_sync_revision(
-    dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj], create_if_not_existed: bool
-) -> tuple[Obj | None, list[Obj]]:
-    """``(new_rs, all_old_rss)``, the new one created if asked and revisions brought up to date."""
+    dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj], create_if_not_existed: bool
+) -> tuple[Obj | None, list[Obj], Obj]:
+    """``(new_rs, all_old_rss, deployment)``: the new one created if asked, revisions brought up to date, and the
+    Deployment as it now is."""
     _, all_old = find_old_replica_sets(d, rs_list)
-    new_rs = await get_new_replica_set(dc, d, rs_list, all_old, create_if_not_existed)
-    return new_rs, list(all_old)
+    new_rs, d = await get_new_replica_set(dc, d, rs_list, all_old, create_if_not_existed)
+    return new_rs, list(all_old), d
 
 
 def generate_replica_set_name(deployment_name: str, template_hash: str) -> str:
@@ -196,44 +204,42 @@ def generate_replica_set_name(deployment_name: str, template_hash: str) -> str:
 
 
 async def get_new_replica_set(
-    dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj], old_rss: Sequence[Obj],
-    create_if_not_existed: bool,
-) -> Obj | None:
-    """The ReplicaSet running the Deployment's template (synced, or created when asked); None if there is none."""
+    dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj], old_rss: Sequence[Obj], create_if_not_existed: bool,
+) -> tuple[Obj | None, Obj]:
+    """``(new_rs, deployment)``: the ReplicaSet running the Deployment's template (synced, or created when asked;
+    None if there is none), and the Deployment as it now is."""
     existing = find_new_replica_set(d, rs_list)
     new_revision = str(max_revision(old_rss) + 1)
     if existing is not None:
         return await _sync_existing_new_replica_set(dc, d, existing, new_revision)
     if not create_if_not_existed:
-        return None
+        return None, d
     return await _create_new_replica_set(dc, d, old_rss, new_revision)
 
 
-async def _sync_existing_new_replica_set(dc: DeploymentControl, d: dict[str, Any], existing: Obj,
-                                         new_revision: str) -> Obj:
+async def _sync_existing_new_replica_set(dc: DeploymentControl, d: Obj, existing: Obj,
+                                         new_revision: str) -> tuple[Obj, Obj]:
     rs_copy, annotations_updated = set_new_replica_set_annotations(
         d, existing, new_revision, True, MAX_REV_HISTORY_LENGTH_IN_CHARS)
     min_ready = int(_spec(d).get("minReadySeconds") or 0)
     if annotations_updated or int(_spec(rs_copy).get("minReadySeconds") or 0) != min_ready:
-        rs_copy = deep_copy(rs_copy)
-        rs_copy.setdefault("spec", {})["minReadySeconds"] = min_ready
-        return await dc.update_replica_set(rs_copy)
+        return await dc.update_replica_set({**rs_copy, "spec": {**_spec(rs_copy), "minReadySeconds": min_ready}}), d
 
     # The revision the ReplicaSet already wears is the Deployment's.
     rev = (meta(rs_copy).get("annotations") or {}).get(REVISION_ANNOTATION, "")
+    updated: Obj
     updated, needs_update = set_deployment_revision(d, rev)
-    replace(d, updated)
     # A Deployment that just got a deadline starts estimating progress from the first sight of its new RS.
-    cond = get_deployment_condition(status_of(d), DEPLOYMENT_PROGRESSING)
-    if has_progress_deadline(d) and cond is None:
+    cond = get_deployment_condition(status_of(updated), DEPLOYMENT_PROGRESSING)
+    if has_progress_deadline(updated) and cond is None:
         condition = new_deployment_condition(
             DEPLOYMENT_PROGRESSING, CONDITION_TRUE, FOUND_NEW_RS_REASON,
             found_new_replica_set_message(str(meta(rs_copy).get("name", ""))), dc.now())
-        d["status"] = set_deployment_condition(status_of(d), condition)
+        updated = with_status(updated, set_deployment_condition(status_of(updated), condition))
         needs_update = True
     if needs_update:
-        await dc.update_deployment_status(d)
-    return rs_copy
+        return rs_copy, await dc.update_deployment_status(updated)
+    return rs_copy, d
 
 
 def _new_replica_set_object(d: Obj) -> dict[str, Any]:
@@ -265,8 +271,8 @@ def _new_replica_set_object(d: Obj) -> dict[str, Any]:
     }
 
 
-async def _create_new_replica_set(dc: DeploymentControl, d: dict[str, Any], old_rss: Sequence[Obj],
-                                  new_revision: str) -> Obj:
+async def _create_new_replica_set(dc: DeploymentControl, d: Obj, old_rss: Sequence[Obj],
+                                  new_revision: str) -> tuple[Obj, Obj]:
     new_rs = _new_replica_set_object(d)
     new_replicas = new_rs_new_replicas(d, [*old_rss, new_rs], new_rs)
     new_rs["spec"]["replicas"] = new_replicas
@@ -300,26 +306,24 @@ async def _create_new_replica_set(dc: DeploymentControl, d: dict[str, Any], old_
     if not already_exists and new_replicas > 0:
         dc.event(d, "Normal", SCALING_REPLICA_SET_REASON,
                  scaled_replica_set_message("up", created_name, 0, new_replicas))
+    updated: Obj
     updated, needs_update = set_deployment_revision(d, new_revision)
-    replace(d, updated)
-    if not already_exists and has_progress_deadline(d):
+    if not already_exists and has_progress_deadline(updated):
         condition = new_deployment_condition(
             DEPLOYMENT_PROGRESSING, CONDITION_TRUE, NEW_REPLICA_SET_REASON,
             created_new_replica_set_message(created_name), dc.now())
-        d["status"] = set_deployment_condition(status_of(d), condition)
+        updated = with_status(updated, set_deployment_condition(status_of(updated), condition))
         needs_update = True
     if needs_update:
-        await dc.update_deployment_status(d)
-    return created
+        return created, await dc.update_deployment_status(updated)
+    return created, d
 
 
-async def _bump_collision_count(dc: DeploymentControl, d: dict[str, Any]) -> None:
-    status = dict(status_of(d))
-    before = int(status.get("collisionCount") or 0)
-    status["collisionCount"] = before + 1
-    d["status"] = status
+async def _bump_collision_count(dc: DeploymentControl, d: Obj) -> None:
+    """Record a hash collision: ``status.collisionCount`` + 1 (the next sync, seeing it, hashes anew)."""
+    before = int(status_of(d).get("collisionCount") or 0)
     try:
-        await dc.update_deployment_status(d)
+        await dc.update_deployment_status(with_status(d, {**status_of(d), "collisionCount": before + 1}))
     except ApiError as err:
         dc.log.info("could not record hash collision", deployment=meta(d).get("name"), error=str(err))
         return
@@ -328,14 +332,13 @@ async def _bump_collision_count(dc: DeploymentControl, d: dict[str, Any]) -> Non
                 new_collision_count=before + 1)
 
 
-async def _report_create_failure(dc: DeploymentControl, d: dict[str, Any], name: str, err: ApiError) -> None:
+async def _report_create_failure(dc: DeploymentControl, d: Obj, name: str, err: ApiError) -> None:
     message = failed_create_replica_set_message(name, str(err))
     if has_progress_deadline(d):
         condition = new_deployment_condition(DEPLOYMENT_PROGRESSING, CONDITION_FALSE,
                                                   FAILED_RS_CREATE_REASON, message, dc.now())
-        d["status"] = set_deployment_condition(status_of(d), condition)
         try:
-            await dc.update_deployment_status(d)
+            await dc.update_deployment_status(with_status(d, set_deployment_condition(status_of(d), condition)))
         except ApiError:
             pass  # the create failure is the bigger issue to report
     dc.event(d, "Warning", FAILED_RS_CREATE_REASON, message)
@@ -344,18 +347,19 @@ async def _report_create_failure(dc: DeploymentControl, d: dict[str, Any], name:
 # --- scaling ------------------------------------------------------------------------------------------
 
 
-async def is_scaling_event(dc: DeploymentControl, d: dict[str, Any], rs_list: Sequence[Obj]) -> bool:
-    """Whether ``spec.replicas`` differs from what an active ReplicaSet was last sized for."""
-    new_rs, old_rss = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
+async def is_scaling_event(dc: DeploymentControl, d: Obj, rs_list: Sequence[Obj]) -> tuple[bool, Obj]:
+    """Whether ``spec.replicas`` differs from what an active ReplicaSet was last sized for, and the Deployment
+    as it now is (revisions are synced on the way)."""
+    new_rs, old_rss, d = await get_all_replica_sets_and_sync_revision(dc, d, rs_list, False)
     desired = deployment_replicas(d)
     for rs in filter_active_replica_sets([*old_rss, new_rs]):
         value, ok = get_desired_replicas_annotation(rs)
         if ok and value != desired:
-            return True
-    return False
+            return True, d
+    return False, d
 
 
-async def scale(dc: DeploymentControl, d: dict[str, Any], new_rs: Obj | None, old_rss: Sequence[Obj]) -> None:
+async def scale(dc: DeploymentControl, d: Obj, new_rs: Obj | None, old_rss: Sequence[Obj]) -> None:
     """Resize the ReplicaSets to ``spec.replicas``: the one active (or newest) one, or all proportionally."""
     desired = deployment_replicas(d)
     active_or_latest = find_active_or_latest(new_rs, old_rss)
@@ -395,9 +399,7 @@ async def scale_replica_set(dc: DeploymentControl, rs: Obj, new_scale: int, d: O
     if not size_needs_update and not replicas_annotations_need_update(rs, desired, max_replicas):
         return False, rs
     rs_copy, _ = set_replicas_annotations(rs, desired, max_replicas)
-    rs_copy = deep_copy(rs_copy)
-    rs_copy.setdefault("spec", {})["replicas"] = new_scale
-    updated = await dc.update_replica_set(rs_copy)
+    updated = await dc.update_replica_set({**rs_copy, "spec": {**_spec(rs_copy), "replicas": new_scale}})
     if size_needs_update:
         operation = "up" if old_scale < new_scale else "down"
         dc.event(d, "Normal", SCALING_REPLICA_SET_REASON,
@@ -497,13 +499,12 @@ def normalized_status(status: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 async def sync_deployment_status(dc: DeploymentControl, all_rss: Sequence[Obj | None], new_rs: Obj | None,
-                                 d: dict[str, Any]) -> None:
-    """Write the computed status if it differs from the current one."""
+                                 d: Obj) -> Obj:
+    """Write the computed status if it differs from the current one; returns the Deployment as it now is."""
     new_status = calculate_status(all_rss, new_rs, d, dc.now())
     if normalized_status(status_of(d)) == normalized_status(new_status):
-        return
-    d["status"] = new_status
-    await dc.update_deployment_status(d)
+        return d
+    return await dc.update_deployment_status(with_status(d, new_status))
 
 
 def _spec(obj: Obj | None) -> Mapping[str, Any]:

@@ -41,13 +41,16 @@ from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_st
 from controller_manager.controllerutil.endpoints import (
     PortNotFound,
     TriggerTimeTracker,
+    find_port,
     format_trigger_time,
+    get_pod_service_memberships,
+    get_services_to_update_on_pod_change,
     should_pod_be_in_endpoints,
 )
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Deleted, Event, Updated
 
-from .pods import CLUSTER_IP_NONE, endpoint_port, find_port, pod_endpoints_changed, pod_to_endpoint_address
+from .pods import CLUSTER_IP_NONE, endpoint_port, pod_to_endpoint_address
 from .subsets import (
     OVER_CAPACITY_ANNOTATION,
     capacity_annotation_set_correctly,
@@ -117,32 +120,17 @@ class EndpointsController(Controller):
         for key in services:
             self.queue.add_after(key, self.batch_period)
 
-    def _pod_services(self, pod: Obj, labels: Mapping[str, str] | None = None) -> set[str]:
-        """``GetPodServiceMemberships``: the Services of the pod's namespace selecting ``labels`` (default: the
-        pod's). A Service without a selector selects nothing."""
-        if labels is None:
-            labels = meta(pod).get("labels") or {}
-        namespace = str(meta(pod).get("namespace") or "")
-        found: set[str] = set()
-        for service in self.service_informer.store.by_index(NAMESPACE_INDEX, namespace):
-            selector = (service.get("spec") or {}).get("selector")
-            if selector is not None and all(labels.get(k) == v for k, v in selector.items()):
-                found.add(key_of(service))
-        return found
+    def _pod_services(self, pod: Obj) -> set[str]:
+        """``GetPodServiceMemberships``: the Services of the pod's namespace selecting it."""
+        return get_pod_service_memberships(self._services_in(str(meta(pod).get("namespace") or "")),
+                                           meta(pod).get("labels") or {})
+
+    def _services_in(self, namespace: str) -> Sequence[Obj]:
+        return self.service_informer.store.by_index(NAMESPACE_INDEX, namespace)
 
     def _services_to_update(self, old: Obj, new: Obj) -> set[str]:
         """``GetServicesToUpdateOnPodChange``."""
-        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
-            return set()  # a resync: Services get their own
-        pod_changed, labels_changed = pod_endpoints_changed(old, new)
-        if not pod_changed and not labels_changed:
-            return set()
-        services = self._pod_services(new)
-        if labels_changed:
-            old_services = self._pod_services(old, meta(old).get("labels") or {})
-            # The pod changed too: every Service of either set; otherwise those it joined or left.
-            services = services | old_services if pod_changed else services ^ old_services
-        return services
+        return get_services_to_update_on_pod_change(self._services_in, old, new)
 
     async def run_background(self) -> None:
         """``checkLeftoverEndpoints``: every cached Endpoints once, so those whose Service went while this

@@ -20,13 +20,17 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import key_of, meta, split_key
 from controller_manager.api.resources import ENDPOINTSLICES, NODES, PODS, SERVICES
 from controller_manager.api.selectors import from_set
-from controller_manager.controllerutil.endpoints import TriggerTimeTracker
+from controller_manager.controllerutil.endpoints import (
+    TriggerTimeTracker,
+    get_pod_service_memberships,
+    get_services_to_update_on_pod_change,
+)
 from controller_manager.controllerutil.endpointslice import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
@@ -44,7 +48,6 @@ from controller_manager.runtime.workqueue import (
 )
 
 from . import metrics
-from .endpointset import determine_needed_service_updates, pod_endpoints_changed
 from .reconciler import ReconcileError, Reconciler
 
 __all__ = [
@@ -140,32 +143,17 @@ class EndpointSliceController(Controller):
             else:
                 self.queue.add(key)
 
-    def _pod_services(self, pod: Obj, labels: Mapping[str, str] | None = None) -> set[str]:
-        """Keys of the Services of the pod's namespace whose selector matches ``labels`` (default: the pod's)."""
-        if labels is None:
-            labels = meta(pod).get("labels") or {}
-        matched: set[str] = set()
-        namespace = str(meta(pod).get("namespace") or "")
-        for service in self.service_informer.store.by_index(NAMESPACE_INDEX, namespace):
-            selector = (service.get("spec") or {}).get("selector")
-            if selector is None:
-                continue  # a nil selector selects nothing
-            if all(labels.get(k) == v for k, v in selector.items()):
-                matched.add(key_of(service))
-        return matched
+    def _pod_services(self, pod: Obj) -> set[str]:
+        """``GetPodServiceMemberships``: keys of the Services of the pod's namespace selecting it."""
+        return get_pod_service_memberships(self._services_in(str(meta(pod).get("namespace") or "")),
+                                           meta(pod).get("labels") or {})
+
+    def _services_in(self, namespace: str) -> Sequence[Obj]:
+        return self.service_informer.store.by_index(NAMESPACE_INDEX, namespace)
 
     def _services_to_update(self, old: Obj, new: Obj) -> set[str]:
         """``GetServicesToUpdateOnPodChange``: the Services a pod update can change the endpoints of."""
-        if meta(old).get("resourceVersion") == meta(new).get("resourceVersion"):
-            return set()  # a resync: Services get their own
-        pod_changed, labels_changed = pod_endpoints_changed(old, new)
-        if not pod_changed and not labels_changed:
-            return set()
-        services = self._pod_services(new)
-        if labels_changed:
-            old_services = self._pod_services(old, meta(old).get("labels") or {})
-            services = determine_needed_service_updates(old_services, services, pod_changed)
-        return services
+        return get_services_to_update_on_pod_change(self._services_in, old, new)
 
     # --- EndpointSlices ---------------------------------------------------------------------------
 

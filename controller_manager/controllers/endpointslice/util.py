@@ -7,9 +7,9 @@ Guarantees:
   three), ``targetRef`` (kind Pod, namespace, name, uid; empty fields left out as the API omits them), and
   ``nodeName``/``zone``/``hostname`` only when set. Addresses are re-rendered canonically (``0010.1.2.3`` ->
   ``10.1.2.3``, IPv6 compressed), as upstream's ``ParseIPSloppy(...).String()`` does.
-- Ports are resolved per pod: a named ``targetPort`` is looked up in the pod's containers' ports (and in sidecar
-  init containers, ``restartPolicy: Always``) with the same protocol; a port that cannot be resolved is left out
-  of that pod's port list, so pods resolving differently land in different slices.
+- Ports are resolved per pod with ``FindPort`` (:func:`~controller_manager.controllerutil.endpoints.find_port`);
+  a port that cannot be resolved is left out of that pod's port list, so pods resolving differently land in
+  different slices.
 - Slice labels are the Service's labels minus the reserved ones, plus ``kubernetes.io/service-name``,
   ``endpointslice.kubernetes.io/managed-by`` and, for a Service without a cluster IP,
   ``service.kubernetes.io/headless``; ``set_endpoint_slice_labels`` tells whether the copied labels changed.
@@ -26,7 +26,9 @@ from controller_manager.api.pods import is_pod_ready, pod_ips
 from controller_manager.controllerutil.endpoints import (
     LAST_CHANGE_TRIGGER_TIME,
     PortNotFound,
+    find_port,
     format_trigger_time,
+    parse_ip_sloppy,
     should_set_hostname,
 )
 from controller_manager.controllerutil.endpointslice import (
@@ -35,7 +37,6 @@ from controller_manager.controllerutil.endpointslice import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
     endpoint_slice_prefix,
-    parse_ip_sloppy,
 )
 
 Obj = Mapping[str, Any]
@@ -43,7 +44,6 @@ Obj = Mapping[str, Any]
 IS_HEADLESS_SERVICE = "service.kubernetes.io/headless"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 CLUSTER_IP_NONE = "None"
-SIDECAR_RESTART_POLICY = "Always"
 DEFAULT_PROTOCOL = "TCP"
 
 
@@ -102,37 +102,6 @@ def pod_to_endpoint(pod: Obj, node: Obj | None, service: Obj, address_type: str)
 
 
 # --- ports ------------------------------------------------------------------------------------------------
-
-def _containers_with_ports(pod: Obj) -> Iterable[Mapping[str, Any]]:
-    spec = _spec(pod)
-    for container in spec.get("containers") or ():
-        if isinstance(container, Mapping):
-            yield container
-    for container in spec.get("initContainers") or ():
-        # Sidecars (init containers that keep running) serve traffic too.
-        if isinstance(container, Mapping) and container.get("restartPolicy") == SIDECAR_RESTART_POLICY:
-            yield container
-
-
-def find_port(pod: Obj, service_port: Mapping[str, Any]) -> int:
-    """The port number ``service_port`` targets on ``pod`` (``FindPort``); raises :class:`PortNotFound`."""
-    target = service_port.get("targetPort")
-    if target is None:
-        # The API server defaults an absent targetPort to the port itself.
-        target = service_port.get("port")
-    if isinstance(target, bool):
-        raise PortNotFound(f"no suitable port for manifest: {meta(pod).get('uid', '')}")
-    if isinstance(target, int):
-        return target
-    protocol = service_port.get("protocol") or DEFAULT_PROTOCOL
-    if isinstance(target, str):
-        for container in _containers_with_ports(pod):
-            for port in container.get("ports") or ():
-                if (isinstance(port, Mapping) and port.get("name") == target
-                        and (port.get("protocol") or DEFAULT_PROTOCOL) == protocol):
-                    return int(port.get("containerPort") or 0)
-    raise PortNotFound(f"no suitable port for manifest: {meta(pod).get('uid', '')}")
-
 
 def get_endpoint_ports(service: Obj, pod: Obj) -> list[dict[str, Any]]:
     """The EndpointPorts of ``service`` as resolved for ``pod`` (``getEndpointPorts``)."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controller_manager.api.meta import meta
-from controller_manager.controllerutil.endpoints import LAST_CHANGE_TRIGGER_TIME
+from controller_manager.controllerutil.endpoints import LAST_CHANGE_TRIGGER_TIME, parse_ip_sloppy
 from controller_manager.controllerutil.endpointslice import (
     ADDRESS_TYPE_IPV4,
     ADDRESS_TYPE_IPV6,
@@ -29,7 +29,6 @@ from controller_manager.controllerutil.endpointslice import (
     PortMapKey,
     endpoint_slice_prefix,
     managed_by,
-    parse_ip_sloppy,
     port_map_key,
 )
 

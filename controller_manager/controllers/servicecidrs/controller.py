@@ -232,5 +232,5 @@ class ServiceCIDRsController(Controller):
                      "lastTransitionTime": format_time(self.ctx.clock.now())}
         apply = {"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
                  "metadata": {"name": _name(service_cidr)}, "status": {"conditions": [condition]}}
-        await self.ctx.client.apply(SERVICECIDRS, _name(service_cidr), apply, field_manager=CONTROLLER_NAME,
-                                    force=True, subresource="status")
+        await self.ctx.client.apply(SERVICECIDRS, apply, field_manager=CONTROLLER_NAME, force=True,
+                                    subresource="status")

@@ -262,7 +262,8 @@ class Sharer:
 # for whoever reports them; status.phase, conditions, reason, message, hostIP, podIP, startTime, qosClass, and of
 # the containers' statuses their name, state, lastState, ready, restartCount, started, image, and the resources and
 # allocatedResources the kubelet reports (the quota controller charges a resized pod by them). Dropped:
-# spec.volumes, every other container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when
+# spec.volumes but those backed by a claim or a CSI driver (the attach/detach controller resolves them; kept
+# whole), every other container field (env, probes, mounts, command, ...), status.podIPs and hostIPs when
 # they hold one address (the API server keeps podIPs[0] equal to podIP and hostIPs[0] to hostIP, so a single
 # entry says nothing more; dual-stack lists are kept: read ``api.pods.pod_ips``), and every other container status field
 # (containerID and imageID, unique per pod; mounts, user, ...). The projected pod must never
@@ -271,7 +272,8 @@ class Sharer:
 POD_CONTAINER_KEEP: frozenset[str] = frozenset({"name", "image", "resources", "restartPolicy", "ports"})
 POD_CONTAINER_STATUS_KEEP: frozenset[str] = frozenset(
     {"name", "state", "lastState", "ready", "restartCount", "started", "image", "resources", "allocatedResources"})
-POD_SPEC_DROP: frozenset[str] = frozenset({"volumes"})
+POD_SPEC_DROP: frozenset[str] = frozenset({"volumes"})  # replaced by project_volumes' list when it has one
+POD_VOLUME_SOURCES_KEPT: tuple[str, ...] = ("persistentVolumeClaim", "ephemeral", "csi")
 POD_STATUS_IP_LISTS: frozenset[str] = frozenset({"podIPs", "hostIPs"})  # dropped when single (see above)
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
@@ -291,6 +293,14 @@ def project_container_statuses(statuses: Any) -> Any:
     return [{k: v for k, v in c.items() if k in keep} if type(c) is dict else c for c in statuses]
 
 
+def project_volumes(volumes: Any) -> list[Any] | None:
+    """A pod's volumes backed by a claim or a CSI driver, whole; None (the key is dropped) when there are none."""
+    if type(volumes) is not list:
+        return None
+    kept = [v for v in volumes if type(v) is dict and any(k in v for k in POD_VOLUME_SOURCES_KEPT)]
+    return kept or None
+
+
 def single_address(ips: Any) -> bool:
     """A pod's podIPs or hostIPs that repeat the one address podIP/hostIP already holds (or hold none)."""
     return type(ips) is list and len(ips) <= 1
@@ -303,7 +313,10 @@ def project_pod(obj: Obj) -> Obj:
     out = dict(obj)
     spec = obj.get("spec")
     if type(spec) is dict:
+        volumes = project_volumes(spec.get("volumes"))
         spec = out["spec"] = {k: v for k, v in spec.items() if k not in POD_SPEC_DROP}
+        if volumes is not None:
+            spec["volumes"] = volumes
         for key in CONTAINER_LISTS:
             if key in spec:
                 spec[key] = project_containers(spec[key])

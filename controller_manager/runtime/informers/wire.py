@@ -4,7 +4,7 @@ Why: on the watch path the default transform (transform.py) used to cost more th
 orjson first builds every node of the object (managedFields, volumes, env, probes, ...) and Python then walks it
 again to drop and share. Here msgspec (C) parses the event into its sections with each field's value left as
 the raw JSON text the server sent (``msgspec.Raw``: a slice, not parsed), and only what is kept is decoded:
-- dropped fields (``managedFields``; a pod's volumes) are skipped in C and never built;
+- dropped fields (``managedFields``; a pod's volumes that name no claim) are skipped in C and never built;
 - a kept field whose value is an object or array is looked up in the sharer's pool by that raw text: a repeat
   (a pod's labels, ownerReferences, tolerations, nodeSelector, ...) costs one dict lookup and is the shared
   object itself, with no parse and no walk;
@@ -41,6 +41,7 @@ from .transform import (
     POD_CONTAINER_STATUS_KEEP,
     POD_SPEC_DROP,
     POD_STATUS_IP_LISTS,
+    POD_VOLUME_SOURCES_KEPT,
     VOLATILE_KEYS,
     Sharer,
     Transform,
@@ -48,6 +49,7 @@ from .transform import (
     default_transform,
     project_container_statuses,
     project_containers,
+    project_volumes,
     single_address,
 )
 
@@ -129,7 +131,7 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
         return {"metadata": metadata, "spec": unique, "status": unique}
     return {
         "metadata": metadata,
-        "spec": unique | dict.fromkeys(POD_SPEC_DROP, DROP) | dict.fromkeys(CONTAINER_LISTS, "_containers"),
+        "spec": unique | dict.fromkeys(POD_SPEC_DROP, "_volumes") | dict.fromkeys(CONTAINER_LISTS, "_containers"),
         "status": unique | dict.fromkeys(POD_STATUS_IP_LISTS, "_ip_list")
         | dict.fromkeys(CONTAINER_STATUS_LISTS, "_container_statuses"),
     }
@@ -137,6 +139,7 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
 
 _MISS = object()
 _DROPPED = object()  # what a projection returns for a field it leaves out
+_VOLUME_SOURCE_TEXTS = tuple(f'"{source}"'.encode() for source in POD_VOLUME_SOURCES_KEPT)
 
 
 class WireDecoder:
@@ -253,6 +256,13 @@ class WireDecoder:
 
     def _container_statuses(self, text: bytes) -> Any:
         return self._projected(text, _decode_container_statuses, project_container_statuses)
+
+    def _volumes(self, text: bytes) -> Any:
+        # Most pods' volumes (service account tokens, config maps) name no kept source: dropped without a parse.
+        if not any(source in text for source in _VOLUME_SOURCE_TEXTS):
+            return _DROPPED
+        value = project_volumes(_loads(text))
+        return _DROPPED if value is None else self._sharer.canonical(value)
 
     def _ip_list(self, text: bytes) -> Any:
         # An array text with no comma anywhere holds at most one element: single-stack, dropped without a parse.

@@ -4,14 +4,16 @@ store (``pkg/apis/autoscaling/v2/defaults.go``, ``pkg/apis/autoscaling/validatio
 
 Guarantees:
 - Stored in the v2 form. v2 defaults: ``minReplicas`` 1; no metrics: CPU at 80% average utilization; a stated
-  ``behavior`` has its missing scale-up (no window, Max of 100% or 4 pods per 15s) and scale-down (300s window,
-  Max of 100% per 15s) rules filled in.
+  ``behavior`` has its missing scale-up (no window, Max of 100% or 4 pods per 15s) and scale-down (Max of 100%
+  per 15s; no window: the controller's ``--horizontal-pod-autoscaler-downscale-stabilization`` applies) rules
+  filled in.
 - :func:`to_v1` shows a stored HPA as autoscaling/v1: the CPU utilization metric becomes
   ``targetCPUUtilizationPercentage`` (its current value ``currentCPUUtilizationPercentage``); the other metrics,
   current metrics, conditions and behavior travel in the ``autoscaling.alpha.kubernetes.io/*`` annotations, as
   upstream's conversion writes them. :func:`to_v2` reads them back, so a v1 client's update loses nothing.
 - Validation: minReplicas >= 1, maxReplicas >= 1 and >= minReplicas, scaleTargetRef kind and name, each metric's
-  type and source, utilization targets > 0; with upstream's messages.
+  type and source, utilization targets > 0, behavior's windows (0..3600s), selectPolicy and policies (type,
+  value > 0, period 1..1800s, at least one); with upstream's messages.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ def _dict(value: Any) -> Mapping[str, Any]:
 
 # --- defaults -------------------------------------------------------------------------------------------
 
-def _rules(rules: Any, window: int, policies: list[Obj]) -> Obj:
+def _rules(rules: Any, window: int | None, policies: list[Obj]) -> Obj:
     out = dict(rules) if isinstance(rules, dict) else {}
-    if out.get("stabilizationWindowSeconds") is None:
+    if out.get("stabilizationWindowSeconds") is None and window is not None:
         out["stabilizationWindowSeconds"] = window
     if not out.get("selectPolicy"):
         out["selectPolicy"] = "Max"
-    if not out.get("policies"):
+    if out.get("policies") is None:  # an explicit empty list stays (and fails validation), as upstream
         out["policies"] = policies
     return out
 
@@ -67,7 +69,8 @@ def apply_defaults(obj: Obj) -> None:
     if isinstance(behavior, dict):
         behavior["scaleUp"] = _rules(behavior.get("scaleUp"), 0, [
             {"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}])
-        behavior["scaleDown"] = _rules(behavior.get("scaleDown"), 300, [
+        # no scale-down window: the controller's --horizontal-pod-autoscaler-downscale-stabilization applies
+        behavior["scaleDown"] = _rules(behavior.get("scaleDown"), None, [
             {"type": "Percent", "value": 100, "periodSeconds": 15}])
 
 
@@ -99,6 +102,43 @@ def _validate_metric(metric: Mapping[str, Any], path: str) -> list[FieldError]:
     return errs
 
 
+MAX_STABILIZATION_WINDOW_SECONDS = 3600
+MAX_PERIOD_SECONDS = 1800
+_SELECT_POLICIES = ("Disabled", "Max", "Min")
+_POLICY_TYPES = ("Percent", "Pods")
+
+
+def _validate_scaling_rules(rules: Mapping[str, Any], path: str) -> list[FieldError]:
+    """validateScalingRules: windows within [0, 3600], a known selectPolicy, at least one valid policy."""
+    errs: list[FieldError] = []
+    window = rules.get("stabilizationWindowSeconds")
+    if isinstance(window, int) and window < 0:
+        errs.append(invalid(f"{path}.stabilizationWindowSeconds", window, "must be greater than or equal to zero"))
+    if isinstance(window, int) and window > MAX_STABILIZATION_WINDOW_SECONDS:
+        errs.append(invalid(f"{path}.stabilizationWindowSeconds", window,
+                            f"must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}"))
+    select = rules.get("selectPolicy")
+    if select is not None and select not in _SELECT_POLICIES:
+        errs.append(not_supported(f"{path}.selectPolicy", select, _SELECT_POLICIES))
+    policies = rules.get("policies") or []
+    if not policies:
+        errs.append(required(f"{path}.policies", "must specify at least one Policy"))
+    for i, policy in enumerate(policies):
+        policy = _dict(policy)
+        at = f"{path}.policies[{i}]"
+        if policy.get("type") not in _POLICY_TYPES:
+            errs.append(not_supported(f"{at}.type", policy.get("type") or "", _POLICY_TYPES))
+        value = policy.get("value") or 0
+        if isinstance(value, int) and value <= 0:
+            errs.append(invalid(f"{at}.value", value, "must be greater than zero"))
+        period = policy.get("periodSeconds") or 0
+        if isinstance(period, int) and period <= 0:
+            errs.append(invalid(f"{at}.periodSeconds", period, "must be greater than zero"))
+        if isinstance(period, int) and period > MAX_PERIOD_SECONDS:
+            errs.append(invalid(f"{at}.periodSeconds", period, f"must be less than or equal to {MAX_PERIOD_SECONDS}"))
+    return errs
+
+
 def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
     errs: list[FieldError] = []
@@ -117,6 +157,11 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Fiel
         errs.append(invalid("spec.maxReplicas", high, "must be greater than or equal to `minReplicas`"))
     for i, metric in enumerate(spec.get("metrics") or ()):
         errs.extend(_validate_metric(_dict(metric), f"spec.metrics[{i}]"))
+    behavior = spec.get("behavior")
+    if isinstance(behavior, Mapping):
+        for direction in ("scaleUp", "scaleDown"):
+            if isinstance(behavior.get(direction), Mapping):
+                errs.extend(_validate_scaling_rules(behavior[direction], f"spec.behavior.{direction}"))
     return errs
 
 

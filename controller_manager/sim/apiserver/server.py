@@ -76,6 +76,9 @@ class ApiServerOptions:
     git_version: str = "v1.37.0"
     bootstrap_rbac: bool = True           # create the bootstrap ClusterRoles and bindings at start-up
     service_account_admission: bool = False  # pods need their ServiceAccount and get its token volume
+    # Fill ClusterRoles that have an aggregationRule here, after every ClusterRole write. kube-apiserver does
+    # not (kube-controller-manager's clusterrole-aggregation-controller does); on so kube-sim is usable alone.
+    aggregate_cluster_roles: bool = True
     # Where admission webhooks given as a Service are dialled: "<name>.<namespace>.svc:<port>" -> "host:port"
     # (kube-sim runs no pods to route to); see webhooks.calling.
     webhook_service_addresses: dict[str, str] = field(default_factory=dict)

@@ -377,6 +377,12 @@ async def test_foreign_replica_sets_are_left_alone_and_unselected_ones_released(
             rs = await h.client.get(REPLICASETS, rs_web["metadata"]["name"], "default")
             return rs if controller_ref(rs) is None else None
         await wait_for(released, what="the unselected ReplicaSet released")
+
+        async def replaced() -> list[dict[str, Any]] | None:
+            # The Deployment's status still reads complete from before the release until it syncs again.
+            owned = await owned_rss(h, await get_d(h, "web"))
+            return owned if owned and owned[0]["metadata"]["uid"] != rs_web["metadata"]["uid"] else None
+        await wait_for(replaced, what="web to own a new ReplicaSet")
         d = await complete(h, "web")
         [rs_new] = await owned_rss(h, d)
         assert rs_new["metadata"]["uid"] != rs_web["metadata"]["uid"]

@@ -132,7 +132,7 @@ async def test_sync_rollout_status(d: dict[str, Any], old_rss: list[dict[str, An
                                    keeps_transition: bool) -> None:
     dc, _, _ = fake_control(now=T_STUCK + 3600)  # long after the deadline of any condition above
     all_rss = [*old_rss, new_rs] if new_rs is not None else old_rss
-    await sync_rollout_status(dc, all_rss, new_rs, d)
+    _, d = await sync_rollout_status(dc, all_rss, new_rs, d)
     cond = get_deployment_condition(d["status"], DEPLOYMENT_PROGRESSING)
     if expected is None:
         assert cond is None
@@ -152,12 +152,12 @@ async def test_replica_failure_is_mirrored_and_cleared() -> None:
     new_rs["status"]["conditions"] = [failure]
     d = current_deployment(PDS, 3, 0, 0, 0, [])
     dc, _, _ = fake_control(now=T_STUCK)
-    await sync_rollout_status(dc, [new_rs], new_rs, d)
+    _, d = await sync_rollout_status(dc, [new_rs], new_rs, d)
     mirrored = get_deployment_condition(d["status"], "ReplicaFailure")
     assert mirrored is not None
     assert (mirrored["status"], mirrored["reason"], mirrored["message"]) == ("True", "FailedCreate", "quota")
     del new_rs["status"]["conditions"]
-    await sync_rollout_status(dc, [new_rs], new_rs, d)
+    _, d = await sync_rollout_status(dc, [new_rs], new_rs, d)
     assert get_deployment_condition(d["status"], "ReplicaFailure") is None
 
 
@@ -177,8 +177,8 @@ async def test_unchanged_stuck_rollout_is_requeued_at_its_deadline() -> None:
     new_rs = rs_with_available("foo", 3, 3, 1)
     dc, client, _ = fake_control(now=T_STUCK + 30)
     # Bring the status to what the ReplicaSets imply first, so the next pass sees no change.
-    await sync_rollout_status(dc, [new_rs], new_rs, d)
+    _, d = await sync_rollout_status(dc, [new_rs], new_rs, d)
     writes = len(client.actions)
-    delay = await sync_rollout_status(dc, [new_rs], new_rs, d)
+    delay, d = await sync_rollout_status(dc, [new_rs], new_rs, d)
     assert len(client.actions) == writes
     assert delay == pytest.approx(31.0)  # 30 s left, plus one against timer skew

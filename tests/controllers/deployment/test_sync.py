@@ -382,7 +382,7 @@ async def test_new_replica_set_carries_hash_owner_revision_and_surge() -> None:
     d["spec"]["progressDeadlineSeconds"] = 600
     d["metadata"]["annotations"]["team"] = "blue"
     dc, client, recorder = fake_control()
-    created = await get_new_replica_set(dc, d, [], [], True)
+    created, _ = await get_new_replica_set(dc, d, [], [], True)
     assert created is not None
     body = client.verbs("create")[0]
     hash_label = body["metadata"]["labels"][DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY]
@@ -413,7 +413,7 @@ async def test_already_existing_own_replica_set_is_taken_as_the_new_one() -> Non
     mine["metadata"]["uid"] = "rs-mine"
     dc, client, recorder = fake_control([mine])
     client.fail("create", "replicasets", AlreadyExists(409, "AlreadyExists", "exists"))
-    found = await get_new_replica_set(dc, d, [], [], True)
+    found, _ = await get_new_replica_set(dc, d, [], [], True)
     assert found is not None
     assert meta(found)["uid"] == "rs-mine"
     assert recorder.events == []  # not created by this sync: no scaling event
@@ -430,7 +430,8 @@ async def test_hash_collision_bumps_collision_count_and_retries() -> None:
     with pytest.raises(AlreadyExists):
         await get_new_replica_set(dc, d, [], [], True)
     assert client.verbs("update_status", "deployments")[-1]["status"]["collisionCount"] == 1
-    # The next attempt hashes with the new count: another name.
+    # The next attempt (on the Deployment as written) hashes with the new count: another name.
+    d = client.verbs("update_status", "deployments")[-1]
     dc2, client2, _ = fake_control()
     await get_new_replica_set(dc2, d, [], [], True)
     assert meta(client2.verbs("create")[0])["name"] != meta(other)["name"]
@@ -495,7 +496,7 @@ async def test_status_written_only_when_it_changes() -> None:
     one = rs("web-1", 1, None, NEW_TS, replicas=1, availableReplicas=1, readyReplicas=1, observedGeneration=1,
              terminatingReplicas=0)
     dc, client, _ = fake_control()
-    await sync_deployment_status(dc, [one], one, d)
-    await sync_deployment_status(dc, [one], one, d)
+    d = await sync_deployment_status(dc, [one], one, d)
+    d = await sync_deployment_status(dc, [one], one, d)
     assert len(client.verbs("update_status", "deployments")) == 1
     assert d["metadata"]["resourceVersion"]  # the working copy follows the server

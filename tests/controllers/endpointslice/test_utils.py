@@ -8,10 +8,6 @@ from typing import Any
 
 import pytest
 
-from controller_manager.controllers.endpointslice.endpointset import (
-    determine_needed_service_updates,
-    pod_endpoints_changed,
-)
 from controller_manager.controllers.endpointslice.util import (
     IS_HEADLESS_SERVICE,
     LABEL_MANAGED_BY,
@@ -24,7 +20,11 @@ from controller_manager.controllers.endpointslice.util import (
     pod_to_endpoint,
     set_endpoint_slice_labels,
 )
-from controller_manager.controllerutil.endpoints import TriggerTimeTracker
+from controller_manager.controllerutil.endpoints import (
+    TriggerTimeTracker,
+    determine_needed_service_updates,
+    pod_endpoints_changed,
+)
 from controller_manager.controllerutil.endpointslice import (
     EndpointSet,
     EndpointSliceTracker,

@@ -43,7 +43,7 @@ class RecordingClient:
         self.actions.append(("patch", subresource or "", patch))
         return {}
 
-    async def apply(self, res: Resource, name: str, obj: Mapping[str, Any], namespace: str | None = None, *,
+    async def apply(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
                     field_manager: str, force: bool = False, subresource: str | None = None) -> Obj:
         assert (field_manager, force) == ("service-cidr-controller", True)
         self.actions.append(("patch", subresource or "", obj))

@@ -21,6 +21,7 @@ from controller_manager.api.resources import PODS
 from controller_manager.runtime.informers import Sharer, Store, compose, default_transform, strip_managed_fields
 from controller_manager.runtime.informers.informer import builtin_indexers
 from controller_manager.runtime.informers.transform import project_pod
+from controller_manager.runtime.informers.wire import WireDecoder
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -221,3 +222,18 @@ def test_memory_per_cached_pod() -> None:
     assert plain > 15_000
     assert shared < 4_200
     assert cached < 4_600
+
+
+def test_pod_projection_keeps_the_volumes_that_name_a_claim() -> None:
+    claim = {"name": "data", "persistentVolumeClaim": {"claimName": "data-0", "readOnly": True}}
+    scratch = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {}}}}}
+    inline = {"name": "inline", "csi": {"driver": "csi.example.com"}}
+    pod = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"volumes": [
+        {"name": "token", "projected": {"sources": []}}, claim, {"name": "cfg", "configMap": {"name": "c"}},
+        scratch, inline]}}
+    assert project_pod(pod)["spec"]["volumes"] == [claim, scratch, inline]
+    plain = {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"volumes": [{"name": "e", "emptyDir": {}}]}}
+    assert "volumes" not in project_pod(plain)["spec"]
+    decoder = WireDecoder(Sharer())
+    for obj in (pod, plain):
+        assert decoder.decode(orjson.dumps({"type": "ADDED", "object": obj}))[1] == project_pod(obj)

@@ -216,3 +216,20 @@ def test_list_decoding_equals_parse_stamp_then_default_transform(objects: list[d
     for _ in range(2):
         page = decoder.decode_list(_list_body(objects))
         assert page["items"] == [_expected(_stamped(o)) for o in objects]
+
+
+def test_claim_and_csi_volumes_are_kept_whole_and_the_rest_dropped() -> None:
+    volumes = [{"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+               {"name": "data", "persistentVolumeClaim": {"claimName": "data-0", "readOnly": True}},
+               {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+               {"name": "inline", "csi": {"driver": "csi.example.com"}},
+               {"name": "config", "configMap": {"name": "c"}}]
+    obj = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p"}, "spec": {"volumes": volumes}}
+    decoder = WireDecoder(Sharer())
+    _, got = decoder.decode(_line("ADDED", obj))
+    assert got == _expected(obj)
+    assert got["spec"]["volumes"] == volumes[1:4]
+    plain = {**obj, "spec": {"volumes": [volumes[0], volumes[4]]}}
+    _, got = decoder.decode(_line("ADDED", plain))
+    assert got == _expected(plain)
+    assert "volumes" not in got["spec"]

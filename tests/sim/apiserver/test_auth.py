@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller_manager.clock import FakeClock
+from controller_manager.sim.apiserver import ApiServerOptions
 from controller_manager.sim.apiserver.auth import bootstrap, escalation
 from controller_manager.sim.apiserver.auth.rbac import Attributes, rule_allows
 from controller_manager.sim.apiserver.auth.users import User
 from tests.packaging.test_rbac import UPSTREAM, permissions
-from tests.sim.apiserver.conftest import VIEWER, Client, pod
+from tests.sim.apiserver.conftest import ADMIN_TOKEN, VIEWER, VIEWER_TOKEN, Client, pod
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 AUTHZ = "/apis/authorization.k8s.io/v1"
@@ -109,6 +110,25 @@ async def test_a_labelled_cluster_role_is_aggregated_and_removed_again(client: C
     await client.delete(f"{RBAC}/clusterroles/widgets-view")
     _, admin = await client.get(f"{RBAC}/clusterroles/admin")
     assert not any(r.get("apiGroups") == ["example.com"] for r in admin["rules"])
+
+
+NOT_AGGREGATING = ApiServerOptions(admin_token=ADMIN_TOKEN, viewer_token=VIEWER_TOKEN, aggregate_cluster_roles=False)
+
+
+@pytest.mark.parametrize("options", [NOT_AGGREGATING])
+async def test_without_aggregation_aggregated_roles_stay_as_written(client: Client) -> None:
+    """As a real kube-apiserver: admin/edit/view start empty and a labelled ClusterRole changes none of them
+    (kube-controller-manager's clusterrole-aggregation-controller is what fills them)."""
+    for name in ("view", "edit", "admin"):
+        _, role = await client.get(f"{RBAC}/clusterroles/{name}")
+        assert role["aggregationRule"]["clusterRoleSelectors"], name
+        assert not role.get("rules"), name
+    code, _ = await client.post(f"{RBAC}/clusterroles", {
+        "metadata": {"name": "widgets-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get"]}]})
+    assert code == 201
+    _, view = await client.get(f"{RBAC}/clusterroles/view")
+    assert not view.get("rules")
 
 
 # --- reviews ---------------------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ async def test_hpa_v2_defaults(client: Client) -> None:
     assert spec["minReplicas"] == 1
     assert spec["metrics"] == [{"type": "Resource", "resource": {"name": "cpu", "target": {
         "type": "Utilization", "averageUtilization": 80}}}]
-    assert spec["behavior"]["scaleDown"] == {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+    assert spec["behavior"]["scaleDown"] == {"selectPolicy": "Max",
                                              "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
     assert spec["behavior"]["scaleUp"]["policies"] == [{"type": "Pods", "value": 4, "periodSeconds": 15},
                                                        {"type": "Percent", "value": 100, "periodSeconds": 15}]
@@ -162,3 +162,21 @@ async def test_kubectl_scale_rc(kubectl: Kubectl) -> None:  # noqa: F811
                                                         **rc("web")}))
     assert (await kubectl("scale", "rc", "web", "--replicas=4")).strip() == "replicationcontroller/web scaled"
     assert await kubectl("get", "rc", "web", "-o", "jsonpath={.spec.replicas}") == "4"
+
+
+async def test_hpa_behavior_validation(client: Client) -> None:
+    status, body = await client.post(V2, {"metadata": {"name": "h"}, "spec": {
+        "scaleTargetRef": REF, "maxReplicas": 3, "behavior": {
+            "scaleUp": {"stabilizationWindowSeconds": 3601, "selectPolicy": "Sometimes",
+                        "policies": [{"type": "Cheese", "value": 0, "periodSeconds": 1801}]}}}})
+    assert status == 422, body
+    causes = [(c["field"], c["message"]) for c in body["details"]["causes"]]
+    assert causes == [
+        ("spec.behavior.scaleUp.stabilizationWindowSeconds", "Invalid value: 3601: must be less than or equal to 3600"),
+        ("spec.behavior.scaleUp.selectPolicy", 'Unsupported value: "Sometimes": supported values: "Disabled", "Max", '
+                                               '"Min"'),
+        ("spec.behavior.scaleUp.policies[0].type", 'Unsupported value: "Cheese": supported values: "Percent", '
+                                                   '"Pods"'),
+        ("spec.behavior.scaleUp.policies[0].value", "Invalid value: 0: must be greater than zero"),
+        ("spec.behavior.scaleUp.policies[0].periodSeconds", "Invalid value: 1801: must be less than or equal to 1800"),
+    ]

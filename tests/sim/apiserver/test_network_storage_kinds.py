@@ -107,11 +107,26 @@ async def test_pvc_validation(client: Client) -> None:
     assert status == 422
     assert body["message"] == ('PersistentVolumeClaim "bad" is invalid: [spec.accessModes: Required value: at least 1 '
                                'access mode is required, spec.resources[storage]: Required value]')
+    status, _ = await client.post(f"{STORAGE}/storageclasses", {"metadata": {"name": "expandable"},
+                                                                 "provisioner": "example.com/disk",
+                                                                 "allowVolumeExpansion": True})
+    assert status == 201
     status, pvc = await client.post(PVCS, {"metadata": {"name": "ok"}, "spec": {
-        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        "accessModes": ["ReadWriteOnce"], "storageClassName": "expandable",
+        "resources": {"requests": {"storage": "1Gi"}}}})
+    status, pvc = await client.put(f"{PVCS}/ok/status", {**pvc, "status": {"phase": "Bound"}})
+    assert status == 200, pvc
     pvc["spec"]["resources"]["requests"]["storage"] = "2Gi"
     status, pvc = await client.put(f"{PVCS}/ok", pvc)
     assert status == 200, pvc
+    # PersistentVolumeClaimResize: a claim of a class that does not allow expansion may not grow.
+    status, fixed = await client.post(PVCS, {"metadata": {"name": "fixed"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "storageClassName": "none", "resources": {"requests": {"storage": "1Gi"}}}})
+    fixed["spec"]["resources"]["requests"]["storage"] = "2Gi"
+    status, body = await client.put(f"{PVCS}/fixed", fixed)
+    assert status == 403
+    assert body["message"] == ('persistentvolumeclaims "fixed" is forbidden: only dynamically provisioned pvc can be '
+                               'resized and the storageclass that provisions the pvc must support resize')
     pvc["spec"]["accessModes"] = ["ReadWriteMany"]
     status, body = await client.put(f"{PVCS}/ok", pvc)
     assert status == 422

@@ -110,6 +110,7 @@ OBJECTS: dict[str, dict[str, Any]] = {
                                   "source": {"persistentVolumeName": "pv1"}}},
     "CSIDriver": {"spec": {"attachRequired": True}},
     "CSINode": {"spec": {"drivers": [{"name": "example.com/disk", "nodeID": "n1"}]}},
+    "VolumeAttributesClass": {"driverName": "example.com/disk", "parameters": {"iops": "3000"}},
     "CertificateSigningRequest": {"spec": {"request": CSR_REQUEST, "signerName": "example.com/signer",
                                            "usages": ["digital signature"]}},
     "ValidatingWebhookConfiguration": {"webhooks": [WEBHOOK]},

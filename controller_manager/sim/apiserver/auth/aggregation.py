@@ -1,12 +1,16 @@
 """ClusterRole aggregation, as kube-controller-manager's clusterrole-aggregation controller does it.
 
-Why here: our daemon does not run that controller, and the bootstrap ``admin``/``edit``/``view`` roles are
-empty until something aggregates them, so kube-sim does it itself, at once, after every ClusterRole write.
+Why here: kube-sim is often run without a controller-manager, and the bootstrap ``admin``/``edit``/``view``
+roles are empty until something aggregates them, so kube-sim does it itself, at once, after every ClusterRole
+write. A real kube-apiserver does not: with ``ApiServerOptions.aggregate_cluster_roles`` off
+(``kube-sim --no-aggregate-cluster-roles``) nothing here runs, and aggregated roles stay as written until a
+controller-manager's clusterrole-aggregation-controller fills them.
 
 Guarantees:
-- A ClusterRole with an ``aggregationRule`` gets as its rules those of every other ClusterRole matching any
-  of its ``clusterRoleSelectors``, in the order of those roles' names, each rule once; it is written only
-  when that changes its rules (so its watchers see one MODIFIED event, as the controller's update makes).
+- A ClusterRole with an ``aggregationRule`` gets as its rules, selector by selector, those of every other
+  ClusterRole the selector matches, in the order of those roles' names, each rule once (as the controller
+  orders them); it is written only when that changes its rules (so its watchers see one MODIFIED event, as
+  the controller's write makes).
 - Chains settle: ``view`` feeds ``edit`` which feeds ``admin``; writing one role re-aggregates until no
   aggregated role changes.
 """
@@ -36,18 +40,16 @@ def _selectors(role: Obj) -> list[selectors.Selector]:
 
 
 def aggregated_rules(role: Obj, roles: list[Obj]) -> list[Obj]:
-    sels = _selectors(role)
     name = role["metadata"]["name"]
+    by_name = sorted(roles, key=lambda r: str(r["metadata"]["name"]))
     rules: list[Obj] = []
-    for other in sorted(roles, key=lambda r: str(r["metadata"]["name"])):
-        if other["metadata"]["name"] == name:
-            continue
-        labels = other["metadata"].get("labels") or {}
-        if not any(sel.matches(labels) for sel in sels):
-            continue
-        for rule in other.get("rules") or ():
-            if rule not in rules:
-                rules.append(rule)
+    for sel in _selectors(role):
+        for other in by_name:
+            if other["metadata"]["name"] == name or not sel.matches(other["metadata"].get("labels") or {}):
+                continue
+            for rule in other.get("rules") or ():
+                if rule not in rules:
+                    rules.append(rule)
     return rules
 
 
@@ -59,7 +61,7 @@ class Aggregator:
         self._running = False
 
     def reconcile(self) -> None:
-        if self._running:
+        if self._running or not self.api.options.aggregate_cluster_roles:
             return
         self._running = True
         try:

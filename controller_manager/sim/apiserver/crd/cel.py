@@ -560,7 +560,11 @@ def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], An
 # --- compiling -------------------------------------------------------------------------------------------------
 
 
-_ENV = celpy.Environment()
+@functools.cache
+def _env() -> celpy.Environment:
+    # Building the CEL grammar's parser takes half a second: done on the first rule compiled, not at import,
+    # so a kube-sim that never sees a CRD with validation rules (most runs) starts without it.
+    return celpy.Environment()
 
 
 @dataclass(frozen=True)
@@ -586,7 +590,7 @@ def _token_position(node: Any) -> tuple[int, int]:
 @functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> Any:
     try:
-        return _ENV.compile(text)
+        return _env().compile(text)
     except CELParseError as e:
         line, column = getattr(e, "line", None) or 1, getattr(e, "column", None) or 1
         detail = str(e.args[0]).splitlines()[0] if e.args else "syntax error"
@@ -627,7 +631,7 @@ def _compile(text: str, schema: Obj | None, root: bool, result: str) -> Compiled
     if found is not None and found != result:
         raise CELResultTypeError("cel expression must evaluate to a bool" if result == "bool"
                                  else "messageExpression must evaluate to a string")
-    return Compiled(_ENV.program(tree, functions=_library()), uses_old_self)
+    return Compiled(_env().program(tree, functions=_library()), uses_old_self)
 
 
 _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",

@@ -11,8 +11,9 @@
   through ``/finalize`` and keeps a deleted namespace until empty; deletion moves it to ``Terminating``;
   ``default``, ``kube-system`` and ``kube-public`` may not be deleted.
 - Node: a create keeps the status its kubelet sends.
-- PersistentVolume: created ``Pending`` with its phase transition time, renewed by each phase change.
-- PersistentVolumeClaim: DefaultStorageClass admission on create.
+- PersistentVolume: created ``Pending`` with its phase transition time, renewed by each phase change;
+  StorageObjectInUseProtection admission (the pv-protection finalizer) on create.
+- PersistentVolumeClaim: DefaultStorageClass and StorageObjectInUseProtection admission on create.
 - ReplicationController: tracks generation, serves ``/scale`` with a map selector.
 - ServiceAccount: ``/token`` (TokenRequest) is answered here.
 - Event, Endpoints, LimitRange, Service: PUT may create.
@@ -35,6 +36,7 @@ from controller_manager.sim.apiserver import (
     service_cidrs,
     service_ips,
     storage_kinds,
+    storage_protection,
     validation,
 )
 from controller_manager.sim.apiserver.auth import serviceaccount_admission
@@ -224,6 +226,11 @@ class PersistentVolumeStrategy(Strategy):
     def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         return storage_kinds.persistent_volume_errors(obj, old)
 
+    def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
+        obj = _owned_copy(obj)
+        storage_protection.admit(self.kind, obj)
+        return obj
+
     def prepare_for_create(self, w: Write, obj: Obj) -> Obj:
         return storage_kinds.prepare_pv(super().prepare_for_create(w, obj), None, w.now())
 
@@ -242,6 +249,17 @@ class PersistentVolumeClaimStrategy(Strategy):
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
         obj = _owned_copy(obj)
         storage_kinds.admit_claim(obj, stored_objects(api, STORAGECLASSES, None))
+        storage_protection.admit(self.kind, obj)
+        return obj
+
+    def before_update(self, w: Write, obj: Obj, old: Obj) -> Obj:
+        if w.subresource is None:
+            classes = {str((c.get("metadata") or {}).get("name")): c
+                       for c in stored_objects(w.api, STORAGECLASSES, None)}
+            why = storage_protection.resize_refusal(obj, old, classes)
+            if why is not None:
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                raise errors.forbidden("", "persistentvolumeclaims", name, why)
         return obj
 
 

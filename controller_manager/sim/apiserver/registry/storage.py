@@ -1,9 +1,10 @@
-"""storage.k8s.io kinds: StorageClass, VolumeAttachment, CSIDriver and CSINode, each validated by its rules
-in :mod:`controller_manager.sim.apiserver.storage_kinds` (the core PersistentVolume kinds are in :mod:`.core`)."""
+"""storage.k8s.io kinds: StorageClass, VolumeAttachment, CSIDriver, CSINode and VolumeAttributesClass, each
+validated by its rules in :mod:`controller_manager.sim.apiserver.storage_kinds` (VolumeAttributesClass in
+:mod:`~controller_manager.sim.apiserver.storage_protection`; the core PersistentVolume kinds are in :mod:`.core`)."""
 
 from __future__ import annotations
 
-from controller_manager.sim.apiserver import storage_kinds
+from controller_manager.sim.apiserver import storage_kinds, storage_protection
 from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry.base import Strategy
 from controller_manager.sim.apiserver.validation_errors import FieldError
@@ -43,5 +44,13 @@ class CSINodeStrategy(Strategy):
         return storage_kinds.csi_node_errors(obj, old)
 
 
+class VolumeAttributesClassStrategy(Strategy):
+    group = GROUP
+    kind = "VolumeAttributesClass"
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return storage_protection.volume_attributes_class_errors(obj, old)
+
+
 STRATEGIES: tuple[Strategy, ...] = (StorageClassStrategy(), VolumeAttachmentStrategy(), CSIDriverStrategy(),
-                                    CSINodeStrategy())
+                                    CSINodeStrategy(), VolumeAttributesClassStrategy())

@@ -1,0 +1,5 @@
+"""The ephemeral volume controller (``ephemeral-volume-controller``): a claim per generic ephemeral volume."""
+
+from .controller import EphemeralVolumeController
+
+__all__ = ["EphemeralVolumeController"]
