@@ -125,6 +125,8 @@ VOLUMEATTRIBUTESCLASSES = Resource("storage.k8s.io", "v1", "volumeattributesclas
 CERTIFICATESIGNINGREQUESTS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
                                       "CertificateSigningRequest", False, ("csr",), ("approval", "status"))
 CLUSTERTRUSTBUNDLES = Resource("certificates.k8s.io", "v1", "clustertrustbundles", "ClusterTrustBundle", False)
+PODCERTIFICATEREQUESTS = Resource("certificates.k8s.io", "v1", "podcertificaterequests", "PodCertificateRequest", True,
+                                  (), ("status",))
 VALIDATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                                            "ValidatingWebhookConfiguration", False)
 MUTATINGWEBHOOKCONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
@@ -146,7 +148,7 @@ BUILTIN: tuple[Resource, ...] = (
     VOLUMEATTRIBUTESCLASSES,
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
-    CLUSTERTRUSTBUNDLES,
+    CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -425,16 +425,18 @@ class ApiClient:
         *,
         field_manager: str,
         force: bool = False,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
         """Server-side apply of ``obj`` (an apply configuration naming the object in its metadata) as
         ``field_manager``; ``force`` takes over fields other managers own (client-go's ``Apply`` with
-        ``ApplyOptions{FieldManager, Force}``)."""
+        ``ApplyOptions{FieldManager, Force}``); ``subresource`` applies to that subresource (``status``:
+        client-go's ``ApplyStatus``)."""
         params = {"fieldManager": field_manager}
         if force:
             params["force"] = "true"
         name = str((obj.get("metadata") or {}).get("name") or "")
         result: dict[str, Any] = await self._json(
-            "PATCH", res.path(namespace, name), params=params, body=orjson.dumps(obj),
+            "PATCH", res.path(namespace, name, subresource), params=params, body=orjson.dumps(obj),
             content_type=APPLY_PATCH_CONTENT_TYPE)
         return result
 

@@ -15,6 +15,7 @@ from controller_manager.controllers.certificates import (
     CSRApprovingController,
     CSRCleanerController,
     CSRSigningController,
+    PCRCleanerController,
 )
 from controller_manager.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controller_manager.controllers.cronjob import CronJobController
@@ -23,6 +24,7 @@ from controller_manager.controllers.deployment.controller import DeploymentContr
 from controller_manager.controllers.disruption import DisruptionController
 from controller_manager.controllers.endpoint import EndpointsController
 from controller_manager.controllers.endpointslice import EndpointSliceController
+from controller_manager.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from controller_manager.controllers.ephemeral import EphemeralVolumeController
 from controller_manager.controllers.expand import ExpandController
 from controller_manager.controllers.garbagecollector import GarbageCollector
@@ -41,6 +43,7 @@ from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.serviceaccounttoken import LegacySATokenCleaner, TokensController
+from controller_manager.controllers.servicecidrs import ServiceCIDRsController
 from controller_manager.controllers.statefulset import StatefulSetController
 from controller_manager.controllers.tainteviction import TaintEvictionController
 from controller_manager.controllers.ttl import TTLController
@@ -61,11 +64,13 @@ ALL: list[type[Controller]] = [
     DisruptionController,
     EndpointsController,
     EndpointSliceController,
+    EndpointSliceMirroringController,
     ReplicaSetController,
     ReplicationManager,
     ResourceQuotaController,
     RootCACertPublisher,
     ServiceAccountsController,
+    ServiceCIDRsController,
     StatefulSetController,
     NodeIpamController,
     NodeLifecycleController,
@@ -76,6 +81,7 @@ ALL: list[type[Controller]] = [
     CSRSigningController,
     CSRApprovingController,
     CSRCleanerController,
+    PCRCleanerController,
     ClusterRoleAggregationController,
     AttachDetachController,
     HorizontalController,

@@ -159,6 +159,8 @@ class Options:
     endpoint_updates_batch_period: float = 0.0
     concurrent_service_endpoint_syncs: int = 5
     mirroring_concurrent_service_endpoint_syncs: int = 5
+    mirroring_max_endpoints_per_subset: int = 1000
+    mirroring_endpointslice_updates_batch_period: float = 0.0
     max_endpoints_per_slice: int = 100
     endpointslice_updates_batch_period: float = 0.0
     concurrent_gc_syncs: int = 20
@@ -334,6 +336,12 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               'Services whose EndpointSlices are synced in parallel (workers).'),
         _flag("mirroring-concurrent-service-endpoint-syncs", _INT, "5",
               'Services synced in parallel by the EndpointSlice mirroring controller (workers).'),
+        _flag("mirroring-max-endpoints-per-subset", _INT, "1000",
+              'Upper bound on the addresses of one Endpoints subset the mirroring controller copies into '
+              'EndpointSlices; the rest are skipped (a TooManyAddressesToMirror event says how many).'),
+        _flag("mirroring-endpointslice-updates-batch-period", _DURATION, "0s",
+              'How long EndpointSlice changes are gathered before the mirroring controller syncs their Endpoints '
+              'again (0: at once).'),
         _flag("max-endpoints-per-slice", _INT, "100",
               'Upper bound on endpoints written into one EndpointSlice.'),
         _flag("endpointslice-updates-batch-period", _DURATION, "0s",
@@ -583,6 +591,14 @@ def validate(options: Options) -> list[str]:
     for f in fields(Options):
         if (f.name.startswith("concurrent_") or f.name.endswith("_syncs")) and getattr(options, f.name) < 0:
             errors.append(f"--{f.name.replace('_', '-')} must not be negative")
+    # EndpointSliceMirroringControllerOptions.Validate: workers in [1, 50], addresses per subset in [1, 1000].
+    for flag, value, low, high in (
+            ("mirroring-concurrent-service-endpoint-syncs", options.mirroring_concurrent_service_endpoint_syncs, 1, 50),
+            ("mirroring-max-endpoints-per-subset", options.mirroring_max_endpoints_per_subset, 1, 1000)):
+        if value < low:
+            errors.append(f"{flag} must not be less than {low}, but got {value}")
+        elif value > high:
+            errors.append(f"{flag} must not be more than {high}, but got {value}")
     if options.attach_detach_reconcile_sync_period < 1.0:
         errors.append("duration time must be greater than one second as set via command line option "
                       "reconcile-sync-loop-period")

@@ -81,6 +81,8 @@ def test_defaults_match_kube_controller_manager() -> None:
         "node-monitor-period": 5.0, "node-monitor-grace-period": 50.0, "node-startup-grace-period": 60.0,
         "node-eviction-rate": 0.1, "secondary-node-eviction-rate": 0.01, "large-cluster-size-threshold": 50,
         "unhealthy-zone-threshold": 0.55, "terminated-pod-gc-threshold": 12500,
+        "mirroring-concurrent-service-endpoint-syncs": 5, "mirroring-max-endpoints-per-subset": 1000,
+        "mirroring-endpointslice-updates-batch-period": 0.0,
     }
     assert {flag: o.value(flag) for flag in syncs} == syncs
     assert (o.log_format, o.v) == ("json", 0)
@@ -107,6 +109,8 @@ def test_help_lists_every_flag_with_its_default() -> None:
         ("--node-startup-grace-period", "1m"), ("--node-eviction-rate", "0.1"),
         ("--secondary-node-eviction-rate", "0.01"), ("--large-cluster-size-threshold", "50"),
         ("--unhealthy-zone-threshold", "0.55"), ("--terminated-pod-gc-threshold", "12500"),
+        ("--mirroring-concurrent-service-endpoint-syncs", "5"), ("--mirroring-max-endpoints-per-subset", "1000"),
+        ("--mirroring-endpointslice-updates-batch-period", "0s"),
         ("--log-format", "json"), ("--v", "0"),
     ]:
         match = re.search(rf"^  (?:-v \S+, )?{flag} ", text, re.MULTILINE)
@@ -161,6 +165,16 @@ def test_flag_values(argv: list[str], attr: str, expected: object) -> None:
         pytest.param(["--secure-port=70000"], "must be between 0 and 65535", id="port-range"),
         pytest.param(["--tls-cert-file=/x.crt"], "must be given together", id="cert-without-key"),
         pytest.param(["--concurrent-gc-syncs=-1"], "--concurrent-gc-syncs must not be negative", id="negative-workers"),
+        # EndpointSliceMirroringControllerOptions.Validate
+        pytest.param(["--mirroring-concurrent-service-endpoint-syncs=51"],
+                     "mirroring-concurrent-service-endpoint-syncs must not be more than 50, but got 51",
+                     id="mirroring-workers-max"),
+        pytest.param(["--mirroring-max-endpoints-per-subset=0"],
+                     "mirroring-max-endpoints-per-subset must not be less than 1, but got 0",
+                     id="mirroring-subset-min"),
+        pytest.param(["--mirroring-max-endpoints-per-subset=1001"],
+                     "mirroring-max-endpoints-per-subset must not be more than 1000, but got 1001",
+                     id="mirroring-subset-max"),
     ],
 )
 def test_bad_values_raise_one_line(argv: list[str], fragment: str) -> None:

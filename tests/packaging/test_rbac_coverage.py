@@ -28,6 +28,7 @@ from controller_manager.api.resources import (
     RESOURCEQUOTAS,
     SECRETS,
     SERVICEACCOUNTS,
+    SERVICECIDRS,
     SERVICES,
     STATEFULSETS,
     STORAGECLASSES,
@@ -114,6 +115,11 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
                                             "metadata": {"name": "legacy"},
                                             "spec": {"replicas": 2, "selector": {"app": "legacy"},
                                                      "template": _template("legacy")}}, NS)
+        # a selector-less Service with hand-written Endpoints: the mirroring controller's slices
+        api.create(SERVICES, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "manual"},
+                              "spec": {"ports": [{"port": 80}]}}, NS)
+        api.create(ENDPOINTS, {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual"},
+                               "subsets": [{"addresses": [{"ip": "10.9.0.1"}], "ports": [{"port": 80}]}]}, NS)
         # an HPA on the Deployment reading every kind of metric (none can be computed: the Deployment stays put)
         api.create(HORIZONTALPODAUTOSCALERS, {
             "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
@@ -140,9 +146,18 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
             statefulset = api.get(STATEFULSETS, NS, "db")
             slices, _ = api.list(ENDPOINTSLICES, NS)
             endpoints, _ = api.list(ENDPOINTS, NS)
+            mirrored = [s for s in slices if (s["metadata"].get("labels") or {}).get(
+                "endpointslice.kubernetes.io/managed-by") == "endpointslicemirroring-controller.k8s.io"]
+            default_cidr = api.get(SERVICECIDRS, None, "kubernetes")
             checks = {
-                "endpointslice-controller": sum(len(s.get("endpoints") or ()) for s in slices) == 2,
+                "endpointslice-controller": sum(len(s.get("endpoints") or ()) for s in slices
+                                                if s not in mirrored) == 2,
+                "endpointslice-mirroring-controller": len(mirrored) == 1,
+                "service-cidr-controller": "networking.k8s.io/service-cidr-finalizer" in (
+                    default_cidr["metadata"].get("finalizers") or ()) and "Service CIDR is ready" in str(
+                    (default_cidr.get("status") or {}).get("conditions")),
                 "endpoints-controller": sum(len(s.get("addresses") or ()) for e in endpoints
+                                            if e["metadata"]["name"] != "manual"
                                             for s in e.get("subsets") or ()) == 2,
                 "statefulset-controller": (statefulset.get("status") or {}).get("readyReplicas") == 2,
                 "deployment-controller": (deployment.get("status") or {}).get("updatedReplicas") == 2,
@@ -226,6 +241,8 @@ async def test_controllers_only_send_requests_their_rbac_allows(tmp_path: Path) 
         assert ("create", "subjectaccessreviews") in verbs
     if "resourcequota-controller" in names:
         assert ("update", "resourcequotas") in verbs
+    if "service-cidr-controller" in names:
+        assert ("patch", "servicecidrs") in verbs
     if "horizontal-pod-autoscaler-controller" in names:
         assert ("update", "horizontalpodautoscalers") in verbs
         assert any(i.subresource == "scale" for i in resource_requests)

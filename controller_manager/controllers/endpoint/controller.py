@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from controller_manager.api.endpoints import repack_subsets
 from controller_manager.api.meta import deep_copy, key_of, meta, split_key
 from controller_manager.api.pods import is_pod_ready, pod_ips
 from controller_manager.api.resources import ENDPOINTS, PODS, SERVICES
@@ -53,7 +54,6 @@ from .pods import CLUSTER_IP_NONE, endpoint_port, pod_to_endpoint_address
 from .subsets import (
     OVER_CAPACITY_ANNOTATION,
     capacity_annotation_set_correctly,
-    repack_subsets,
     subsets_equal_ignoring_resource_version,
     truncate_subsets,
 )

@@ -31,6 +31,13 @@ from controller_manager.controllerutil.endpoints import (
     get_pod_service_memberships,
     get_services_to_update_on_pod_change,
 )
+from controller_manager.controllerutil.endpointslice import (
+    LABEL_MANAGED_BY,
+    LABEL_SERVICE_NAME,
+    EndpointSliceTracker,
+    StaleInformerCache,
+    service_controller_key,
+)
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.workqueue import (
@@ -42,8 +49,6 @@ from controller_manager.runtime.workqueue import (
 
 from . import metrics
 from .reconciler import ReconcileError, Reconciler
-from .tracker import EndpointSliceTracker
-from .util import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_controller_key
 
 __all__ = [
     "CONTROLLER_QUALIFIED_NAME",
@@ -67,10 +72,6 @@ SERVICE_INDEX = "endpointslice-service"
 FAILED_TO_LIST_PODS = "FailedToListPods"
 FAILED_TO_LIST_ENDPOINT_SLICES = "FailedToListEndpointSlices"
 FAILED_TO_UPDATE_ENDPOINT_SLICES = "FailedToUpdateEndpointSlices"
-
-
-class StaleInformerCache(Exception):
-    """The slice cache has not caught up with this controller's writes yet (``NewStaleInformerCache``)."""
 
 
 def service_index(slice_: Obj) -> list[str]:

@@ -25,20 +25,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
 from controller_manager.api.meta import meta
-from controller_manager.api.resources import ENDPOINTSLICES, Resource
+from controller_manager.api.resources import ENDPOINTSLICES
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.controllerutil.endpoints import should_pod_be_in_endpoints
+from controller_manager.controllerutil.endpointslice import (
+    LABEL_MANAGED_BY,
+    EndpointSet,
+    EndpointSliceTracker,
+    PortMapKey,
+    SliceWriter,
+    endpoints_equal_beyond_hash,
+    port_map_key,
+)
 
 from . import metrics
-from .endpointset import EndpointSet, PortMapKey, endpoints_equal_beyond_hash, port_map_key
-from .tracker import EndpointSliceTracker
 from .util import (
-    LABEL_MANAGED_BY,
     address_types_for_service,
     get_endpoint_ports,
     get_slice_to_fill,
@@ -55,16 +61,6 @@ Obj = Mapping[str, Any]
 NodeGetter = Callable[[str], Obj | None]
 
 _log = structlog.get_logger("controller_manager.endpointslice")
-
-
-class SliceWriter(Protocol):
-    """The client calls the reconciler makes (``ApiClient`` has them)."""
-
-    async def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]: ...
-
-    async def update(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]: ...
-
-    async def delete(self, res: Resource, name: str, namespace: str | None = None) -> Any: ...
 
 
 class ReconcileError(Exception):

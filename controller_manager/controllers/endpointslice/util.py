@@ -23,7 +23,6 @@ from typing import Any
 
 from controller_manager.api.meta import meta
 from controller_manager.api.pods import is_pod_ready, pod_ips
-from controller_manager.api.selectors import is_dns1123_subdomain
 from controller_manager.controllerutil.endpoints import (
     LAST_CHANGE_TRIGGER_TIME,
     PortNotFound,
@@ -32,16 +31,19 @@ from controller_manager.controllerutil.endpoints import (
     parse_ip_sloppy,
     should_set_hostname,
 )
+from controller_manager.controllerutil.endpointslice import (
+    ADDRESS_TYPE_IPV4,
+    ADDRESS_TYPE_IPV6,
+    LABEL_MANAGED_BY,
+    LABEL_SERVICE_NAME,
+    endpoint_slice_prefix,
+)
 
 Obj = Mapping[str, Any]
 
-LABEL_SERVICE_NAME = "kubernetes.io/service-name"
-LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 IS_HEADLESS_SERVICE = "service.kubernetes.io/headless"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 CLUSTER_IP_NONE = "None"
-ADDRESS_TYPE_IPV4 = "IPv4"
-ADDRESS_TYPE_IPV6 = "IPv6"
 DEFAULT_PROTOCOL = "TCP"
 
 
@@ -169,15 +171,6 @@ def set_endpoint_slice_labels(slice_: Obj | None, service: Obj, controller_name:
     return wanted, updated
 
 
-def endpoint_slice_prefix(service_name: str) -> str:
-    """``<service>-`` when that makes a valid generateName, else the bare name."""
-    prefix = f"{service_name}-"
-    # generateName is validated with its trailing dash masked (the random suffix follows it).
-    if is_dns1123_subdomain(prefix[:-1] + "a"):
-        return service_name
-    return prefix
-
-
 def service_controller_ref(service: Obj) -> dict[str, Any]:
     """``metav1.NewControllerRef(service, v1 Service)``."""
     m = meta(service)
@@ -213,16 +206,6 @@ def owned_by(slice_: Obj, service: Obj) -> bool:
                 and ref.get("apiVersion") == "v1"):
             return True
     return False
-
-
-def service_controller_key(slice_: Obj | None) -> str:
-    """``namespace/service`` from the slice's service-name label; ValueError without one."""
-    if slice_ is None:
-        raise ValueError("nil EndpointSlice passed to ServiceControllerKey()")
-    name = _labels(slice_).get(LABEL_SERVICE_NAME)
-    if not name:
-        raise ValueError(f"EndpointSlice missing {LABEL_SERVICE_NAME} label")
-    return f"{meta(slice_).get('namespace') or ''}/{name}"
 
 
 # --- slices -----------------------------------------------------------------------------------------------

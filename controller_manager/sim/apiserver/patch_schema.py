@@ -85,6 +85,10 @@ TYPES: dict[str, dict[str, Field]] = {
     "CronJob": {"metadata": "ObjectMeta", "spec": "CronJobSpec"},
     # other groups: only metadata carries strategies
     "PodDisruptionBudget": {"metadata": "ObjectMeta", "status": "ConditionsStatus"},
+    # networking.k8s.io/v1
+    "ServiceCIDR": {"metadata": "ObjectMeta", "status": "ConditionsStatus"},
+    # certificates.k8s.io/v1
+    "PodCertificateRequest": {"metadata": "ObjectMeta", "status": "ConditionsStatus"},
     "Plain": {"metadata": "ObjectMeta"},
 }
 
@@ -94,13 +98,14 @@ _PLAIN_KINDS = (
     "Lease", "EndpointSlice", "PriorityClass", "StorageClass", "Role", "RoleBinding", "ClusterRole",
     "ClusterRoleBinding", "HorizontalPodAutoscaler", "NetworkPolicy", "Ingress", "IngressClass",
     "CustomResourceDefinition", "APIService", "PodTemplate", "TokenReview", "SubjectAccessReview", "Scale",
+    "IPAddress",
 )
 
 ROOTS: dict[str, str] = {
     kind: kind for kind in (
         "Pod", "PodTemplate", "Node", "Namespace", "Service", "ServiceAccount", "PersistentVolumeClaim",
         "ReplicationController", "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet", "ControllerRevision", "Job",
-        "CronJob", "PodDisruptionBudget",
+        "CronJob", "PodDisruptionBudget", "ServiceCIDR", "PodCertificateRequest",
     )
 }
 for _kind in _PLAIN_KINDS:

@@ -11,8 +11,11 @@ Guarantees:
 - ServiceCIDR validation: one or two CIDRs, valid and canonical, one per family; existing CIDRs are immutable
   (a single-stack range may only gain a second family). IPAddress: the name is a canonical IP, ``parentRef``
   names a resource and a name, and is immutable. Upstream's messages throughout.
-- Not simulated: the servicecidrs controller of kube-controller-manager (its deletion finalizer and the
-  conditions of ServiceCIDRs other than ``kubernetes``); kube-sim still allocates from its one range only.
+- Strategic merge patches of both kinds follow their types (``metadata.finalizers`` a merged set, ServiceCIDR
+  status conditions merged by type), as the kube-controller-manager's servicecidrs controller needs.
+- Not simulated: allocation from ServiceCIDRs other than ``kubernetes`` (kube-sim allocates from its one range
+  only). The finalizer and Ready condition of every ServiceCIDR are the controller-manager's
+  ``service-cidr-controller``'s, not kube-sim's.
 """
 
 from __future__ import annotations

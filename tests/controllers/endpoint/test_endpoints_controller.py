@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from controller_manager.api.endpoints import sort_subsets
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import ENDPOINTS, PODS, SERVICES
 from controller_manager.client.errors import Forbidden
 from controller_manager.controllers.endpoint import CONTROLLER_NAME, LABEL_MANAGED_BY, StaleEndpoints
 from controller_manager.controllers.endpoint.pods import endpoint_port, pod_to_endpoint_address
-from controller_manager.controllers.endpoint.subsets import MAX_CAPACITY, sort_subsets
+from controller_manager.controllers.endpoint.subsets import MAX_CAPACITY
 
 from .fakes import IPV4, IPV4_IPV6, IPV6, IPV6_IPV4, T0, Env, address, endpoints, make_pod, new_env, service
 

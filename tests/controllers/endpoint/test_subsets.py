@@ -9,11 +9,8 @@ from typing import Any
 
 import pytest
 
+from controller_manager.api.endpoints import repack_subsets, sort_subsets, spew_port, spew_subset
 from controller_manager.controllers.endpoint.subsets import (
-    repack_subsets,
-    sort_subsets,
-    spew_port,
-    spew_subset,
     subsets_equal_ignoring_resource_version,
     truncate_subsets,
 )

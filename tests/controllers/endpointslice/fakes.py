@@ -17,8 +17,8 @@ from prometheus_client import REGISTRY
 from controller_manager.api.resources import Resource
 from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.controllers.endpointslice import CONTROLLER_QUALIFIED_NAME, Reconciler
-from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker
 from controller_manager.controllers.endpointslice.util import service_controller_ref
+from controller_manager.controllerutil.endpointslice import EndpointSliceTracker
 
 CONTROLLER_NAME = CONTROLLER_QUALIFIED_NAME
 Obj = dict[str, Any]

@@ -8,12 +8,6 @@ from typing import Any
 
 import pytest
 
-from controller_manager.controllers.endpointslice.endpointset import (
-    EndpointSet,
-    endpoints_equal_beyond_hash,
-    port_map_key,
-)
-from controller_manager.controllers.endpointslice.tracker import EndpointSliceTracker
 from controller_manager.controllers.endpointslice.util import (
     IS_HEADLESS_SERVICE,
     LABEL_MANAGED_BY,
@@ -24,13 +18,19 @@ from controller_manager.controllers.endpointslice.util import (
     get_endpoint_ports,
     new_endpoint_slice,
     pod_to_endpoint,
-    service_controller_key,
     set_endpoint_slice_labels,
 )
 from controller_manager.controllerutil.endpoints import (
     TriggerTimeTracker,
     determine_needed_service_updates,
     pod_endpoints_changed,
+)
+from controller_manager.controllerutil.endpointslice import (
+    EndpointSet,
+    EndpointSliceTracker,
+    endpoints_equal_beyond_hash,
+    port_map_key,
+    service_controller_key,
 )
 
 from .fakes import CONTROLLER_NAME, new_pod, new_service, node

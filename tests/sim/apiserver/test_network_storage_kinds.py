@@ -398,3 +398,57 @@ async def test_kubectl_get_cluster_trust_bundles(kubectl: Kubectl) -> None:  # n
         "spec": {"trustBundle": ca_pem()}}))
     assert await kubectl("get", "clustertrustbundles", "-o", "name") == (
         "clustertrustbundle.certificates.k8s.io/roots\n")
+
+
+# --- PodCertificateRequests ------------------------------------------------------------------------------------
+
+def pod_certificate_request(name: str, **spec: Any) -> dict[str, Any]:
+    base = {"signerName": "example.com/pods", "podName": "web-0", "podUID": "pod-uid", "serviceAccountName": "default",
+            "serviceAccountUID": "sa-uid", "nodeName": "node-1", "nodeUID": "node-uid", "maxExpirationSeconds": 86400,
+            "stubPKCS10Request": "AAAA"}
+    return {"metadata": {"name": name}, "spec": {**base, **spec}}
+
+
+async def test_pod_certificate_requests(client: Client) -> None:
+    path = "/apis/certificates.k8s.io/v1/namespaces/default/podcertificaterequests"
+    status, got = await client.post(path, pod_certificate_request("web-0-cert"))
+    assert status == 201, got
+    # The spec never changes after create.
+    got["spec"]["nodeName"] = "node-2"
+    status, body = await client.put(f"{path}/web-0-cert", got)
+    assert status == 422
+    assert [c["field"] for c in body["details"]["causes"]] == ["spec"]
+    assert body["details"]["causes"][0]["message"].endswith("field is immutable")
+
+    cases = {
+        "no-uids": ({"podUID": "", "nodeUID": ""}, [("spec.podUID", 'Invalid value: "": must not be empty'),
+                                                    ("spec.nodeUID", 'Invalid value: "": must not be empty')]),
+        "no-expiry": ({"maxExpirationSeconds": None},
+                      [("spec.maxExpirationSeconds", "Required value: must be set")]),
+        "kube-signer": ({"signerName": "kubernetes.io/kube-apiserver-client-pod", "maxExpirationSeconds": 86401},
+                        [("spec.maxExpirationSeconds", "Invalid value: 86401: must be in the range [3600, 86400]")]),
+        "short": ({"maxExpirationSeconds": 60},
+                  [("spec.maxExpirationSeconds", "Invalid value: 60: must be in the range [3600, 7862400]")]),
+    }
+    for name, (spec, want) in cases.items():
+        status, body = await client.post(path, pod_certificate_request(name, **spec))
+        assert status == 422, name
+        assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == want, name
+
+    # /status: one terminal condition, True; once denied, the status is frozen.
+    denied = {"type": "Denied", "status": "True", "reason": "Policy", "message": "no",
+              "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    _, current = await client.get(f"{path}/web-0-cert")
+    both = {**current, "status": {"conditions": [denied, {**denied, "type": "Failed"}]}}
+    status, body = await client.put(f"{path}/web-0-cert/status", both)
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("status.conditions[1].type",
+         'Invalid value: "Failed": There may be at most one condition with type "Issued", "Denied", or "Failed"')]
+    status, body = await client.put(f"{path}/web-0-cert/status", {**current, "status": {"conditions": [denied]}})
+    assert status == 200, body
+    status, body = await client.put(f"{path}/web-0-cert/status", {**body, "status": {"conditions": [
+        {**denied, "message": "changed my mind"}]}})
+    assert status == 422
+    assert body["details"]["causes"][0]["message"].endswith(
+        "immutable after PodCertificateRequest is issued, denied, or failed")

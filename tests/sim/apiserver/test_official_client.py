@@ -120,6 +120,10 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "ValidatingAdmissionPolicyBinding": {"spec": {"policyName": "p", "validationActions": ["Deny"]}},
     "ServiceCIDR": {"spec": {"cidrs": ["10.200.0.0/24"]}},
     "ClusterTrustBundle": {"spec": {"trustBundle": ca_pem()}},
+    "PodCertificateRequest": {"spec": {"signerName": "example.com/pods", "podName": "p", "podUID": "pod-uid",
+                                       "serviceAccountName": "default", "serviceAccountUID": "sa-uid",
+                                       "nodeName": "n1", "nodeUID": "node-uid", "maxExpirationSeconds": 86400,
+                                       "stubPKCS10Request": "AAAA"}},
     "IPAddress": {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
@@ -148,6 +152,8 @@ STATUSES: dict[str, dict[str, Any]] = {
     "Ingress": {"loadBalancer": {}},
     "VolumeAttachment": {"attached": True},
     "CertificateSigningRequest": {"conditions": [{"type": "Approved", "status": "True", "reason": "R"}]},
+    "PodCertificateRequest": {"conditions": [{"type": "Denied", "status": "True", "reason": "Policy", "message": "no",
+                                              "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
 }
 
 

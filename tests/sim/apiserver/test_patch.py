@@ -450,3 +450,19 @@ def test_unknown_kind_falls_back_to_merge_semantics() -> None:
     obj = {"spec": {"items": [{"name": "a"}], "keep": 1}}
     out = apply_patch(obj, {"spec": {"items": [{"name": "b"}]}}, "strategic", "Widget")
     assert out == {"spec": {"items": [{"name": "b"}], "keep": 1}}
+
+
+def test_service_cidr_finalizers_and_conditions_merge() -> None:
+    """The ServiceCIDR controller's patches: a finalizer added to the set, then taken out with
+    ``$deleteFromPrimitiveList`` (a JSON merge patch would leave it there); status conditions merge by type."""
+    assert supports_strategic("ServiceCIDR")
+    assert supports_strategic("IPAddress")
+    cidr = {"metadata": {"name": "extra", "finalizers": ["example.com/keep"]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Other", "status": "True"}]}}
+    f = "networking.k8s.io/service-cidr-finalizer"
+    added = _sp(cidr, {"metadata": {"finalizers": [f]}}, "ServiceCIDR")
+    assert sorted(added["metadata"]["finalizers"]) == sorted([f, "example.com/keep"])
+    removed = _sp(added, {"metadata": {"$deleteFromPrimitiveList/finalizers": [f]}}, "ServiceCIDR")
+    assert removed["metadata"]["finalizers"] == ["example.com/keep"]
+    out = _sp(cidr, {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, "ServiceCIDR")
+    assert out["status"]["conditions"] == [{"type": "Ready", "status": "False"}, {"type": "Other", "status": "True"}]

@@ -2,13 +2,15 @@
 CertificateSigningRequest records its requester from the request, never the body; create clears its status;
 the main resource changes neither spec nor status, ``/approval`` only the approval conditions and ``/status``
 the rest (see :mod:`controller_manager.sim.apiserver.certificates`). A ClusterTrustBundle's name rule
-depends on its signer (:mod:`controller_manager.sim.apiserver.cluster_trust_bundles`)."""
+depends on its signer (:mod:`controller_manager.sim.apiserver.cluster_trust_bundles`). A PodCertificateRequest's
+spec is immutable and its status terminal once issued, denied or failed
+(:mod:`controller_manager.sim.apiserver.pod_certificate_requests`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from controller_manager.sim.apiserver import certificates, cluster_trust_bundles
+from controller_manager.sim.apiserver import certificates, cluster_trust_bundles, pod_certificate_requests
 from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry.base import Strategy, Write
 from controller_manager.sim.apiserver.validation_errors import FieldError
@@ -54,4 +56,16 @@ class ClusterTrustBundleStrategy(Strategy):
         return cluster_trust_bundles.validate(obj, old)
 
 
-STRATEGIES: tuple[Strategy, ...] = (CertificateSigningRequestStrategy(), ClusterTrustBundleStrategy())
+class PodCertificateRequestStrategy(Strategy):
+    group = "certificates.k8s.io"
+    kind = "PodCertificateRequest"
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return pod_certificate_requests.validate(obj, old)
+
+    def status_errors(self, obj: Obj, old: Obj) -> list[FieldError]:
+        return pod_certificate_requests.status_errors(obj, old)
+
+
+STRATEGIES: tuple[Strategy, ...] = (CertificateSigningRequestStrategy(), ClusterTrustBundleStrategy(),
+                                    PodCertificateRequestStrategy())
