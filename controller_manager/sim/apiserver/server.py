@@ -583,7 +583,7 @@ class ApiServer:
         if patch_type == "apply":
             if not isinstance(patch, bytes | str):
                 patch = json.dumps(patch)
-            if subresource == "scale" and strategy_for(res).go_type:  # (a custom resource's Scale has none)
+            if subresource == "scale":
                 subresources.get_scale(self, res, namespace, name)  # 404 for kinds without /scale
                 return apply.apply_scale(self, res, namespace, name, patch, manager=field_manager or "",
                                          force=force, dry_run=dry_run)
