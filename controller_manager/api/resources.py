@@ -61,7 +61,8 @@ _CREATE_ONLY = ("create",)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False, ("ns",), ("status", "finalize"),
                       ("create", "delete", "get", "list", "patch", "update", "watch"))
 NODES = Resource("", "v1", "nodes", "Node", False, ("no",), ("status",))
-PODS = Resource("", "v1", "pods", "Pod", True, ("po",), ("status", "binding", "eviction"), categories=("all",))
+PODS = Resource("", "v1", "pods", "Pod", True, ("po",), ("status", "binding", "eviction", "log"),
+                categories=("all",))
 EVENTS = Resource("", "v1", "events", "Event", True, ("ev",))
 SERVICES = Resource("", "v1", "services", "Service", True, ("svc",), ("status",), categories=("all",))
 ENDPOINTS = Resource("", "v1", "endpoints", "Endpoints", True, ("ep",))

@@ -41,7 +41,7 @@ class KubeletConfig:
     ephemeral_storage: str = "100Gi"
     instance_type: str = "sim.large"
     region: str = "sim-region"
-    kubelet_version: str = "v1.31.0"
+    kubelet_version: str = "v1.37.0"  # the API server's release (ApiServerOptions.git_version)
     container_runtime_version: str = "containerd://1.7.22"
     events: bool = True  # record Pulled/Created/Started/Killing/BackOff events
     # Register each Node with spec.podCIDR(s) already set (pod_cidr(index)). Off: the Node registers without
@@ -90,7 +90,7 @@ def node_object(name: str, index: int, zone: str, config: KubeletConfig, now: fl
                 "osImage": "kube-sim Linux",
                 "containerRuntimeVersion": config.container_runtime_version,
                 "kubeletVersion": config.kubelet_version,
-                "kubeProxyVersion": config.kubelet_version,
+                "kubeProxyVersion": "",  # deprecated: kubelets leave it empty since DisableNodeKubeProxyVersion
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },

@@ -13,7 +13,7 @@ import pytest
 from controller_manager.api.meta import format_time, parse_time
 from controller_manager.api.resources import EVENTS, LEASES, NODES, PODS
 from controller_manager.clock import FakeClock
-from controller_manager.sim.apiserver import ApiServer
+from controller_manager.sim.apiserver import ApiServer, ApiServerOptions
 from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
 
 P = "sim.controller-manager.io/"
@@ -143,7 +143,8 @@ async def test_node_registration(sim: Sim) -> None:
     assert ready["lastTransitionTime"]
     assert [a["type"] for a in status["addresses"]] == ["InternalIP", "Hostname"]
     info = status["nodeInfo"]
-    assert info["kubeletVersion"] == CONFIG.kubelet_version
+    assert info["kubeletVersion"] == CONFIG.kubelet_version == ApiServerOptions().git_version
+    assert info["kubeProxyVersion"] == ""
     assert info["operatingSystem"] == "linux"
     assert info["architecture"] == "amd64"
     assert info["containerRuntimeVersion"].startswith("containerd://")

@@ -37,6 +37,7 @@ from controller_manager.sim.apiserver import (
     errors,
     fieldmanager,
     openapi,
+    pod_logs,
     protowire,
     request_options,
     subresources,
@@ -385,7 +386,7 @@ class _Handlers:
                            expect=expect, number_texts=number_texts)
 
     async def _object(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
-                      accept: _Accept) -> web.Response:
+                      accept: _Accept) -> web.StreamResponse:
         api = self.api
         q = request.query
         verb, sub, name = info.verb, info.subresource or None, info.name
@@ -400,6 +401,8 @@ class _Handlers:
             fieldmanager.validate_field_manager(q, _OPTIONS_KIND[verb], apply=verb == "patch" and is_apply)
             manager = fieldmanager.manager_name(q.get("fieldManager"), request.headers.get("User-Agent", ""))
         if verb == "get":
+            if sub == "log" and namespace is not None:
+                return await pod_logs.pod_log(api, request, namespace, name)
             if sub == "scale":
                 scale = subresources.get_scale(api, res, namespace, name)
                 if accept.table:

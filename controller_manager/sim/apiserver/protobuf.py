@@ -31,6 +31,7 @@ import base64
 import binascii
 import calendar
 import functools
+import math
 import struct
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -324,7 +325,10 @@ def _schema_or_value(kind: str, message: dict[str, Any]) -> Any:
 
 
 def _double_json(value: float) -> float | int:
-    """A double as Go's JSON writes it: an integral value without a fraction."""
+    """A double as Go's JSON writes it: an integral value without a fraction (but a negative zero stays the float
+    it is, not the integer 0, so that it keeps its sign bit when encoded again)."""
+    if value == 0 and math.copysign(1.0, value) < 0:
+        return value
     return int(value) if value.is_integer() and abs(value) < 1e21 else value
 
 

@@ -52,6 +52,9 @@ def _parse_bool(query: Any, name: str) -> bool | None:
     raise errors.bad_request(f'strconv.ParseBool: parsing "{raw}": invalid syntax')
 
 
+parse_bool = _parse_bool  # (for other options read from a query: a pod log's follow and previous)
+
+
 @dataclass(frozen=True)
 class ListOptions:
     watch: bool

@@ -64,6 +64,25 @@ _MAX_GENERATE_ATTEMPTS = 8
 PatchBody = bytes | str | dict[str, Any] | list[Any]
 
 
+# ObjectMeta's fields after resourceVersion, in the order Go writes them
+_AFTER_RESOURCE_VERSION = frozenset({"generation", "creationTimestamp", "deletionTimestamp",
+                                     "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
+                                     "finalizers", "managedFields"})
+
+
+def _with_resource_version(meta: Obj, rv: str) -> Obj:
+    """``meta`` with its resourceVersion, in ObjectMeta's field order (a new object has none yet)."""
+    if "resourceVersion" in meta:
+        return {**meta, "resourceVersion": rv}
+    out: Obj = {}
+    for key, value in meta.items():
+        if key in _AFTER_RESOURCE_VERSION and "resourceVersion" not in out:
+            out["resourceVersion"] = rv
+        out[key] = value
+    out.setdefault("resourceVersion", rv)
+    return out
+
+
 @dataclass
 class ApiServerOptions:
     watch_history_size: int = 10_000      # changes kept per resource (the watch cache's capacity)
@@ -267,8 +286,7 @@ class ApiServer:
             rv = current.rv
         else:
             rv = self._next_rv()
-        meta = {**obj["metadata"], "resourceVersion": str(rv)}
-        stored = Stored(key, {**obj, "metadata": meta}, rv)
+        stored = Stored(key, {**obj, "metadata": _with_resource_version(obj["metadata"], str(rv))}, rv)
         if not dry_run:
             store.put(stored)
             strategy_for(store.resource).after_write(self, store.resource, stored.obj)
@@ -591,7 +609,7 @@ class ApiServer:
         if patch_type == "apply":
             if not isinstance(patch, bytes | str):
                 patch = json.dumps(patch)
-            if subresource == "scale" and strategy_for(res).go_type:  # (a custom resource's Scale has none)
+            if subresource == "scale":
                 subresources.get_scale(self, res, namespace, name)  # 404 for kinds without /scale
                 return apply.apply_scale(self, res, namespace, name, patch, manager=field_manager or "",
                                          force=force, dry_run=dry_run)

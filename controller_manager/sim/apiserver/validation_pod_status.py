@@ -8,6 +8,11 @@ Guarantees, in upstream's order (metadata is checked by :func:`validation.valida
   lets a failed one restart; a restartable init container may restart; ephemeral containers never restart);
   the error is on the *old* status's index;
 - ``resourceClaimStatuses`` name entries of ``spec.resourceClaims``, once each, with valid claim names;
+- ``extendedResourceClaimStatus`` (DRAExtendedResource) maps at least one request, each naming a container of the
+  spec that requests that resource, with a DNS label request name and no repeated mapping, onto a valid claim name;
+- ``nodeAllocatableResourceClaimStatuses`` (DRANodeAllocatableResources) name each claim once, list containers
+  once, and map or charge overhead per resource name once, with the names and quantities present, an overhead
+  giving a per-pod or per-container amount, never negative;
 - ``podIPs`` (after the v1 conversion: a ``podIP`` that differs from ``podIPs[0]`` wins) and ``hostIPs`` are
   strict canonical IPs, at most one per family, without repeats; ``hostIPs[0]`` equals ``hostIP``;
 - a Linux container's reported user ids are in range (a Windows pod's may not be set), and allocated resource
@@ -23,7 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from controller_manager.api.selectors import is_label_key
+from controller_manager.api.quantity import QuantityError, parse_quantity
+from controller_manager.api.selectors import is_dns1123_label, is_label_key
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     GoRepr,
@@ -32,6 +38,7 @@ from controller_manager.sim.apiserver.validation_errors import (
     go_json,
     invalid,
     not_supported,
+    required,
 )
 from controller_manager.sim.apiserver.validation_pods import name_is_dns_subdomain
 
@@ -74,6 +81,8 @@ def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
     errs.extend(_state_transitions(status, old_status, "initContainerStatuses", policy, restartable_init))
     errs.extend(_state_transitions(status, old_status, "ephemeralContainerStatuses", "Never", set()))
     errs.extend(_resource_claim_statuses(status, spec))
+    errs.extend(_extended_resource_claim_status(status.get("extendedResourceClaimStatus"), spec))
+    errs.extend(_node_allocatable_claim_statuses(_list(status.get("nodeAllocatableResourceClaimStatuses"))))
     errs.extend(_pod_ips(status))
     errs.extend(_host_ips(status))
     windows = _dict(spec.get("os")).get("name") == "windows"
@@ -132,6 +141,96 @@ def _resource_claim_statuses(status: Mapping[str, Any], spec: Mapping[str, Any])
         claim_name = e.get("resourceClaimName")
         if claim_name is not None:
             errs.extend(invalid(path, str(claim_name), msg) for msg in name_is_dns_subdomain(str(claim_name), False))
+    return errs
+
+
+def _extended_resource_claim_status(claim: Any, spec: Mapping[str, Any]) -> list[FieldError]:
+    if not isinstance(claim, Mapping):
+        return []
+    path = "status.extendedResourceClaimStatus"
+    containers = {str(_dict(c).get("name")): _dict(c)
+                  for c in [*_list(spec.get("initContainers")), *_list(spec.get("containers"))]}
+    errs: list[FieldError] = []
+    mappings = _list(claim.get("requestMappings"))
+    if not mappings:
+        errs.append(required(f"{path}.requestMappings", "at least one request mapping is required"))
+    seen: set[tuple[str, str, str]] = set()
+    for i, entry in enumerate(mappings):
+        m = _dict(entry)
+        container, resource, request = (str(m.get(k) or "") for k in ("containerName", "resourceName", "requestName"))
+        mpath = f"{path}.requestMappings[{i}]"
+        if container not in containers:
+            errs.append(invalid(f"{mpath}.containerName", container,
+                                "must match the name of an entry in spec.initContainers.name or spec.containers.name"))
+        elif resource not in _dict(_dict(containers[container].get("resources")).get("requests")):
+            errs.append(invalid(f"{mpath}.resourceName", resource,
+                                "must match the extended resource name of an entry in "
+                                "spec.initContainers.resources.requests or spec.containers.resources.requests"))
+        # upstream reports a bad request name on the status's path, without the mapping's index
+        errs.extend(invalid(f"{path}.requestName", request, msg) for msg in is_dns1123_label(request))
+        if (container, resource, request) in seen:
+            errs.extend([duplicate(f"{mpath}.containerName", container), duplicate(f"{mpath}.resourceName", resource),
+                         duplicate(f"{mpath}.requestName", request)])
+        seen.add((container, resource, request))
+    claim_name = str(claim.get("resourceClaimName") or "")
+    if not claim_name:
+        errs.append(required(f"{path}.resourceClaimName"))
+    else:
+        errs.extend(invalid(f"{path}.resourceClaimName", claim_name, msg)
+                    for msg in name_is_dns_subdomain(claim_name, False))
+    return errs
+
+
+def _negative(value: Any) -> bool:
+    try:
+        return parse_quantity(value) < 0
+    except (QuantityError, ValueError):
+        return False  # the codec refuses a value that is not a quantity before validation
+
+
+def _node_allocatable_claim_statuses(entries: list[Any]) -> list[FieldError]:
+    path = "status.nodeAllocatableResourceClaimStatuses"
+    errs: list[FieldError] = []
+    claims: set[str] = set()
+    for i, entry in enumerate(entries):
+        e, epath = _dict(entry), f"{path}[{i}]"
+        claim_name = str(e.get("resourceClaimName") or "")
+        if not claim_name:
+            errs.append(required(f"{epath}.resourceClaimName"))
+        elif claim_name in claims:
+            errs.append(duplicate(epath, claim_name))
+        claims.add(claim_name)
+        containers: set[str] = set()
+        for j, name in enumerate(_list(e.get("containers"))):
+            if name in containers:
+                errs.append(duplicate(f"{epath}.containers[{j}]", name))
+            containers.add(name)
+        mapped: set[str] = set()
+        for j, item in enumerate(_list(e.get("mapping"))):
+            m, mpath = _dict(item), f"{epath}.mapping[{j}]"
+            name = str(m.get("name") or "")
+            if not name:
+                errs.append(required(f"{mpath}.name"))
+            if m.get("quantity") is None:
+                errs.append(required(f"{mpath}.quantity"))
+            if name and name in mapped:
+                errs.append(duplicate(mpath, name))
+            mapped.add(name)
+        charged: set[str] = set()
+        for j, item in enumerate(_list(e.get("overhead"))):
+            o, opath = _dict(item), f"{epath}.overhead[{j}]"
+            name = str(o.get("name") or "")
+            if not name:
+                errs.append(required(f"{opath}.name"))
+            per_pod, per_container = o.get("perPod"), o.get("perContainer")
+            if per_pod is None and per_container is None:
+                errs.append(invalid(opath, "", "at least one of perPod or perContainer must be set"))
+            for key, amount in (("perPod", per_pod), ("perContainer", per_container)):
+                if amount is not None and _negative(amount):
+                    errs.append(invalid(f"{opath}.{key}", str(amount), "must be non-negative"))
+            if name and name in charged:
+                errs.append(duplicate(opath, name))
+            charged.add(name)
     return errs
 
 

@@ -151,3 +151,113 @@ async def test_an_empty_qos_class_is_filled_from_the_stored_one(client: Client) 
     code, body = await _put_status(client, "p", lambda status: status.pop("qosClass", None))
     assert code == 200, body
     assert body["status"]["qosClass"] == created["status"]["qosClass"] == "BestEffort"
+
+
+_GPU = "example.com/gpu"
+
+
+def _extended(*mappings: dict[str, str], claim: str = "p-extended-resources-abcde") -> Mut:
+    return _set(extendedResourceClaimStatus={"requestMappings": list(mappings), "resourceClaimName": claim})
+
+
+def _mapping(container: str = "c", resource: str = _GPU, request: str = "container-0-request-0") -> dict[str, str]:
+    return {"containerName": container, "resourceName": resource, "requestName": request}
+
+
+@pytest.mark.parametrize(("change", "want"), [
+    pytest.param(_extended(_mapping(), _mapping("init")), [], id="valid"),
+    pytest.param(_extended(), ["status.extendedResourceClaimStatus.requestMappings: Required value: at least one "
+                               "request mapping is required"], id="no-mappings"),
+    pytest.param(_extended(_mapping("ghost")),
+                 ['status.extendedResourceClaimStatus.requestMappings[0].containerName: Invalid value: "ghost": '
+                  "must match the name of an entry in spec.initContainers.name or spec.containers.name"],
+                 id="unknown-container"),
+    pytest.param(_extended(_mapping(resource="example.com/fpga")),
+                 ['status.extendedResourceClaimStatus.requestMappings[0].resourceName: Invalid value: '
+                  '"example.com/fpga": must match the extended resource name of an entry in '
+                  "spec.initContainers.resources.requests or spec.containers.resources.requests"],
+                 id="resource-not-requested"),
+    pytest.param(_extended(_mapping(request="Request_0")),
+                 ['status.extendedResourceClaimStatus.requestName: Invalid value: "Request_0": a lowercase RFC 1123 '
+                  "label must consist of lower case alphanumeric characters or '-', and must start and end with an "
+                  "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+                  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"], id="bad-request-name"),
+    pytest.param(_extended(_mapping(), _mapping()),
+                 ['status.extendedResourceClaimStatus.requestMappings[1].containerName: Duplicate value: "c"',
+                  'status.extendedResourceClaimStatus.requestMappings[1].resourceName: Duplicate value: '
+                  '"example.com/gpu"',
+                  'status.extendedResourceClaimStatus.requestMappings[1].requestName: Duplicate value: '
+                  '"container-0-request-0"'], id="repeated-mapping"),
+    pytest.param(_extended(_mapping(), claim=""),
+                 ["status.extendedResourceClaimStatus.resourceClaimName: Required value"], id="no-claim-name"),
+    pytest.param(_extended(_mapping(), claim="Claim"),
+                 ['status.extendedResourceClaimStatus.resourceClaimName: Invalid value: "Claim": a lowercase RFC 1123 '
+                  "subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end "
+                  "with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+                  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"], id="bad-claim-name"),
+])
+async def test_extended_resource_claim_status(client: Client, change: Mut, want: list[str]) -> None:
+    requests = {"resources": {"requests": {_GPU: "1"}, "limits": {_GPU: "1"}}}
+    body = pod("p", containers=[{"name": "c", "image": "nginx", **requests}],
+               initContainers=[{"name": "init", "image": "busybox", **requests}])
+    code, got = await client.post(PODS, body)
+    assert code == 201, got
+    code, got = await _put_status(client, "p", change)
+    if not want:
+        assert code == 200, got
+        assert got["status"]["extendedResourceClaimStatus"]["requestMappings"][1]["containerName"] == "init"
+        return
+    assert code == 422, got
+    assert _messages(got) == want
+
+
+_NA = "status.nodeAllocatableResourceClaimStatuses"
+
+
+def _node_allocatable(*entries: dict[str, Any]) -> Mut:
+    return _set(nodeAllocatableResourceClaimStatuses=list(entries))
+
+
+def _claim(name: str = "claim-1", **fields: Any) -> dict[str, Any]:
+    return {"resourceClaimName": name, **fields}
+
+
+@pytest.mark.parametrize(("change", "want"), [
+    pytest.param(_node_allocatable(_claim(containers=["c"], mapping=[{"name": "cpu", "quantity": "1"}],
+                                          overhead=[{"name": "memory", "perPod": "64Mi", "perContainer": "0"}])),
+                 [], id="valid"),
+    pytest.param(_node_allocatable(_claim(overhead=[{"name": "cpu"}])),
+                 [f'{_NA}[0].overhead[0]: Invalid value: "": at least one of perPod or perContainer must be set'],
+                 id="overhead-without-amount"),
+    pytest.param(_node_allocatable(_claim(overhead=[{"name": "cpu", "perPod": "-100m", "perContainer": "-1"}])),
+                 [f'{_NA}[0].overhead[0].perPod: Invalid value: "-100m": must be non-negative',
+                  f'{_NA}[0].overhead[0].perContainer: Invalid value: "-1": must be non-negative'],
+                 id="negative-overhead"),
+    pytest.param(_node_allocatable(_claim(mapping=[{"name": "cpu", "quantity": "1"},
+                                                   {"name": "cpu", "quantity": "2"}])),
+                 [f'{_NA}[0].mapping[1]: Duplicate value: "cpu"'], id="repeated-mapping"),
+    pytest.param(_node_allocatable(_claim(mapping=[{"name": "cpu", "quantity": "1"}]),
+                                   _claim(mapping=[{"name": "memory", "quantity": "1G"}])),
+                 [f'{_NA}[1]: Duplicate value: "claim-1"'], id="repeated-claim"),
+    pytest.param(_node_allocatable(_claim(containers=["c", "c"])),
+                 [f'{_NA}[0].containers[1]: Duplicate value: "c"'], id="repeated-container"),
+    pytest.param(_node_allocatable(_claim(mapping=[{"quantity": "1"}, {"name": "memory"}])),
+                 [f"{_NA}[0].mapping[0].name: Required value", f"{_NA}[0].mapping[1].quantity: Required value"],
+                 id="mapping-fields-required"),
+    pytest.param(_node_allocatable(_claim(overhead=[{"perPod": "100m"}, {"name": "cpu", "perPod": "1"},
+                                                    {"name": "cpu", "perContainer": "2"}])),
+                 [f"{_NA}[0].overhead[0].name: Required value", f'{_NA}[0].overhead[2]: Duplicate value: "cpu"'],
+                 id="overhead-name"),
+    pytest.param(_node_allocatable(_claim("", mapping=[{"name": "cpu", "quantity": "1"}])),
+                 [f"{_NA}[0].resourceClaimName: Required value"], id="no-claim-name"),
+])
+async def test_node_allocatable_resource_claim_statuses(client: Client, change: Mut, want: list[str]) -> None:
+    code, got = await client.post(PODS, pod("p"))
+    assert code == 201, got
+    code, got = await _put_status(client, "p", change)
+    if not want:
+        assert code == 200, got
+        assert got["status"]["nodeAllocatableResourceClaimStatuses"][0]["overhead"][0]["perPod"] == "64Mi"
+        return
+    assert code == 422, got
+    assert _messages(got) == want

@@ -4,6 +4,7 @@ tools/check_protobuf_fixtures.py, which reads them from a kubernetes/api checkou
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -223,3 +224,16 @@ def test_crd_schema_special_forms_on_the_wire() -> None:
     assert decoded["items"] == [{"type": "string"}, {"type": "integer"}]
     assert decoded["dependencies"] == {"a": ["b"], "c": {"type": "object"}}
     assert decoded["enum"] == [1, "x", None]
+
+
+def test_a_negative_zero_double_keeps_its_sign() -> None:
+    """A double is 64 fixed bits: -0.0 has the sign bit, read back as -0.0 (not the integer 0 an integral double
+    becomes in JSON), so that the object has one encoding."""
+    want = gojson.normalize({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                             **_crd_with({"type": "number", "maximum": -0.0})}, schema.struct(_CRD))
+    data = protobuf.encode_object(want, _CRD)
+    assert b"\x00\x00\x00\x00\x00\x00\x00\x80" in data
+    got = protobuf.decode_object(data)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["maximum"]
+    assert isinstance(got, float)
+    assert math.copysign(1.0, got) == -1.0
+    _round_trip("apiextensions.k8s.io/v1", "CustomResourceDefinition", _CRD, _crd_with({"maximum": -0.0}))

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from controller_manager.api.resources import CONFIGMAPS
 from controller_manager.sim.apiserver import ApiServer, compression
 from tests.sim.apiserver.conftest import ADMIN, Client, configmap
 
@@ -355,3 +356,28 @@ async def test_a_lease_is_not_updated_without_a_resource_version(client: Client)
     await client.post(CM_URL, configmap("free"))
     status, body = await client.put(f"{CM_URL}/free", configmap("free"))
     assert status == 200, body
+
+
+# --- field order --------------------------------------------------------------------------------------
+
+
+async def test_a_new_objects_metadata_is_written_in_object_metas_field_order(client: Client, api: ApiServer) -> None:
+    """Go writes a struct's fields in declaration order: a created object's resourceVersion comes after its uid,
+    not after the fields the create brought (get, list and watch alike)."""
+    body = configmap("cm", labels={"a": "b"}, finalizers=["example.com/f"])
+    code, created = await client.post(CM_URL, body)
+    assert code == 201, created
+    order = ["name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels", "finalizers",
+             "managedFields"]
+    assert list(created["metadata"]) == order
+    _, got = await client.get(f"{CM_URL}/cm")
+    assert list(got["metadata"]) == order
+    _, listed = await client.get(CM_URL)
+    assert list(listed["items"][0]["metadata"]) == order
+    watcher = api.watch(CONFIGMAPS, "default", resource_version="0")
+    try:
+        batch = await watcher.next_batch()
+        assert batch is not None
+        assert [list(orjson.loads(raw)["metadata"]) for _, _, raw in batch] == [order]
+    finally:
+        watcher.close()

@@ -3,8 +3,9 @@
 The configuration is merged into the live object (an absent object is created from it), ownership moves as
 :func:`updater.apply` decides, and the result goes through the ordinary create or update (defaults,
 strategy, validation, admission, dry run), carrying the managedFields computed here. An autoscaling/v1
-Scale applied to a built-in kind's ``/scale`` (:func:`apply_scale`) is applied to the Scale view, with the
-parent's managedFields mapped to it and back as apimachinery's ScaleHandler maps them.
+Scale applied to ``/scale`` (:func:`apply_scale`; a built-in kind's or a custom resource's) is applied to the
+Scale view, with the parent's managedFields mapped to it and back as apimachinery's ScaleHandler maps them,
+through the parent's replicas path (a custom resource's ``specReplicasPath``).
 
 Failures as upstream answers them: undecodable YAML 400 ``error decoding YAML: ...``; another kind 400
 ``invalid object type: <gvk>``; managedFields in the configuration 400; conflicts 409 with
@@ -191,33 +192,59 @@ def _go_json(value: Any) -> str:
 
 
 _SCALE_VERSION = "autoscaling/v1"
-_REPLICAS: Path = (field("spec"), field("replicas"))  # in the Scale and in each scalable kind's own version
+_REPLICAS: Path = (field("spec"), field("replicas"))  # in the Scale and in each built-in scalable kind
+
+ReplicasPaths = dict[str, Path | None]
+"""Where each apiVersion of the parent keeps the Scale's replicas (None: that version has no /scale)."""
 
 
-def scale_to_subresource(parent: managed.Managed, parent_version: str) -> managed.Managed:
-    """ScaleHandler.ToSubresource: each manager of the parent that owns its replicas owns the Scale's
-    ``spec.replicas`` (as autoscaling/v1), keeping its identity, applied flag and time."""
+def replicas_paths(api: ApiServer, res: Resource) -> ReplicasPaths:
+    """The parent's replicas path by apiVersion: ``spec.replicas`` for a built-in kind; for a custom resource
+    each served version's ``specReplicasPath``, as the CRD's scale storage builds its path mappings (upstream
+    maps every version the CRD declares, served or not: an entry of a version no longer served is dropped
+    here)."""
+    from controller_manager.sim.apiserver.crd.resource import CustomResource
+
+    if not isinstance(res, CustomResource):
+        return {res.api_version: _REPLICAS}
+    out: ReplicasPaths = {}
+    for version in api.crds.served.get(res.crd_name, [res]):
+        spec_path = str((version.scale or {}).get("specReplicasPath") or "").lstrip(".")
+        out[version.api_version] = tuple(field(p) for p in spec_path.split(".") if p) or None
+    out.setdefault(res.api_version, None)
+    return out
+
+
+def scale_to_subresource(parent: managed.Managed, paths: ReplicasPaths) -> managed.Managed:
+    """ScaleHandler.ToSubresource: each manager of the parent that owns its replicas (at the path of its entry's
+    apiVersion) owns the Scale's ``spec.replicas`` (as autoscaling/v1), keeping its identity, applied flag and
+    time."""
     out = managed.Managed.empty()
     for mid, vs in parent.fields.items():
-        if vs.api_version == parent_version and vs.set.has(_REPLICAS):
+        path = paths.get(vs.api_version)
+        if path is not None and vs.set.has(path):
             out.fields[mid] = managed.VersionedSet(Set.of(_REPLICAS), _SCALE_VERSION, vs.applied)
             out.times[mid] = parent.times.get(mid)
     return out
 
 
-def scale_to_parent(parent: managed.Managed, scale: managed.Managed, parent_version: str) -> managed.Managed:
+def scale_to_parent(parent: managed.Managed, scale: managed.Managed, paths: ReplicasPaths,
+                    parent_version: str) -> managed.Managed:
     """ScaleHandler.ToParent: parent managers that owned the replicas keep them only if the Scale's
-    managers still include them; new Scale managers owning ``spec.replicas`` own the parent's replicas. A
-    manager new to the parent gets no time (upstream takes times from the parent's entries)."""
+    managers still include them; new Scale managers owning ``spec.replicas`` own the parent's replicas (at the
+    path of ``parent_version``, the request's). Entries of an apiVersion the parent does not know are dropped;
+    those of a version without /scale are kept as they are. A manager new to the parent gets no time
+    (upstream takes times from the parent's entries)."""
     out = managed.Managed.empty()
     remaining = dict(scale.fields)
     for mid, vs in parent.fields.items():
-        if vs.api_version != parent_version:
-            continue  # not mapped: upstream's handler leaves out entries of versions it has no path for
-        if not vs.set.has(_REPLICAS):
+        if vs.api_version not in paths:
+            continue
+        path = paths[vs.api_version]
+        if path is None or not vs.set.has(path):
             out.fields[mid] = vs
         elif mid not in remaining:
-            rest = vs.set.difference(Set.of(_REPLICAS))
+            rest = vs.set.difference(Set.of(path))
             if rest.empty():
                 continue
             out.fields[mid] = managed.VersionedSet(rest, vs.api_version, vs.applied)
@@ -227,9 +254,10 @@ def scale_to_parent(parent: managed.Managed, scale: managed.Managed, parent_vers
         out.times[mid] = parent.times.get(mid)
         if mid in parent.entries:
             out.entries[mid] = parent.entries[mid]
+    target = paths.get(parent_version)
     for mid, vs in remaining.items():
-        if vs.set.has(_REPLICAS):
-            out.fields[mid] = managed.VersionedSet(Set.of(_REPLICAS), parent_version, vs.applied)
+        if vs.set.has(_REPLICAS) and target is not None:
+            out.fields[mid] = managed.VersionedSet(Set.of(target), parent_version, vs.applied)
             out.times[mid] = parent.times.get(mid)
     return out
 
@@ -256,6 +284,7 @@ def apply_scale(api: ApiServer, res: Resource, namespace: str | None, name: str,
         parent = managed.decode(parent_entries)
     except managed.DecodeError as e:
         raise errors.internal_error(f"failed to decode managed fields: {e}") from None
+    paths = replicas_paths(api, res)
     atom = typed.kind_atom(_SCALE_VERSION, "Scale")
     invalid = typed.validate(config, atom)
     if invalid:
@@ -263,7 +292,7 @@ def apply_scale(api: ApiServer, res: Resource, namespace: str | None, name: str,
         raise errors.StatusError(errors.status(500, "", f"failed to create typed patch object "
                                                        f"({_ident(config, name)}): {text}"))
     try:
-        merged, result = updater.apply(scale_to_subresource(parent, res.api_version), live_scale, config, atom,
+        merged, result = updater.apply(scale_to_subresource(parent, paths), live_scale, config, atom,
                                        manager=manager, api_version=_SCALE_VERSION, subresource="scale",
                                        force=force, ignored=None, now=format_time(api.clock.now()),
                                        empty=empty_object(_SCALE_VERSION, "Scale"))
@@ -273,7 +302,7 @@ def apply_scale(api: ApiServer, res: Resource, namespace: str | None, name: str,
         raise errors.StatusError(errors.status(500, "", f"failed to merge config ({_ident(config, name)}): "
                                                        f"{e}")) from None
     scale = merged if merged is not None else live_scale
-    entries = managed.encode(scale_to_parent(parent, result, res.api_version))
+    entries = managed.encode(scale_to_parent(parent, result, paths, res.api_version))
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     written = subresources.update_scale(api, res, namespace, name, {"spec": {"replicas": replicas}},
                                         dry_run=dry_run, managed_fields=entries if entries is not None else [])
