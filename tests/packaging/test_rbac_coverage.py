@@ -279,13 +279,22 @@ async def _exercise_storage(api: Any, names: list[str]) -> None:
     api.create(PODS, pod, NS)
     api.create(VOLUMEATTRIBUTESCLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
                                          "metadata": {"name": "gold"}, "driverName": "csi.example.com"})
-    api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-loose"},
-                                   "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                                            "hostPath": {"path": "/tmp/x"}}})
+    # A claim and volume bound to each other as the persistentvolume-binder leaves them (so the binder, running
+    # too, neither binds the ephemeral claim to this volume nor calls this claim Lost).
     claim = api.create(PERSISTENTVOLUMECLAIMS, {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "loose"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}, NS)
-    api.update(PERSISTENTVOLUMECLAIMS, {**claim, "status": {"phase": "Bound"}}, subresource="status")
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "loose", "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                 "volumeName": "pv-loose", "storageClassName": ""}}, NS)
+    volume = api.create(PERSISTENTVOLUMES, {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-loose"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/x"},
+                 "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                 "claimRef": {"kind": "PersistentVolumeClaim", "namespace": NS, "name": "loose",
+                              "uid": claim["metadata"]["uid"]}}})
+    api.update(PERSISTENTVOLUMES, {**volume, "status": {"phase": "Bound"}}, subresource="status")
+    api.update(PERSISTENTVOLUMECLAIMS, {**claim, "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                                            "capacity": {"storage": "1Gi"}}}, subresource="status")
 
     async def storage_settled() -> bool:
         checks = {

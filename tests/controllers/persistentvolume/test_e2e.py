@@ -11,7 +11,13 @@ from controller_manager.api.resources import NODES as NODES_RES
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS, STORAGECLASSES
 from controller_manager.client.errors import NotFound
 from controller_manager.controllers.persistentvolume import PersistentVolumeBinderController
+from controller_manager.controllers.pvcprotection import PVCProtectionController
+from controller_manager.controllers.pvprotection import PVProtectionController
 from tests.controllers.harness import Harness, controller_harness, wait_for
+
+# As in a cluster: kube-sim's admission puts the protection finalizers on every claim and volume, so deleting
+# one completes only with the protection controllers beside the binder.
+BINDING = (PersistentVolumeBinderController, PVCProtectionController, PVProtectionController)
 
 OPTIONS = {"pvclaimbinder_sync_period": 1.0}
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -41,7 +47,7 @@ async def _get(h: Harness, res: Any, name: str, namespace: str | None = None) ->
 
 
 async def test_static_binding_then_retain_releases_the_volume() -> None:
-    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=OPTIONS) as h:
+    async with controller_harness(*BINDING, nodes=1, options=OPTIONS) as h:
         await h.client.create(PERSISTENTVOLUMES, volume("pv-big", "10Gi", "manual"))
         await h.client.create(PERSISTENTVOLUMES, volume("pv-small", "2Gi", "manual"))
         await h.client.create(PERSISTENTVOLUMES, volume("pv-other-class", "1Gi", "other"))
@@ -85,7 +91,7 @@ async def test_static_binding_then_retain_releases_the_volume() -> None:
 
 
 async def test_prebinding_by_volume_name_and_by_claim_ref() -> None:
-    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=OPTIONS) as h:
+    async with controller_harness(*BINDING, nodes=1, options=OPTIONS) as h:
         await h.client.create(PERSISTENTVOLUMES, volume("wanted", "5Gi", ""))
         reserved = volume("reserved", "5Gi", "")
         reserved["spec"]["claimRef"] = {"namespace": "default", "name": "owner"}
@@ -114,7 +120,7 @@ async def test_prebinding_by_volume_name_and_by_claim_ref() -> None:
 
 
 async def test_claim_without_class_or_volume_gets_failed_binding_event() -> None:
-    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=OPTIONS) as h:
+    async with controller_harness(*BINDING, nodes=1, options=OPTIONS) as h:
         # storageClassName "" (explicitly no class: neither admission nor the binder gives it the default one).
         await h.client.create(PERSISTENTVOLUMECLAIMS, claim("lonely", "1Gi", ""))
 
@@ -130,7 +136,7 @@ async def test_claim_without_class_or_volume_gets_failed_binding_event() -> None
 
 
 async def test_wait_for_first_consumer_claim_is_provisioned_on_the_scheduled_node() -> None:
-    async with controller_harness(PersistentVolumeBinderController, nodes=2, options=OPTIONS) as h:
+    async with controller_harness(*BINDING, nodes=2, options=OPTIONS) as h:
         await h.client.create(STORAGECLASSES, {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "wffc"},
             "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer"})
@@ -198,7 +204,7 @@ async def test_wait_for_first_consumer_claim_is_provisioned_on_the_scheduled_nod
 
 
 async def test_lost_claim_and_refused_recycle() -> None:
-    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=OPTIONS) as h:
+    async with controller_harness(*BINDING, nodes=1, options=OPTIONS) as h:
         await h.client.create(PERSISTENTVOLUMES, volume("keep", "1Gi", "a"))
         await h.client.create(PERSISTENTVOLUMES, volume("scrub", "1Gi", "b", "Recycle"))
         await h.client.create(PERSISTENTVOLUMECLAIMS, claim("loses", "1Gi", "a"))
@@ -214,8 +220,10 @@ async def test_lost_claim_and_refused_recycle() -> None:
         for name in ("loses", "recycled"):
             await wait_for(lambda name=name: phase(PERSISTENTVOLUMECLAIMS, name, "Bound", "default"),  # type: ignore[misc]
                            what=f"{name} Bound")
-        # The bound volume goes away: the claim is Lost, with a Warning.
+        # The bound volume goes away: the claim is Lost, with a Warning. (pv-protection keeps a Bound volume
+        # while it is bound: an administrator forcing it away removes the finalizer.)
         await h.client.delete(PERSISTENTVOLUMES, "keep")
+        await h.client.patch(PERSISTENTVOLUMES, "keep", {"metadata": {"finalizers": None}})
         await wait_for(lambda: phase(PERSISTENTVOLUMECLAIMS, "loses", "Lost", "default"), what="claim Lost")
         lost = [e for e in await h.events_for("loses") if e["reason"] == "ClaimLost"]
         assert [(e["type"], e["message"]) for e in lost] == [
@@ -233,7 +241,7 @@ async def test_lost_claim_and_refused_recycle() -> None:
 async def test_hostpath_provisioner_provisions_and_deletes() -> None:
     """--enable-hostpath-provisioner: a /tmp directory per claim, the PV bound to it, deleted with the claim."""
     options = {**OPTIONS, "enable_hostpath_provisioner": True}
-    async with controller_harness(PersistentVolumeBinderController, nodes=1, options=options) as h:
+    async with controller_harness(*BINDING, nodes=1, options=options) as h:
         await h.client.create(STORAGECLASSES, {
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "hostpath"},
             "provisioner": "kubernetes.io/host-path"})
@@ -249,7 +257,8 @@ async def test_hostpath_provisioner_provisions_and_deletes() -> None:
         assert pvc["metadata"]["annotations"][STORAGE_PROVISIONER] == "kubernetes.io/host-path"
         pv = await _get(h, PERSISTENTVOLUMES, name)
         assert pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == "kubernetes.io/host-path"
-        assert pv["metadata"]["finalizers"] == ["kubernetes.io/pv-controller"]
+        # The binder's own, then the one StorageObjectInUseProtection admission adds.
+        assert pv["metadata"]["finalizers"] == ["kubernetes.io/pv-controller", "kubernetes.io/pv-protection"]
         assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Delete"
         path = pv["spec"]["hostPath"]["path"]
         assert path.startswith("/tmp/hostpath_pv/")
