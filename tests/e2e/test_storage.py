@@ -179,7 +179,8 @@ async def test_statefulset_claims_are_provisioned_attached_and_deleted_with_it(
                     "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
             }}))
         out = await kubectl.ok("rollout", "status", "statefulset/db", "--timeout=60s")
-        # kube-sim defaults rollingUpdate.partition to 0, as kube-apiserver does: kubectl reports a partitioned roll out.
+        # rollingUpdate.partition defaults to 0 (as kube-apiserver defaults it): kubectl reports a partitioned
+        # roll out.
         assert out.splitlines()[-1] == "partitioned roll out complete: 2 new pods have been updated...", out
 
         volumes: list[str] = []
