@@ -33,7 +33,11 @@ async def test_a_pods_csi_volume_is_attached_before_it_runs_and_detached_after(
     await start_manager(processes, sim, "--controllers=attachdetach,serviceaccount")
     await wait_for_default_service_account(kubectl)
     await kubectl.ok("create", "-f", _manifest(tmp_path, "claim", {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        # bind-completed, as the PV controller leaves a claim it bound: the scheduler binds a pod only once its
+        # claims are fully bound (upstream's VolumeBinding isPVCFullyBound).
+        "metadata": {"name": "data", "namespace": "default",
+                     "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": "static",
                  "resources": {"requests": {"storage": "1Gi"}}}}))
     uid = (await kubectl.ok("get", "pvc", "data", "-o", "jsonpath={.metadata.uid}")).strip()
