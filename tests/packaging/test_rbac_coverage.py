@@ -279,13 +279,16 @@ async def _exercise_storage(api: Any, names: list[str]) -> None:
     api.create(PODS, pod, NS)
     api.create(VOLUMEATTRIBUTESCLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
                                          "metadata": {"name": "gold"}, "driverName": "csi.example.com"})
+    # Pre-bound both ways, so the persistentvolume-binder binds the pair (the ephemeral claim, which fits any
+    # free 1Gi volume, cannot take this one) and the claim goes Bound.
     api.create(PERSISTENTVOLUMES, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-loose"},
                                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                                            "hostPath": {"path": "/tmp/x"}}})
-    claim = api.create(PERSISTENTVOLUMECLAIMS, {
+                                            "storageClassName": "", "hostPath": {"path": "/tmp/x"},
+                                            "claimRef": {"namespace": NS, "name": "loose"}}})
+    api.create(PERSISTENTVOLUMECLAIMS, {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "loose"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}, NS)
-    api.update(PERSISTENTVOLUMECLAIMS, {**claim, "status": {"phase": "Bound"}}, subresource="status")
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": "pv-loose",
+                 "resources": {"requests": {"storage": "1Gi"}}}}, NS)
 
     async def storage_settled() -> bool:
         checks = {
