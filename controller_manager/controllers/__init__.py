@@ -41,6 +41,7 @@ from controller_manager.controllers.replicaset import ReplicaSetController
 from controller_manager.controllers.replication import ReplicationManager
 from controller_manager.controllers.resourcequota import ResourceQuotaController
 from controller_manager.controllers.rootcacertpublisher import RootCACertPublisher
+from controller_manager.controllers.selinuxwarning import SELinuxWarningController
 from controller_manager.controllers.serviceaccount import ServiceAccountsController
 from controller_manager.controllers.serviceaccounttoken import LegacySATokenCleaner, TokensController
 from controller_manager.controllers.servicecidrs import ServiceCIDRsController
@@ -90,6 +91,7 @@ ALL: list[type[Controller]] = [
     EphemeralVolumeController,
     VACProtectionController,
     ExpandController,
+    SELinuxWarningController,
     TokensController,
     LegacySATokenCleaner,
     BootstrapSigner,

@@ -1,10 +1,8 @@
 """The attach/detach controller's two caches (``pkg/controller/volume/attachdetach/cache``).
 
 Guarantees:
-- :class:`VolumeSpec` is what the controller knows of a volume: its spec name (the PV's name), the CSI driver
-  and handle, the PV's access modes; ``unique_name`` is ``kubernetes.io/csi/<driver>^<handle>``;
-  ``multi_attach_allowed`` is ``IsMultiAttachAllowed`` (a PV without access modes, or with ReadWriteMany or
-  ReadOnlyMany, may be attached to several nodes).
+- :class:`VolumeSpec` (:mod:`controller_manager.controllerutil.volumespec`) is what the controller knows of a
+  volume.
 - :class:`DesiredStateOfWorld`: managed nodes -> volumes to attach -> the pods scheduled there that use them.
   Adding a pod to an unmanaged node is an error; deleting a node that still has volumes is an error; a volume
   whose last pod goes is no longer desired.
@@ -24,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller_manager.api.csi import unique_volume_name
+from controller_manager.controllerutil.volumespec import VolumeSpec
 
 __all__ = ["ActualStateOfWorld", "AttachState", "AttachedVolume", "DesiredStateOfWorld", "StateError",
            "VolumeSpec", "VolumeToAttach"]
@@ -34,26 +32,6 @@ Pod = Mapping[str, Any]
 
 class StateError(Exception):
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class VolumeSpec:
-    name: str
-    driver: str
-    volume_handle: str
-    access_modes: tuple[str, ...] = ()
-    persistent: bool = True  # from a PersistentVolume (a pod's inline volume otherwise)
-    read_only: bool = False
-
-    @property
-    def unique_name(self) -> str:
-        return unique_volume_name(self.driver, self.volume_handle)
-
-    @property
-    def multi_attach_allowed(self) -> bool:
-        if not self.persistent or not self.access_modes:
-            return True
-        return any(mode in ("ReadWriteMany", "ReadOnlyMany") for mode in self.access_modes)
 
 
 @dataclass(slots=True)
