@@ -14,6 +14,10 @@ Guarantees:
   it off unless asked).
 - SIGTERM or SIGINT stops the cluster cleanly and exits 0. Bad flags print one error line on
   stderr and exit 2; a failure to start exits 1.
+- ``--audit-log-path FILE`` is kube-sim's equivalent of kube-apiserver's flag with an audit policy whose only
+  rule is ``level: Metadata``: one audit.k8s.io/v1 Event per request, at stage ResponseComplete.
+- ``--token-auth-file FILE`` adds static bearer tokens as kube-apiserver's flag does (CSV
+  ``token,user,uid,"group1,group2"``), e.g. one user per controller-manager replica; a bad file exits 2.
 - Runs on uvloop when it is importable.
 """
 
@@ -29,6 +33,7 @@ from typing import NoReturn
 
 import structlog
 
+from controller_manager.sim.apiserver.auth.tokenfile import read_token_file
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.faults import parse_fault_spec
 from controller_manager.sim.kubelet import KubeletConfig
@@ -105,8 +110,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    metavar="NAME.NAMESPACE.svc:PORT=HOST:PORT",
                    help="where an admission webhook given as that Service is reached (repeatable; kube-sim runs "
                         "no pods to route to)")
+    p.add_argument("--audit-log-path", default=None, metavar="FILE",
+                   help="write every API request to FILE as JSON lines of audit.k8s.io/v1 Events, as kube-apiserver "
+                        "does with this flag and a policy whose only rule is 'level: Metadata'")
+    p.add_argument("--token-auth-file", default=None, metavar="FILE",
+                   help="more bearer tokens, as kube-apiserver's flag: CSV lines token,user,uid,\"group1,group2\"")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(argv)
+    try:
+        args.static_tokens = read_token_file(args.token_auth_file) if args.token_auth_file else {}
+    except (OSError, ValueError) as exc:
+        p.error(f"--token-auth-file: {exc}")
     try:
         args.fault_actions = parse_fault_spec(args.faults)
     except ValueError as exc:
@@ -137,7 +151,10 @@ async def serve(args: argparse.Namespace) -> None:
     cluster = SimCluster(nodes=args.nodes, zones=args.zones, scheduler=not args.no_scheduler,
                          kubelets=not args.no_kubelets, port=args.port, host=args.host,
                          kubeconfig_path=args.kubeconfig, kubelet_config=config, tls=True,
-                         anonymous_admin=args.anonymous_admin, aggregate_cluster_roles=args.aggregate_cluster_roles)
+                         anonymous_admin=args.anonymous_admin, aggregate_cluster_roles=args.aggregate_cluster_roles,
+                         audit_log_path=args.audit_log_path)
+    assert cluster.api.auth is not None
+    cluster.api.auth.add_static_tokens(args.static_tokens)
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     cluster.api.options.service_account_admission = not args.no_service_account_admission
     for action in args.fault_actions:

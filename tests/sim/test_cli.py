@@ -66,6 +66,7 @@ async def test_serves_until_signalled(tmp_path: Path, sig: signal.Signals) -> No
         pytest.param(["--faults", "explode"], "--faults", id="bad-fault-spec"),
         pytest.param(["--webhook-service", "hook.default:443=127.0.0.1:8443"], "--webhook-service",
                      id="bad-webhook-service"),
+        pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
     ],
 )
 async def test_bad_flags_one_error_line(args: list[str], needle: str) -> None:
