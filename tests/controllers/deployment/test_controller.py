@@ -377,6 +377,11 @@ async def test_foreign_replica_sets_are_left_alone_and_unselected_ones_released(
             rs = await h.client.get(REPLICASETS, rs_web["metadata"]["name"], "default")
             return rs if controller_ref(rs) is None else None
         await wait_for(released, what="the unselected ReplicaSet released")
+
+        async def replaced() -> list[dict[str, Any]]:
+            return await owned_rss(h, web)
+        # The Deployment's status still reads complete until it syncs again: wait for its new ReplicaSet first.
+        await wait_for(replaced, what="web's new ReplicaSet")
         d = await complete(h, "web")
         [rs_new] = await owned_rss(h, d)
         assert rs_new["metadata"]["uid"] != rs_web["metadata"]["uid"]
