@@ -12,6 +12,8 @@ Guarantees:
   creates in each namespace, and gets the projected token volume. Without such a controller running,
   ``--no-service-account-admission`` turns the plugin off (the in-process ``SimCluster`` and ``ApiServer`` keep
   it off unless asked).
+- SIGUSR1 restarts the watch cache: every open watch is cut (clients resume from their resourceVersion,
+  history kept), as a kube-apiserver restart looks to its watchers.
 - SIGTERM or SIGINT stops the cluster cleanly and exits 0. Bad flags print one error line on
   stderr and exit 2; a failure to start exits 1.
 - ``--audit-log-path FILE`` is kube-sim's equivalent of kube-apiserver's flag with an audit policy whose only
@@ -160,11 +162,18 @@ async def serve(args: argparse.Namespace) -> None:
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:
+        # SIGUSR1: restart the watch cache (every watch cut, history kept), as an apiserver restart would.
+        loop.add_signal_handler(signal.SIGUSR1, _restart_watch_cache, cluster)
         sys.stdout.write(f"kube-sim ready: {cluster.url}\n")
         sys.stdout.flush()
         await stop.wait()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         loop.remove_signal_handler(sig)
+
+
+def _restart_watch_cache(cluster: SimCluster) -> None:
+    structlog.get_logger("kube-sim").info("restarting the watch cache (SIGUSR1)")
+    cluster.faults.restart()
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
