@@ -78,9 +78,10 @@ class Profile:
     replicas: int = 3
     nodes: int = 4
     zones: int = 2
-    lease_duration: float = 3.0
-    renew_deadline: float = 2.0
-    retry_period: float = 0.5
+    # Short (upstream's defaults are 15 s / 10 s / 2 s), yet renewals survive a busy shared 2-core machine.
+    lease_duration: float = 5.0
+    renew_deadline: float = 4.0
+    retry_period: float = 1.0
     faults: str = DEFAULT_FAULTS
     churn_interval: float = 1.0  # mean seconds between workload changes
     chaos_interval: float = 20.0  # mean seconds between chaos actions
@@ -109,6 +110,7 @@ class Report:
     faults_injected: int = 0
     objects_churned: int = 0
     writes_by_replicas: int = 0
+    self_exits: list[str] = field(default_factory=list)  # replica exits the chaos did not cause (restarted)
     violations: list[Violation] = field(default_factory=list)
     converged: bool = False
     converge_seconds: float | None = None
@@ -129,7 +131,8 @@ class Report:
                 f"{self.kills} SIGKILL, {self.terms} SIGTERM, {self.pauses} SIGSTOP/SIGCONT, "
                 f"{self.watch_restarts} watch-cache restarts, {self.faults_injected} faults injected, "
                 f"{self.objects_churned} workload changes, {self.writes_by_replicas} writes by replicas, "
-                f"{self.leader_changes} leader changes; violations: {len(self.violations)} {by_kind or ''}; "
+                f"{self.leader_changes} leader changes, {len(self.self_exits)} exits not caused by the chaos; "
+                f"violations: {len(self.violations)} {by_kind or ''}; "
                 f"converged: {self.converged} in {self.converge_seconds} s; "
                 f"longest without a leader: {self.longest_leaderless_seconds:.1f} s; RSS {rss}")
 
@@ -706,6 +709,7 @@ class Soak:
         self.audit = workdir / "audit.log"
         self.t0 = time.monotonic()
         self.checker = Checker(self.report, {f"replica-{i}" for i in range(profile.replicas)}, self.t0)
+        self.busy: set[str] = set()  # replicas the chaos is acting on (the supervisor leaves them alone)
 
     # processes
     async def start_sim(self) -> tuple[str, Obj]:
@@ -784,6 +788,13 @@ class Soak:
 
     # chaos
     async def chaos_step(self, api: Api) -> None:
+        self.busy = {r.name for r in self.replicas}
+        try:
+            await self._chaos_step(api)
+        finally:
+            self.busy = set()
+
+    async def _chaos_step(self, api: Api) -> None:
         action = self.chaos_rng.choices(["kill", "term", "pause", "watch-restart"], weights=[3, 2, 3, 2])[0]
         if action == "watch-restart":
             assert self.sim is not None
@@ -839,6 +850,18 @@ class Soak:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.profile.rss_interval)
 
+    async def _supervise(self, stop: asyncio.Event) -> None:
+        """Restart a replica that exited on its own (as its Deployment or systemd unit would), noting why."""
+        while not stop.is_set():
+            for r in self.replicas:
+                if r.proc is not None and r.proc.returncode is not None and r.name not in self.busy:
+                    last = _last_error(r.log)
+                    self.report.self_exits.append(f"{r.name}#{r.starts} exit {r.proc.returncode}: {last}")
+                    print(f"{r.name}#{r.starts} exited by itself ({r.proc.returncode}): {last}", flush=True)
+                    await self.start_replica(r)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+
     async def _audit_loop(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             self.checker.scan_audit(self.audit)
@@ -863,6 +886,7 @@ class Soak:
                 stop = asyncio.Event()
                 background.append(asyncio.create_task(self._sample_rss(stop), name="rss"))
                 background.append(asyncio.create_task(self._audit_loop(stop), name="audit"))
+                background.append(asyncio.create_task(self._supervise(stop), name="supervisor"))
                 try:
                     await self._soak(api)
                     await self._converge(api)
@@ -916,6 +940,17 @@ class Soak:
                 return
             await asyncio.sleep(2)
         self.report.unconverged = left
+
+
+def _last_error(log: Path | None) -> str:
+    if log is None or not log.exists():
+        return ""
+    for line in reversed(log.read_text(errors="replace").splitlines()):
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict) and record.get("level") == "error":
+                return str(record.get("event"))
+    return ""
 
 
 async def run_soak(profile: Profile, workdir: Path) -> Report:
