@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint test test-fast demo bench bench-quick clean
+.PHONY: install lint test test-fast demo bench bench-quick chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,5 +34,11 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(BIN)/python -m bench --quick
 
+# The chaos soak (bench/chaos.py): CHAOS_MINUTES (default 60) of faults, kills, pauses and churn; exit 1 on any
+# violated invariant or a cluster that does not converge. The 2-minute seeded profile runs in `make test`.
+CHAOS_MINUTES ?= 60
+chaos: $(STAMP)
+	$(BIN)/python -m bench.chaos --minutes $(CHAOS_MINUTES) --workdir chaos-run
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info chaos-run

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -70,6 +71,13 @@ def _selector_params(label_selector: str | None, field_selector: str | None) -> 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Fenced:
+    """Marks a write for the connection-time fence check; ``what`` names it in the error."""
+
+    what: str
 
 
 class ApiClient:
@@ -146,8 +154,19 @@ class ApiClient:
         headers = {"User-Agent": self._user_agent, "Accept": JSON}
         if self.config.source is None and self.config.authorization:
             headers["Authorization"] = self.config.authorization
-        self._session = aiohttp.ClientSession(connector=connector, headers=headers, auto_decompress=True)
+        # The write fence is checked again once the request has its connection, just before it goes out: a
+        # process paused between the first check and the send (a TLS handshake, a busy loop) sends nothing stale.
+        fence = aiohttp.TraceConfig()
+        fence.on_connection_reuseconn.append(self._fence_on_connection)
+        fence.on_connection_create_end.append(self._fence_on_connection)
+        self._session = aiohttp.ClientSession(connector=connector, headers=headers, auto_decompress=True,
+                                              trace_configs=[fence])
         return self._session
+
+    async def _fence_on_connection(self, _session: aiohttp.ClientSession, ctx: Any, _params: Any) -> None:
+        described = ctx.trace_request_ctx
+        if isinstance(described, _Fenced) and self._write_fence is not None and not self._write_fence():
+            raise WriteFenced(f"{described.what}: not sent: this process no longer knows it holds the leader Lease")
 
     def _backoff(self, attempt: int) -> float:
         return float(min(self._backoff_cap, self._backoff_base * (2 ** (attempt - 1))))
@@ -192,6 +211,7 @@ class ApiClient:
             try:
                 resp = await session.request(
                     method, url, params=params, data=data, headers=headers, timeout=timeout or self._timeout,
+                    trace_request_ctx=None if safe or self._write_fence is None else _Fenced(f"{method} {path}"),
                     **self._extra,
                 )
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:

@@ -27,6 +27,8 @@ Guarantees:
   driver: its CSIDriver and default StorageClass exist once the block is entered, its provisioner and attacher
   run (``cluster.storage``), and the kubelets publish CSINodes, wait for pods' volumes and report
   ``volumesInUse``. Without it (the in-process default) pods' volumes are not looked at.
+- ``audit_log_path`` (``kube-sim --audit-log-path``) writes every HTTP request to that file as an audit
+  Event at level Metadata (:mod:`apiserver.audit`); ``cluster.audit`` is the log, flushed when the cluster stops.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from controller_manager.api.resources import NODES
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim import tls as tls_certs
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
+from controller_manager.sim.apiserver.audit import AuditLog
 from controller_manager.sim.faults import FaultInjector
 from controller_manager.sim.kubeconfig import write_kubeconfig
 from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
@@ -101,6 +104,7 @@ class SimCluster:
         aggregate_cluster_roles: bool = True,
         storage: StorageConfig | None = None,
         resize_delay: float = 0.0,
+        audit_log_path: str | Path | None = None,
     ) -> None:
         if nodes < 0:
             raise ValueError("nodes must be >= 0")
@@ -128,6 +132,8 @@ class SimCluster:
         self.serving_cert = tls_certs.generate(host) if tls else None
         self.url = ""
         self.kubeconfig_path: Path = Path()
+        self._audit_log_path = audit_log_path
+        self.audit: AuditLog | None = None
 
     # ---- lifecycle
 
@@ -144,7 +150,17 @@ class SimCluster:
         await self.stop()
 
     async def start(self) -> None:
-        middlewares = [self._insecure_port_admin] if self._anonymous_admin else []
+        middlewares: list[Any] = []
+        if self._audit_log_path is not None:
+            # Outermost, as the apiserver's audit filter wraps the rest: refused and fault-injected requests
+            # are audited too.
+            auth = self.api.auth
+            assert auth is not None
+            self.audit = AuditLog(self._audit_log_path, auth.authenticate)
+            self.audit.start()
+            middlewares.append(self.audit.middleware)
+        if self._anonymous_admin:
+            middlewares.append(self._insecure_port_admin)
         app = build_app(self.api, middlewares=[*middlewares, self.faults.middleware])
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -188,6 +204,8 @@ class SimCluster:
             self.api.close_all_watches()
             await self._runner.cleanup()
             self._runner = None
+        if self.audit is not None:
+            await self.audit.close()
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None

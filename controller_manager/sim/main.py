@@ -17,8 +17,14 @@ Guarantees:
   external-attacher acting after ``--storage-provision-delay`` / ``--storage-attach-delay`` seconds, and kubelets
   that publish CSINodes, start pods only once their volumes are attached and report ``volumesInUse``
   (:mod:`controller_manager.sim.storage`).
+- SIGUSR1 restarts the watch cache: every open watch is cut (clients resume from their resourceVersion,
+  history kept), as a kube-apiserver restart looks to its watchers.
 - SIGTERM or SIGINT stops the cluster cleanly and exits 0. Bad flags print one error line on
   stderr and exit 2; a failure to start exits 1.
+- ``--audit-log-path FILE`` is kube-sim's equivalent of kube-apiserver's flag with an audit policy whose only
+  rule is ``level: Metadata``: one audit.k8s.io/v1 Event per request, at stage ResponseComplete.
+- ``--token-auth-file FILE`` adds static bearer tokens as kube-apiserver's flag does (CSV
+  ``token,user,uid,"group1,group2"``), e.g. one user per controller-manager replica; a bad file exits 2.
 - Runs on uvloop when it is importable.
 """
 
@@ -36,6 +42,7 @@ from typing import NoReturn
 import structlog
 
 from controller_manager.sim.apiserver.auth.legacy_tokens import load_public_keys
+from controller_manager.sim.apiserver.auth.tokenfile import read_token_file
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.faults import parse_fault_spec
 from controller_manager.sim.kubelet import KubeletConfig
@@ -131,8 +138,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    metavar="NAME.NAMESPACE.svc:PORT=HOST:PORT",
                    help="where an admission webhook given as that Service is reached (repeatable; kube-sim runs "
                         "no pods to route to)")
+    p.add_argument("--audit-log-path", default=None, metavar="FILE",
+                   help="write every API request to FILE as JSON lines of audit.k8s.io/v1 Events, as kube-apiserver "
+                        "does with this flag and a policy whose only rule is 'level: Metadata'")
+    p.add_argument("--token-auth-file", default=None, metavar="FILE",
+                   help="more bearer tokens, as kube-apiserver's flag: CSV lines token,user,uid,\"group1,group2\"")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(argv)
+    try:
+        args.static_tokens = read_token_file(args.token_auth_file) if args.token_auth_file else {}
+    except (OSError, ValueError) as exc:
+        p.error(f"--token-auth-file: {exc}")
     try:
         args.fault_actions = parse_fault_spec(args.faults)
     except ValueError as exc:
@@ -170,7 +186,10 @@ async def serve(args: argparse.Namespace) -> None:
                          anonymous_admin=args.anonymous_admin, aggregate_cluster_roles=args.aggregate_cluster_roles,
                          storage=None if args.no_storage else StorageConfig(
                              provision_delay=args.storage_provision_delay, delete_delay=args.storage_provision_delay,
-                             attach_delay=args.storage_attach_delay, detach_delay=args.storage_attach_delay))
+                             attach_delay=args.storage_attach_delay, detach_delay=args.storage_attach_delay),
+                         audit_log_path=args.audit_log_path)
+    assert cluster.api.auth is not None
+    cluster.api.auth.add_static_tokens(args.static_tokens)
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     cluster.api.options.service_account_admission = not args.no_service_account_admission
     if args.service_account_key_file:
@@ -179,11 +198,18 @@ async def serve(args: argparse.Namespace) -> None:
     for action in args.fault_actions:
         action(cluster.faults)
     async with cluster:
+        # SIGUSR1: restart the watch cache (every watch cut, history kept), as an apiserver restart would.
+        loop.add_signal_handler(signal.SIGUSR1, _restart_watch_cache, cluster)
         sys.stdout.write(f"kube-sim ready: {cluster.url}\n")
         sys.stdout.flush()
         await stop.wait()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         loop.remove_signal_handler(sig)
+
+
+def _restart_watch_cache(cluster: SimCluster) -> None:
+    structlog.get_logger("kube-sim").info("restarting the watch cache (SIGUSR1)")
+    cluster.faults.restart()
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

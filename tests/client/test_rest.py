@@ -274,3 +274,21 @@ async def test_a_fenced_client_sends_no_write_but_still_reads(fake: FakeApiServe
     assert (await client.get(PODS, "web-1", "ns"))["metadata"]["name"] == "web-1"
     assert [(r.method, r.path) for r in fake.requests] == [("POST", "/api/v1/namespaces/ns/pods"),
                                                             ("GET", "/api/v1/namespaces/ns/pods/web-1")]
+
+
+async def test_the_fence_is_checked_again_when_the_write_has_its_connection(fake: FakeApiServer,
+                                                                          client: ApiClient) -> None:
+    # A process paused after the first check (waiting on a TLS handshake, a busy loop) and woken after it lost
+    # the Lease: found at connection time, the write is still not sent. (The chaos soak saw such writes.)
+    fake.on("POST", "/api/v1/namespaces/ns/pods", reply(POD, 201))
+    fake.on("GET", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    answers = iter([True, False])
+    client.fence_writes(lambda: next(answers, False))
+    with pytest.raises(WriteFenced, match="POST /api/v1/namespaces/ns/pods: not sent"):
+        await client.create(PODS, POD, "ns")
+    assert (await client.get(PODS, "web-1", "ns"))["metadata"]["name"] == "web-1"  # reads are never fenced
+    for _ in range(2):  # on a fresh connection and on a pooled one alike
+        answers = iter([True, False])
+        with pytest.raises(WriteFenced):
+            await client.create(PODS, POD, "ns")
+    assert [(r.method, r.path) for r in fake.requests] == [("GET", "/api/v1/namespaces/ns/pods/web-1")]

@@ -17,6 +17,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from controller_manager.api.resources import EVENTS, PODS, Resource
@@ -170,13 +171,15 @@ async def controller_harness(*controller_types: type[Controller], nodes: int = 3
                              kubelet_config: KubeletConfig = FAST_KUBELETS, options: Mapping[str, Any] | None = None,
                              workers: int | None = None, start: bool = True,
                              qps: float = 0.0, controller_clock: Clock | None = None,
-                             storage: StorageConfig | None = None, tls: bool = False) -> AsyncIterator[Harness]:
+                             storage: StorageConfig | None = None, tls: bool = False,
+                             audit_log_path: Path | None = None) -> AsyncIterator[Harness]:
     """A running :class:`Harness`; ``start=False`` leaves the controllers for the test to ``start()``.
     ``storage``: kube-sim's simulated CSI driver, with kubelets that wait for pods' volumes; ``tls=True``
-    serves HTTPS (kubectl sends bearer tokens only over HTTPS)."""
+    serves HTTPS (kubectl sends bearer tokens only over HTTPS); ``audit_log_path`` has kube-sim write its audit
+    log there (complete once the block is left)."""
     clock = RealClock()
     async with SimCluster(nodes=nodes, kubelet_config=kubelet_config, scheduler_retry_interval=0.5,
-                          clock=clock, storage=storage, tls=tls) as cluster:
+                          clock=clock, storage=storage, tls=tls, audit_log_path=audit_log_path) as cluster:
         config = await load_config(kubeconfig=str(cluster.kubeconfig_path))
         async with ApiClient(config, qps=qps, burst=max(1, int(qps * 1.5)), clock=clock) as client:
             harness = Harness(cluster, client, controller_types, options or {}, workers, clock, controller_clock)

@@ -264,6 +264,61 @@ async def sim(processes: Processes) -> KubeSim:
     return await start_kube_sim(processes)
 
 
+def write_token_file(path: Path, users: Iterable[str]) -> dict[str, str]:
+    """A ``--token-auth-file`` giving each user (in ``system:masters``) a fresh token; user -> token."""
+    tokens = {user: base64.b32encode(os.urandom(15)).decode().lower() for user in users}
+    path.write_text("".join(f'{token},{user},uid-{user},"system:masters"\n' for user, token in tokens.items()))
+    return tokens
+
+
+def user_kubeconfig(sim: KubeSim, user: str, token: str) -> Path:
+    """A copy of kube-sim's kubeconfig whose current context authenticates as ``user`` with ``token``."""
+    config = json.loads(json.dumps(sim.config))
+    context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+    context["context"]["user"] = user
+    config["users"].append({"name": user, "user": {"token": token}})
+    path = sim.kubeconfig.with_name(f"kubeconfig-{user}")
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass(frozen=True)
+class Audited:
+    """One line of kube-sim's audit log (``--audit-log-path``), with what the tests look at."""
+
+    user: str
+    verb: str
+    resource: str  # "pods", "leases", "events" (either API group), "replicasets/status", ...
+    name: str
+    code: int
+    received: str  # RFC 3339 with microseconds: compares as text
+    completed: str
+    event: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def write(self) -> bool:
+        return self.verb in WRITE_VERBS
+
+
+def read_audit_log(path: Path) -> list[Audited]:
+    """Every complete line of the audit log so far, in completion order."""
+    out = []
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):
+            e = json.loads(line)
+            ref = e.get("objectRef") or {}
+            resource = ref.get("resource", "")
+            if ref.get("subresource"):
+                resource += "/" + ref["subresource"]
+            out.append(Audited(e["user"]["username"], e["verb"], resource, ref.get("name", ""),
+                               e["responseStatus"]["code"], e["requestReceivedTimestamp"], e["stageTimestamp"], e))
+    return out
+
+
 # --- controller-manager -------------------------------------------------------------------------------
 
 
@@ -289,11 +344,13 @@ class Manager:
 
 
 async def start_manager(processes: Processes, sim: KubeSim, *flags: str, name: str = "manager",
-                        election: Iterable[str] = FAST_ELECTION, https: Https | None = None) -> Manager:
-    """Start ``controller-manager`` against ``sim``; with ``https``, return once it serves /healthz."""
+                        election: Iterable[str] = FAST_ELECTION, https: Https | None = None,
+                        kubeconfig: Path | None = None) -> Manager:
+    """Start ``controller-manager`` against ``sim`` (as the admin, or as ``kubeconfig``'s user); with ``https``,
+    return once it serves /healthz."""
     port = free_port()
     process = await processes.spawn(
-        name, CONTROLLER_MANAGER, f"--kubeconfig={sim.kubeconfig}", f"--secure-port={port}",
+        name, CONTROLLER_MANAGER, f"--kubeconfig={kubeconfig or sim.kubeconfig}", f"--secure-port={port}",
         "--bind-address=127.0.0.1", *election, *flags)
     manager = Manager(process, port)
     if https is not None:

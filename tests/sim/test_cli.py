@@ -70,6 +70,7 @@ async def test_serves_until_signalled(tmp_path: Path, sig: signal.Signals) -> No
                      id="missing-service-account-key-file"),
         pytest.param(["--service-account-key-file", __file__], "does not contain any valid RSA or ECDSA public keys",
                      id="not-a-key-file"),
+        pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
     ],
 )
 async def test_bad_flags_one_error_line(args: list[str], needle: str) -> None:

@@ -27,6 +27,11 @@ Guarantees:
   ready pods wait out ``minReadySeconds`` the key is synced again when the next one turns available.
 - An RS with an invalid selector is logged with its key and skipped; no handler or sync error
   escapes into a worker except through the runner's retry path.
+- Read-your-own-writes, as upstream's StaleControllerConsistencyReplicaSet (on by default since 1.36): the
+  resourceVersions of an RS's status write and of the pods created for it are recorded; its next sync is
+  skipped and requeued through the rate limiter (nothing logged above debug) until both informers have
+  applied events at least that new (:mod:`controllerutil.consistency`), so it never acts on, or writes
+  status from, a copy older than its own last write.
 - Events (SuccessfulCreate, FailedCreate, SuccessfulDelete, FailedDelete) come from the PodControl, about
   the RS, as source component ``kind.component``.
 """
@@ -42,6 +47,7 @@ from controller_manager.api.pods import pod_key, split_active_and_terminating
 from controller_manager.api.resources import PODS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
+from controller_manager.controllerutil.consistency import ConsistencyStore, StaleCache
 from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
@@ -100,6 +106,11 @@ class ReplicaManager(Controller):
             created=lambda rs, pod: self.expectations.creation_observed(key_of(rs)), deleted=self._pod_deleted)
         self.rs_informer.add_handler(self._on_replica_set)
         self.pod_informer.add_handler(self.pods.on_event)
+        # Read-your-own-writes (upstream's StaleControllerConsistencyReplicaSet, on by default): a sync waits
+        # until the informers show this controller's last status write and pod creations for that RS.
+        rs_informer, pod_informer = self.rs_informer, self.pod_informer
+        self.consistency = ConsistencyStore({resource.plural: lambda: rs_informer.last_sync_resource_version,
+                                             PODS.plural: lambda: pod_informer.last_sync_resource_version})
 
     # --- event handlers (synchronous: they only enqueue keys and count expectations) ----------------
 
@@ -125,6 +136,7 @@ class ReplicaManager(Controller):
         key = key_of(rs)
         # A new RS of the same name must start without the old one's expectations.
         self.expectations.delete_expectations(key)
+        self.consistency.clear(key, str(meta(rs).get("uid") or ""))
         self._selectors.forget(key)
         self.queue.add(key)
 
@@ -190,9 +202,17 @@ class ReplicaManager(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
+        try:
+            self.consistency.ensure_ready(key)
+        except StaleCache as stale:
+            # Our own last write is not in the cache yet: acting now would undo or repeat it (and a status
+            # write would fail with 409). Try again through the rate limiter, as upstream's error return does.
+            self.log.debug("skipping sync of a stale replica set", key=key, reason=str(stale))
+            return Result(rate_limited=True)
         rs = self.rs_informer.store.get(key)
         if rs is None:
             self.log.debug("replica set has been deleted", key=key)
+            self.consistency.clear(key)
             self.expectations.delete_expectations(key)
             self._selectors.forget(key)
             return None
@@ -223,6 +243,9 @@ class ReplicaManager(Controller):
         new_status = calculate_status(rs, active, terminating, manage_error, now,
                                       terminating_replicas=self.kind.status_terminating_replicas)
         updated = await update_status(self.ctx.client, self.kind, rs, new_status)
+        if updated is not rs:  # written: the next sync waits until the cache shows it
+            self.consistency.wrote_at(key, str(meta(rs).get("uid") or ""), self.kind.resource.plural,
+                                      str(meta(updated).get("resourceVersion") or ""))
         if manage_error is not None:
             raise manage_error
 
@@ -246,9 +269,12 @@ class ReplicaManager(Controller):
             template = (rs.get("spec") or {}).get("template") or {}
             ref = new_controller_ref(rs, self.kind.resource)
 
+            uid = str(meta(rs).get("uid") or "")
+
             async def create(_: int) -> None:
                 try:
-                    await self.pod_control.create_pods(namespace, template, rs, ref)
+                    pod = await self.pod_control.create_pods(namespace, template, rs, ref)
+                    self.consistency.wrote_at(key, uid, PODS.plural, str(meta(pod).get("resourceVersion") or ""))
                 except ApiError as err:
                     if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
                         return  # every create will fail until the namespace is gone: nothing to retry

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
+    audit,
     auth,
     codec,
     compression,
@@ -188,6 +189,7 @@ class _Handlers:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         user = self.auth.authenticate(request.headers, request[_AUTH_WARNINGS])
         request[_USER] = user
+        audit.note_user(user)
         info = parse(request.method, request.path, request.query)
         accept = _Accept(request.headers.get("Accept", ""))
         if not info.is_resource:

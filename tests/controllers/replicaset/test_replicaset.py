@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +16,7 @@ from controller_manager.api.meta import controller_ref, is_being_deleted
 from controller_manager.api.pods import is_pod_active
 from controller_manager.api.resources import PODS, REPLICASETS
 from controller_manager.controllers.replicaset import ReplicaSetController
-from tests.controllers.harness import Harness, controller_harness, wait_for
+from tests.controllers.harness import FAST_KUBELETS, Harness, controller_harness, wait_for
 
 APP = {"app": "web"}
 SIM = "sim.controller-manager.io/"
@@ -208,7 +211,9 @@ async def _no_active_owned(h: Harness, rs: dict[str, Any]) -> bool:
 
 
 async def test_status_counts_ready_available_and_terminating_replicas() -> None:
-    async with controller_harness(ReplicaSetController) as h:
+    # Deleted pods take 3 s to stop (their grace period, capped): long enough to be seen terminating.
+    async with controller_harness(ReplicaSetController,
+                                  kubelet_config=dataclasses.replace(FAST_KUBELETS, termination_delay=3.0)) as h:
         await h.client.create(REPLICASETS, replica_set(replicas=3, min_ready_seconds=2))
         # Ready at once, available only after minReadySeconds: the controller looks again by itself.
         await until_status(h, replicas=3, readyReplicas=3, availableReplicas=0)
@@ -315,3 +320,27 @@ async def test_controller_restart_mid_scale_up_converges_without_extras(graceful
         rs = await get_rs(h)
         assert len(active(owned_by(await h.pods(), rs))) == 100
         assert max(seen) <= 100
+
+
+async def test_status_writes_wait_for_the_cache_to_show_the_last_one_no_conflicts(tmp_path: Path) -> None:
+    # The ReplicaSet watch lags the controller's own writes by 0.3 s while pods keep changing: without
+    # read-your-own-writes each pod event syncs the RS from a copy older than its last status write, whose
+    # update then fails with 409 Conflict (about half of them did). Counted from kube-sim's audit log.
+    audit = tmp_path / "audit.log"
+    async with controller_harness(ReplicaSetController, start=False, audit_log_path=audit) as h:
+        h.cluster.faults.slow_watch(0.5, resources=["replicasets"])
+        await h.start()
+        await h.client.create(REPLICASETS, replica_set(replicas=20))
+        await until_status(h, replicas=20, readyReplicas=20, availableReplicas=20, timeout=40)
+        # Pods killed one after another, faster than the watch shows the RS's status: every one syncs the RS.
+        for pod in (await h.pods())[:10]:
+            await h.client.delete(PODS, pod["metadata"]["name"], "default")
+            await asyncio.sleep(0.1)
+        await until_status(h, replicas=20, readyReplicas=20, availableReplicas=20, timeout=40)
+    rs_writes = [e for e in map(json.loads, audit.read_text().splitlines())
+                 if e["verb"] in ("update", "patch") and e["objectRef"].get("resource") == "replicasets"]
+    writes = [e for e in rs_writes if e["objectRef"].get("subresource") == "status"]
+    conflicts = [e for e in writes if e["responseStatus"]["code"] == 409]
+    assert len(writes) >= 4  # statuses were written along the way
+    assert conflicts == [], [(e["verb"], e["objectRef"].get("subresource"), e["responseStatus"]["code"],
+                              e["requestReceivedTimestamp"], e["stageTimestamp"]) for e in rs_writes]

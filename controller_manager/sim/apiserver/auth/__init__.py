@@ -2,10 +2,11 @@
 
 Guarantees:
 - With no admin token configured, authentication is off and every request acts as the admin.
-- Bearer tokens: the admin token's user (``admin``, group ``system:masters``), the viewer token's user
-  (``viewer``, bound to the ``kube-sim:viewer`` read-only ClusterRole), or a ServiceAccount token this server
-  issued (:mod:`tokens`) for one of the API server's audiences. No token is ``system:anonymous``; anything
-  else (an unknown, expired or revoked token, another scheme) is 401.
+- Bearer tokens: those of ``--token-auth-file`` (:mod:`tokenfile`, :meth:`Auth.add_static_tokens`), the admin
+  token's user (``admin``, group ``system:masters``), the viewer token's user (``viewer``, bound to the
+  ``kube-sim:viewer`` read-only ClusterRole), or a ServiceAccount token this server issued (:mod:`tokens`) for
+  one of the API server's audiences. No token is ``system:anonymous``; anything else (an unknown, expired or
+  revoked token, another scheme) is 401.
 - ``Impersonate-User``/``-Group``/``-Uid``/``-Extra-*`` headers act as that user once the requester may
   ``impersonate`` each part (users, groups, serviceaccounts, uids, userextras), else 403.
 - Every request by a user outside ``system:masters`` is decided as ``--authorization-mode=Node,RBAC`` decides:
@@ -81,6 +82,10 @@ class Auth:
         for a file that cannot be read or holds no key)."""
         self.legacy.keys = legacy_tokens.load_public_keys(paths)
         self.api.options.service_account_key_files = tuple(paths)
+    def add_static_tokens(self, users: Mapping[str, User]) -> None:
+        """More bearer tokens and their users (``--token-auth-file``); turns authentication on."""
+        self._static.update(users)
+        self.enabled = self.enabled or bool(users)
 
     def user_for_token(self, token: str, audiences: tuple[str, ...] = tokens.API_AUDIENCES) -> User:
         """The token's user (with the audiences it matched); raises InvalidToken."""
