@@ -59,6 +59,7 @@ from controller_manager.sim.apiserver.watch import View, Watcher, full_view
 # utilrand's alphabet: no vowels or look-alike characters, so generated names never spell words.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATE_ATTEMPTS = 8
+_STATUS_WRITE_KEEPS = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
 PatchBody = bytes | str | dict[str, Any] | list[Any]
@@ -524,6 +525,10 @@ class ApiServer:
             raise errors.StatusError(validation.invalid_status(
                 (res.group, res.plural), name,
                 [validation_errors.invalid("metadata.resourceVersion", 0, "must be specified for an update")]))
+        if subresource == "status" and kind.defaults_spec_only and self.webhook_point is None:
+            # The status strategy replaces everything but status and metadata with the stored values before
+            # anything reads them: the defaults of the spec sent would be thrown away.
+            obj = {k: v for k, v in obj.items() if k in _STATUS_WRITE_KEEPS}
         obj = defaults.apply_defaults(res, obj)
         old = existing.obj
         stored_res = kind.storage(res)

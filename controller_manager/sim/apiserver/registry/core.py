@@ -64,6 +64,7 @@ class PodStrategy(Strategy):
     kind = "Pod"
     tracks_generation = True
     status_reset_meta = ("ownerReferences",)
+    defaults_spec_only = True  # (defaults._pod)
     returns_deleted_object = True
     graceful_delete = True
 
