@@ -359,8 +359,10 @@ class ApiServer:
         obj = defaults.apply_defaults(res, obj)
         # The creator owns what it sent, defaults included, but not what the registry fills in below (nor what
         # mutating admission adds: upstream records managedFields before admission runs).
-        defaulted = obj
-        obj = admission.mutate(self, res, obj, namespace)
+        if managed_fields is fieldmanager.MISSING and field_manager is not None:
+            managed_fields = fieldmanager.track_update(res, None, obj, manager=field_manager, subresource="",
+                                                       incoming=incoming, now=format_time(self.clock.now()))
+        obj = admission.mutate(self, res, obj, namespace)  # (the defaulted copy is this write's own)
         if self.webhook_point is not None:
             obj = self.webhook_point.mutating(res, obj, None, res)
         kind = strategy_for(res)
@@ -374,9 +376,6 @@ class ApiServer:
             self.webhook_point.validating(stored_res, obj, None, stored_res)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
         obj = codec.normalize(store.resource, obj, body)
-        if managed_fields is fieldmanager.MISSING and field_manager is not None:
-            managed_fields = fieldmanager.track_update(res, None, defaulted, manager=field_manager, subresource="",
-                                                       incoming=incoming, now=format_time(self.clock.now()))
         meta = _with_managed_fields(obj["metadata"], managed_fields)
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
             key = self.key(stored_res, namespace, meta["name"])

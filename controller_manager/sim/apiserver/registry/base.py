@@ -142,7 +142,8 @@ class Strategy:
         return None
 
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
-        """The mutating admission plugins that apply to this kind: ``obj`` itself or a changed copy."""
+        """The mutating admission plugins that apply to this kind: ``obj``, which is the create's own and may be
+        changed in place, or what they made of it."""
         return obj
 
     def validating_admission(self, api: ApiServer, obj: Obj) -> None:
