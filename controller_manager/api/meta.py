@@ -6,6 +6,7 @@ Objects are the API's JSON as plain dicts and are never mutated here.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -60,9 +61,21 @@ def is_being_deleted(obj: Obj) -> bool:
     return meta(obj).get("deletionTimestamp") is not None
 
 
+_last_time: tuple[int, str] = (-1, "")
+
+
 def format_time(ts: float) -> str:
     """RFC 3339 with second precision, as metav1.Time serialises (``2024-05-01T10:00:00Z``)."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_time
+    frac, whole = math.modf(ts)  # the second datetime.fromtimestamp lands on (microseconds rounded half-even)
+    micros = round(frac * 1e6)
+    second = int(whole) + (micros >= 1_000_000) - (micros < 0)
+    last = _last_time
+    if last[0] == second:  # a busy server stamps many writes within one second
+        return last[1]
+    text = datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_time = (second, text)
+    return text
 
 
 def format_micro_time(ts: float) -> str:

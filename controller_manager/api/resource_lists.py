@@ -10,6 +10,7 @@ Guarantees (``k8s.io/apiserver/pkg/quota/v1`` helpers over ``resource.Quantity``
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ class Amount:
     @classmethod
     def of(cls, quantity: Any) -> Amount:
         """The amount of a quantity as a client sent it; ``ValueError`` for what is not a quantity."""
+        if isinstance(quantity, str):  # (amounts never change: the texts every pod repeats are read once)
+            return _amount_of_text(quantity)
         return cls(parse_quantity(quantity), _format_of(quantity))
 
     def text(self) -> str:
@@ -56,6 +59,11 @@ class Amount:
 
 
 ResourceList = dict[str, Amount]
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount_of_text(quantity: str) -> Amount:
+    return Amount(parse_quantity(quantity), _format_of(quantity))
 
 
 def _format_of(quantity: Any) -> str:

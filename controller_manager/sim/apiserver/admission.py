@@ -30,8 +30,8 @@ QuotaChanges = list[tuple[Obj, ResourceList]]
 
 
 def mutate(api: ApiServer, res: Resource, obj: Obj, namespace: str | None) -> Obj:
-    """The mutating plugins on a create (the kind's strategy knows which apply): ``obj`` itself when none
-    applies, else a changed copy."""
+    """The mutating plugins on a create (the kind's strategy knows which apply): ``obj`` (the create's own
+    defaulted copy, which they may change in place) or what they made of it."""
     return strategy_for(res).mutating_admission(api, obj, namespace)
 
 

@@ -641,7 +641,21 @@ def _null_to_zero(item: Any, elem: Type) -> Any:
     return {"string": "", "bool": False, "bytes": ""}.get(elem.kind, 0)
 
 
+_ELEM_GO_TYPES: dict[tuple[str, int], tuple[Type, str]] = {}  # (go type, id(elem)) -> (elem, its Go type)
+
+
 def _elem_go_type(go_type: str, elem: Type) -> str:
+    hit = _ELEM_GO_TYPES.get((go_type, id(elem)))
+    if hit is not None and hit[0] is elem:
+        return hit[1]
+    named = _elem_go_type_of(go_type, elem)
+    if len(_ELEM_GO_TYPES) >= 8192:  # (custom resources' types come and go)
+        _ELEM_GO_TYPES.clear()
+    _ELEM_GO_TYPES[(go_type, id(elem))] = (elem, named)
+    return named
+
+
+def _elem_go_type_of(go_type: str, elem: Type) -> str:
     if go_type.startswith("[]"):
         return go_type[2:]
     if go_type.startswith("map["):

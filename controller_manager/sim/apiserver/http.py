@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
@@ -62,6 +62,7 @@ _HEALTH = ("/healthz", "/livez", "/readyz")
 # What a subresource's body decodes into (for a protobuf body without apiVersion/kind, and its errors).
 _SUBRESOURCE_KINDS = {"scale": ("autoscaling/v1", "Scale"), "eviction": ("policy/v1", "Eviction"),
                       "binding": ("v1", "Binding"), "token": ("authentication.k8s.io/v1", "TokenRequest")}
+_T = TypeVar("_T")
 _USER = web.RequestKey("user", auth.User)  # the request's authenticated user
 _AUTH_WARNINGS = web.RequestKey("auth_warnings", list[str])  # what the authenticator warns the client of
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
@@ -451,9 +452,9 @@ class _Handlers:
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             obj = decoded.obj
             created, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
-                                                   api.create(res, obj, namespace, dry_run=dry_run or dry, typed=True,
-                                                              field_manager=manager))
-            return _with_warnings(_response(encode(created), 201), decoded.warnings + hooked)
+                                                   api.create_raw(res, obj, namespace, dry_run=dry_run or dry,
+                                                                  typed=True, field_manager=manager))
+            return _with_warnings(_response(created, 201), decoded.warnings + hooked)
         if verb == "update":
             body = await self._body(request, res=res, expect=_SUBRESOURCE_KINDS.get(sub or ""),
                                     number_texts=sub in (None, "status", "finalize", "approval"))
@@ -477,10 +478,10 @@ class _Handlers:
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)
             new = fieldmanager.keep_reset(body, decoded.obj)
             updated, hooked = await self._admitted(request, res, info, namespace, dry_run, manager, lambda dry:
-                                                   api.update(res, new, subresource=sub, dry_run=dry_run or dry,
-                                                              namespace=namespace, name=name, field_manager=manager,
-                                                              typed=True))
-            return _with_warnings(_response(encode(updated), 200 if current is not None else 201),
+                                                   api.update_raw(res, new, subresource=sub,
+                                                                  dry_run=dry_run or dry, namespace=namespace,
+                                                                  name=name, field_manager=manager, typed=True))
+            return _with_warnings(_response(updated, 200 if current is not None else 201),
                                   decoded.warnings + hooked)
         if verb == "patch":
             body = await self._body(request, patch=True)
@@ -569,7 +570,7 @@ class _Handlers:
     # --- admission webhooks (webhooks.dispatch) ------------------------------------------------------------
 
     async def _admitted(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
-                        dry_run: bool, manager: str, write: Callable[[bool], Obj]) -> tuple[Obj, list[str]]:
+                        dry_run: bool, manager: str, write: Callable[[bool], _T]) -> tuple[_T, list[str]]:
         """``write(dry)`` run with the admission webhooks that apply; the object and the webhooks' warnings."""
         # A Namespace's own path names it as the request's namespace too (RequestInfo), as webhooks are told.
         ns = info.namespace if strategy_for(res).names_own_namespace else namespace or ""

@@ -51,7 +51,7 @@ from controller_manager.sim.apiserver.auth import Auth, bootstrap, legacy_tokens
 from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS
 from controller_manager.sim.apiserver.crd.registry import CustomResources
 from controller_manager.sim.apiserver.fieldsel import compile_selector
-from controller_manager.sim.apiserver.objects import Obj, Stored, decode, partial_metadata
+from controller_manager.sim.apiserver.objects import Obj, Stored, decode, encode, partial_metadata
 from controller_manager.sim.apiserver.registry import Write, strategy_for
 from controller_manager.sim.apiserver.storage import ResourceStore
 from controller_manager.sim.apiserver.watch import View, Watcher, full_view
@@ -59,6 +59,7 @@ from controller_manager.sim.apiserver.watch import View, Watcher, full_view
 # utilrand's alphabet: no vowels or look-alike characters, so generated names never spell words.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_GENERATE_ATTEMPTS = 8
+_STATUS_WRITE_KEEPS = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
 PatchBody = bytes | str | dict[str, Any] | list[Any]
@@ -336,7 +337,16 @@ class ApiServer:
     def create(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
                typed: bool = False, field_manager: str | None = None,
                managed_fields: Any = fieldmanager.MISSING) -> Obj:
-        """POST. ``typed``: ``obj`` is a request body as :func:`codec.typed` decoded it, already in Go's JSON
+        """POST: the created object (a private copy); see :meth:`create_raw`."""
+        created: Obj = decode(self.create_raw(res, obj, namespace, dry_run=dry_run, typed=typed,
+                                              field_manager=field_manager, managed_fields=managed_fields))
+        return created
+
+    def create_raw(self, res: Resource, obj: Obj, namespace: str | None = None, *, dry_run: bool = False,
+                   typed: bool = False, field_manager: str | None = None,
+                   managed_fields: Any = fieldmanager.MISSING) -> bytes:
+        """POST, answered with the created object's JSON as it is stored (no decode and re-encode).
+        ``typed``: ``obj`` is a request body as :func:`codec.typed` decoded it, already in Go's JSON
         form, so the parts of it the create leaves as they are need no second pass when it is written.
         ``field_manager`` records the writer in managedFields (None: an internal write, untracked);
         ``managed_fields`` stores the given entries as they are (server-side apply computed them)."""
@@ -349,9 +359,9 @@ class ApiServer:
                 managed_fields = fieldmanager.track_update(res, None, versions.served_defaults(res, obj),
                                                            manager=field_manager, subresource="", incoming=incoming,
                                                            now=format_time(self.clock.now()))
-            return versions.from_storage(res, self.create(storage, versions.to_storage(res, obj), namespace,
-                                                          dry_run=dry_run, field_manager=field_manager,
-                                                          managed_fields=managed_fields))
+            return encode(versions.from_storage(res, self.create(storage, versions.to_storage(res, obj), namespace,
+                                                                 dry_run=dry_run, field_manager=field_manager,
+                                                                 managed_fields=managed_fields)))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -372,8 +382,10 @@ class ApiServer:
         obj = defaults.apply_defaults(res, obj)
         # The creator owns what it sent, defaults included, but not what the registry fills in below (nor what
         # mutating admission adds: upstream records managedFields before admission runs).
-        defaulted = obj
-        obj = admission.mutate(self, res, obj, namespace)
+        if managed_fields is fieldmanager.MISSING and field_manager is not None:
+            managed_fields = fieldmanager.track_update(res, None, obj, manager=field_manager, subresource="",
+                                                       incoming=incoming, now=format_time(self.clock.now()))
+        obj = admission.mutate(self, res, obj, namespace)  # (the defaulted copy is this write's own)
         if self.webhook_point is not None:
             obj = self.webhook_point.mutating(res, obj, None, res)
         kind = strategy_for(res)
@@ -387,9 +399,6 @@ class ApiServer:
             self.webhook_point.validating(stored_res, obj, None, stored_res)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
         obj = codec.normalize(store.resource, obj, body)
-        if managed_fields is fieldmanager.MISSING and field_manager is not None:
-            managed_fields = fieldmanager.track_update(res, None, defaulted, manager=field_manager, subresource="",
-                                                       incoming=incoming, now=format_time(self.clock.now()))
         meta = _with_managed_fields(obj["metadata"], managed_fields)
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
             key = self.key(stored_res, namespace, meta["name"])
@@ -399,7 +408,7 @@ class ApiServer:
                 if not dry_run:
                     admission.record_quota_usage(self, quota_usage)
                     kind.after_create(self, created.obj)
-                return self._out(res, created)
+                return self.view(res)(created)[1]
             if generate:
                 meta = {**meta, "name": meta["generateName"] + random_suffix()}
         err = errors.already_exists(res.group, res.plural, meta["name"])
@@ -488,7 +497,18 @@ class ApiServer:
                namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
                managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
                typed: bool = False, served: Resource | None = None) -> Obj:
-        """PUT: ``namespace``/``name`` are the URL's (they must match the object's when both are given).
+        """PUT: the updated object (a private copy); see :meth:`update_raw`."""
+        updated: Obj = decode(self.update_raw(res, obj, subresource=subresource, dry_run=dry_run, namespace=namespace,
+                                              name=name, field_manager=field_manager, managed_fields=managed_fields,
+                                              manager_subresource=manager_subresource, typed=typed, served=served))
+        return updated
+
+    def update_raw(self, res: Resource, obj: Obj, *, subresource: str | None = None, dry_run: bool = False,
+                   namespace: str | None = None, name: str | None = None, field_manager: str | None = None,
+                   managed_fields: Any = fieldmanager.MISSING, manager_subresource: str | None = None,
+                   typed: bool = False, served: Resource | None = None) -> bytes:
+        """PUT, answered with the object's JSON as it is stored.
+        ``namespace``/``name`` are the URL's (they must match the object's when both are given).
         ``typed``: ``obj`` is the body as :func:`codec.typed` decoded it (see :meth:`create`).
         ``field_manager`` and ``managed_fields`` as for :meth:`create`; an untracked write keeps the stored
         managedFields; ``manager_subresource`` names the subresource the write is recorded under when it is
@@ -496,10 +516,10 @@ class ApiServer:
         storage = versions.storage_of(res)
         if storage is not None:
             obj = versions.to_storage(res, self._type_meta(res, obj))
-            return versions.from_storage(res, self.update(
+            return encode(versions.from_storage(res, self.update(
                 storage, obj, subresource=subresource, dry_run=dry_run, namespace=namespace, name=name,
                 field_manager=field_manager, managed_fields=managed_fields, manager_subresource=manager_subresource,
-                served=res))
+                served=res)))
         store = self.store(res)
         body = obj if typed else None
         obj = self._type_meta(res, obj)
@@ -516,7 +536,8 @@ class ApiServer:
         kind = strategy_for(res)
         if existing is None:
             if subresource is None and kind.allow_create_on_update:
-                return self._create_on_update(res, obj, namespace, dry_run, field_manager)
+                return self.create_raw(*self._created_on_update(res, obj, namespace), dry_run=dry_run,
+                                       field_manager=field_manager)
             raise errors.not_found(res.group, res.plural, name)
         new_rv = meta.get("resourceVersion")
         if new_rv and str(new_rv) != str(existing.rv):
@@ -526,6 +547,10 @@ class ApiServer:
             raise errors.StatusError(validation.invalid_status(
                 (res.group, res.plural), name,
                 [validation_errors.invalid("metadata.resourceVersion", 0, "must be specified for an update")]))
+        if subresource == "status" and kind.defaults_spec_only and self.webhook_point is None:
+            # The status strategy replaces everything but status and metadata with the stored values before
+            # anything reads them: the defaults of the spec sent would be thrown away.
+            obj = {k: v for k, v in obj.items() if k in _STATUS_WRITE_KEEPS}
         obj = defaults.apply_defaults(res, obj)
         old = existing.obj
         stored_res = kind.storage(res)
@@ -557,10 +582,9 @@ class ApiServer:
         written = self.write_update(stored_res, existing, new, dry_run, managed_fields=track, like=body)
         if not dry_run:
             admission.record_quota_usage(self, quota_usage)
-        return self._out(res, written)
+        return self.view(res)(written)[1]
 
-    def _create_on_update(self, res: Resource, obj: Obj, namespace: str | None, dry_run: bool,
-                          field_manager: str | None = None) -> Obj:
+    def _created_on_update(self, res: Resource, obj: Obj, namespace: str | None) -> tuple[Resource, Obj, str | None]:
         """A PUT to a missing name of a kind that allows it: a create, the object's system metadata wiped
         (its uid is first checked as the update's precondition against the absent object)."""
         meta = obj["metadata"]
@@ -570,7 +594,7 @@ class ApiServer:
         wiped = {k: v for k, v in meta.items() if k not in ("resourceVersion", "uid", "creationTimestamp",
                                                              "deletionTimestamp", "deletionGracePeriodSeconds",
                                                              "selfLink")}
-        return self.create(res, {**obj, "metadata": wiped}, namespace, dry_run=dry_run, field_manager=field_manager)
+        return res, {**obj, "metadata": wiped}, namespace
 
     def write_update(self, res: Resource, existing: Stored, new: Obj, dry_run: bool, *,
                      managed_fields: Callable[[Obj, Obj], Any] | None = None, like: Obj | None = None) -> Stored:

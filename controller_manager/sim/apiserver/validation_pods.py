@@ -281,7 +281,7 @@ def _tolerations(tolerations: Any, path: str) -> list[FieldError]:
         tpath = f"{path}[{i}]"
         key = str(tol.get("key") or "")
         if key:
-            errs.extend(invalid(f"{tpath}.key", key, msg) for msg in is_label_key(key))
+            errs.extend(invalid(f"{tpath}.key", key, msg) for msg in _label_key_messages(key))
         operator = tol.get("operator") or "Equal"
         if not key and operator != "Exists":
             errs.append(invalid(f"{tpath}.operator", operator, "operator must be Exists when `key` is empty, which "

@@ -55,7 +55,7 @@ def served_defaults(res: Resource, obj: Obj) -> Obj:
 def multi_version(res: Resource) -> bool:
     """Whether ``res``'s kind is served here in more than one version over one store."""
     storage = storage_of(res) or res
-    return any(storage_of(served) == storage and served.kind == res.kind for served in _SERVED) or \
+    return any(served.kind == res.kind and storage_of(served) == storage for served in _SERVED) or \
         storage_of(res) is not None
 
 

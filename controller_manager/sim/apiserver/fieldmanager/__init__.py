@@ -41,6 +41,11 @@ def manager_name(field_manager: str | None, user_agent: str) -> str:
     characters, cut to 128 bytes."""
     if field_manager:
         return field_manager
+    return _agent_manager(user_agent)
+
+
+@functools.lru_cache(maxsize=256)  # (a client sends the same User-Agent with every request)
+def _agent_manager(user_agent: str) -> str:
     out = ""
     size = 0
     for ch in user_agent.split("/")[0]:

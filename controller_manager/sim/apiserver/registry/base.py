@@ -90,6 +90,9 @@ class Strategy:
     tracks_generation: ClassVar[bool] = False
     # metadata fields a /status update may not change (the status strategy's reset fields).
     status_reset_meta: ClassVar[tuple[str, ...]] = ()
+    # The kind's defaults touch nothing but its spec, which a /status write takes from the stored object: such
+    # a write (without webhooks to show the defaulted object to) need not default the spec it sent.
+    defaults_spec_only: ClassVar[bool] = False
     # DELETE answers with the object rather than a Success Status (ReturnDeletedObject).
     returns_deleted_object: ClassVar[bool] = False
     # Deletion is graceful (RESTGracefulDeleteStrategy): see grace_period.
@@ -139,7 +142,8 @@ class Strategy:
         return None
 
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
-        """The mutating admission plugins that apply to this kind: ``obj`` itself or a changed copy."""
+        """The mutating admission plugins that apply to this kind: ``obj``, which is the create's own and may be
+        changed in place, or what they made of it."""
         return obj
 
     def validating_admission(self, api: ApiServer, obj: Obj) -> None:

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from controller_manager.api import selectors
 from controller_manager.api.quota import pod_qos
 from controller_manager.api.resources import LIMITRANGES, NAMESPACES, PRIORITYCLASSES, STORAGECLASSES, Resource
@@ -54,16 +52,11 @@ if TYPE_CHECKING:
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 
-def _owned_copy(obj: Obj) -> Obj:
-    """A deep copy admission plugins may edit in place."""
-    copied: Obj = orjson.loads(orjson.dumps(obj))
-    return copied
-
-
 class PodStrategy(Strategy):
     kind = "Pod"
     tracks_generation = True
     status_reset_meta = ("ownerReferences",)
+    defaults_spec_only = True  # (defaults._pod)
     returns_deleted_object = True
     graceful_delete = True
 
@@ -80,7 +73,6 @@ class PodStrategy(Strategy):
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
         from controller_manager.sim.apiserver.server import random_suffix
 
-        obj = _owned_copy(obj)
         limitranger.mutate_pod(obj, stored_objects(api, LIMITRANGES, namespace))
         priority.admit_pod(obj, stored_objects(api, PRIORITYCLASSES, None))
         if api.options.service_account_admission and namespace and api.store(NAMESPACES).get(namespace) is not None:
@@ -227,7 +219,6 @@ class PersistentVolumeStrategy(Strategy):
         return storage_kinds.persistent_volume_errors(obj, old)
 
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
-        obj = _owned_copy(obj)
         storage_protection.admit(self.kind, obj)
         return obj
 
@@ -247,7 +238,6 @@ class PersistentVolumeClaimStrategy(Strategy):
         return storage_kinds.persistent_volume_claim_errors(obj, old)
 
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
-        obj = _owned_copy(obj)
         storage_kinds.admit_claim(obj, stored_objects(api, STORAGECLASSES, None))
         storage_protection.admit(self.kind, obj)
         return obj

@@ -11,7 +11,6 @@ from controller_manager.api.resources import INGRESSCLASSES
 from controller_manager.sim.apiserver import networking, service_cidrs
 from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry.base import Strategy, stored_objects
-from controller_manager.sim.apiserver.registry.core import _owned_copy
 from controller_manager.sim.apiserver.validation_errors import FieldError
 from controller_manager.sim.apiserver.validation_pods import NameFn
 
@@ -29,7 +28,6 @@ class IngressStrategy(Strategy):
         return networking.ingress_errors(obj, old)
 
     def mutating_admission(self, api: ApiServer, obj: Obj, namespace: str | None) -> Obj:
-        obj = _owned_copy(obj)
         networking.admit_ingress(obj, stored_objects(api, INGRESSCLASSES, None))
         return obj
 

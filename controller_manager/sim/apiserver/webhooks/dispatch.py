@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
 Obj = dict[str, Any]
+_T = TypeVar("_T")
 
 _TRIES = 3
 _REGISTRY_FIELDS = ("uid", "creationTimestamp")  # filled after mutating admission on a create
@@ -310,7 +311,7 @@ def _installed(api: ApiServer, point: _Point) -> Iterator[None]:
         api.webhook_point = previous
 
 
-def _dry(api: ApiServer, point: _Point, write: Callable[[bool], Obj]) -> bool:
+def _dry(api: ApiServer, point: _Point, write: Callable[[bool], object]) -> bool:
     """Run ``write`` as a dry run up to ``point``'s stop; False when it ended without reaching it."""
     with _installed(api, point):
         try:
@@ -320,7 +321,7 @@ def _dry(api: ApiServer, point: _Point, write: Callable[[bool], Obj]) -> bool:
     return False
 
 
-async def admit_write(api: ApiServer, attrs: Attributes, write: Callable[[bool], Obj]) -> Obj:
+async def admit_write(api: ApiServer, attrs: Attributes, write: Callable[[bool], _T]) -> _T:
     """Run ``write(dry_run)`` (a create, update or patch through :class:`ApiServer`) with the webhooks that
     apply. ``write(True)`` must be a dry run of the same request."""
     if matching.is_exempt(attrs.res) or attrs.subresource == "scale":
