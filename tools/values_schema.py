@@ -95,6 +95,12 @@ def values_schema(controller_keys: Sequence[str]) -> dict[str, Any]:
                     "informerListsPer30m": {"type": "number", "minimum": 0},
                 }),
             }),
+            "grafanaDashboard": _strict({
+                "enabled": {"type": "boolean"},
+                "namespace": {"type": "string"},
+                "labels": _STRING_MAP,
+                "annotations": _STRING_MAP,
+            }),
             "podDisruptionBudget": _strict({
                 "enabled": {"type": "boolean"},
                 "minAvailable": {"type": ["integer", "string"]},

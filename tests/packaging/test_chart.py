@@ -41,7 +41,8 @@ def _cases() -> Iterator[Any]:
     yield pytest.param({"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}}, id="servicemonitor")
     yield pytest.param({"podDisruptionBudget": {"enabled": True}}, id="pdb")
     yield pytest.param({"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True,
-                        "labels": {"release": "prom"}}}, id="servicemonitor-and-alerts")
+                        "labels": {"release": "prom"}}, "grafanaDashboard": {"enabled": True}},
+                       id="monitoring")
     yield pytest.param({"serviceMonitor": {"enabled": True}, "podDisruptionBudget": {"enabled": True,
                         "minAvailable": "50%"}}, id="servicemonitor-and-pdb")
     yield pytest.param({"leaderElection": {"enabled": False}, "replicaCount": 1}, id="no-leader-election")
