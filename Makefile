@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint test test-fast demo bench bench-quick clean
+.PHONY: install lint test test-fast demo image bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test-fast: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m controller_manager.demo
+
+# The Dockerfile's image, built with buildah on a base made from Debian packages (tools/image.py; root, Debian).
+image: $(STAMP)
+	$(BIN)/python -m tools.image
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
