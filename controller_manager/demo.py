@@ -4,8 +4,10 @@ What a newcomer sees, in order:
 1. kube-sim starts (4 nodes over 2 zones) and writes a kubeconfig under ``.demo/``;
 2. controller-manager starts against it (leader election on, metrics on a local HTTPS port);
 3. the workloads in ``deploy/examples/`` are applied with the real ``kubectl``;
-4. a live table shows them converging (replicas, rollout progress, jobs, recent events); once the
-   Deployment is available the demo rolls it to a new image so a rolling update is visible;
+4. a live view shows them converging (replicas, rollout progress, jobs, recent events, the leader); once
+   the Deployment is available the demo rolls it to a new image so a rolling update is visible. In a
+   terminal it is one screen updated in place (``rich``: tables with progress bars); otherwise (a log, a
+   test) the plain table is printed again each time it changes, line by line;
 5. the kubeconfig path and ``kubectl`` commands to try are printed, and everything keeps running
    until Ctrl-C, which stops both processes (SIGTERM, then waits) and leaves nothing behind.
 
@@ -29,15 +31,21 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
 
 from controller_manager.api.meta import parse_time
-from controller_manager.api.resources import CRONJOBS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NODES, PODS
+from controller_manager.api.resources import CRONJOBS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, LEASES, NODES, PODS
 from controller_manager.client import ApiClient, ApiError, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "deploy" / "examples"
 NEW_IMAGE = "nginx:1.28"
-CLEAR = "\x1b[H\x1b[2J"
+LEASE = ("kube-system", "controller-manager-py")  # the manager's default --leader-elect-resource-name
 
 
 def free_port() -> int:
@@ -70,6 +78,7 @@ class Demo:
         self.rolled = False
         self.tty = sys.stdout.isatty()
         self._last_frame = ""
+        self._live: Live | None = None
 
     # -- processes -------------------------------------------------------------------------------
 
@@ -150,7 +159,7 @@ class Demo:
 
     async def snapshot(self, client: ApiClient) -> dict[str, list[dict[str, Any]]]:
         kinds = {"nodes": NODES, "deployments": DEPLOYMENTS, "daemonsets": DAEMONSETS, "jobs": JOBS,
-                 "cronjobs": CRONJOBS, "pods": PODS, "events": EVENTS}
+                 "cronjobs": CRONJOBS, "pods": PODS, "events": EVENTS, "leases": LEASES}
         out: dict[str, list[dict[str, Any]]] = {}
         for name, res in kinds.items():
             items, _ = await client.list_all(res)
@@ -163,6 +172,8 @@ class Demo:
         lines = [
             f"kube-sim {self.sim_url}   nodes {ready_nodes}/{len(snap['nodes'])} Ready   "
             f"controller-manager metrics https://127.0.0.1:{self.metrics_port}/metrics",
+            "",
+            f"leader: {_leader(snap) or 'none'}",
             "",
             f"{'DEPLOYMENT':<24}{'READY':>8}{'UP-TO-DATE':>12}{'AVAILABLE':>11}{'REV':>5}  PROGRESS",
         ]
@@ -185,41 +196,95 @@ class Demo:
         lines += ["", f"{'JOB':<24}{'COMPLETIONS':>12}{'ACTIVE':>8}  STATUS"]
         for job in snap["jobs"]:
             st = job.get("status", {})
-            done = next((c["type"] for c in st.get("conditions", []) if c.get("status") == "True"
-                         and c.get("type") in ("Complete", "Failed")), "Running" if st.get("active") else "-")
+            done = _job_state(job)
             lines.append(f"{_ns_name(job):<24}{st.get('succeeded', 0):>8}/{job['spec'].get('completions', 1):<3}"
                          f"{st.get('active', 0):>8}  {done}")
         for cj in snap["cronjobs"]:
             last = cj.get("status", {}).get("lastScheduleTime", "never")
             lines.append(f"{'cronjob ' + _ns_name(cj):<24}  schedule {cj['spec'].get('schedule')!r}, last run {last}")
-        phases: dict[str, int] = {}
-        for pod in snap["pods"]:
-            phase = "Terminating" if pod["metadata"].get("deletionTimestamp") else pod.get("status", {}).get(
-                "phase", "Pending")
-            phases[phase] = phases.get(phase, 0) + 1
+        phases = _pod_phases(snap)
         lines += ["", "pods: " + (", ".join(f"{k} {v}" for k, v in sorted(phases.items())) or "none"), "",
                   "recent events:"]
-        events = sorted(snap["events"], key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-        for ev in events[-10:]:
-            stamp = parse_time(ev.get("lastTimestamp") or ev.get("eventTime"))
-            if not stamp:
-                age = "?"
-            elif self.tty:
-                age = f"{int(now - stamp)}s"
-            else:  # a log reads better with clock times, and unchanged frames stay unchanged
-                age = time.strftime("%H:%M:%S", time.localtime(stamp))
+        for ev in _recent_events(snap):
             obj = ev.get("involvedObject", {})
-            lines.append(f"  {age:>8}  {obj.get('kind', '')}/{obj.get('name', '')}  {ev.get('reason', '')}: "
-                         f"{ev.get('message', '')}"[:160])
+            lines.append(f"  {self._age(ev, now):>8}  {obj.get('kind', '')}/{obj.get('name', '')}  "
+                         f"{ev.get('reason', '')}: {ev.get('message', '')}"[:160])
         return lines
 
-    def show(self, lines: list[str], footer: list[str]) -> None:
-        frame = "\n".join(lines + footer)
+    def _age(self, event: Mapping[str, Any], now: float) -> str:
+        stamp = parse_time(event.get("lastTimestamp") or event.get("eventTime"))
+        if not stamp:
+            return "?"
         if self.tty:
-            sys.stdout.write(CLEAR + frame + "\n")
-            sys.stdout.flush()
-        elif frame != self._last_frame:
-            # Not a terminal (a log, a test): print the table only when something changed.
+            return f"{int(now - stamp)}s"
+        return time.strftime("%H:%M:%S", time.localtime(stamp))  # a log reads better with clock times
+
+    def view(self, snap: Mapping[str, Sequence[Mapping[str, Any]]]) -> RenderableType:
+        """The terminal's screen: one frame of tables with progress bars, redrawn in place by ``rich``."""
+        now = time.time()
+        ready_nodes = sum(1 for n in snap["nodes"] if _condition(n, "Ready") == "True")
+        leader = _leader(snap)
+        header = Text.assemble(
+            ("kube-sim ", "bold"), self.sim_url, "   nodes ",
+            (f"{ready_nodes}/{len(snap['nodes'])} Ready", "green" if ready_nodes == len(snap["nodes"]) else "yellow"),
+            "   leader ", (leader or "none", "bold cyan" if leader else "bold red"),
+            f"\nmetrics https://127.0.0.1:{self.metrics_port}/metrics",
+        )
+        deployments = Table(title="Deployments", title_justify="left", expand=True, box=box.SIMPLE_HEAD)
+        for col in ("name", "ready", "up-to-date", "available", "rev", "rollout", "progress"):
+            deployments.add_column(col, justify="right" if col in ("ready", "up-to-date", "available", "rev")
+                                   else "left")
+        for d in snap["deployments"]:
+            want, st = int(d.get("spec", {}).get("replicas", 1)), d.get("status", {})
+            rev = d["metadata"].get("annotations", {}).get("deployment.kubernetes.io/revision", "-")
+            rollout = _rollout_text(d)
+            deployments.add_row(
+                _ns_name(d), f"{st.get('readyReplicas', 0)}/{want}", str(st.get("updatedReplicas", 0)),
+                str(st.get("availableReplicas", 0)), rev, Text(rollout, "green" if rollout == "complete" else "yellow"),
+                _bar(min(st.get("updatedReplicas", 0), st.get("availableReplicas", 0)), want))
+        daemonsets = Table(title="DaemonSets", title_justify="left", expand=True, box=box.SIMPLE_HEAD)
+        for col in ("name", "desired", "current", "ready", "up-to-date", "available", "progress"):
+            daemonsets.add_column(col, justify="left" if col in ("name", "progress") else "right")
+        for ds in snap["daemonsets"]:
+            st = ds.get("status", {})
+            desired = int(st.get("desiredNumberScheduled", 0))
+            counts = [st.get(f, 0) for f in ("currentNumberScheduled", "numberReady", "updatedNumberScheduled",
+                                              "numberAvailable")]
+            daemonsets.add_row(_ns_name(ds), str(desired), *map(str, counts),
+                               _bar(st.get("numberAvailable", 0), desired))
+        jobs = Table(title="Jobs and CronJobs", title_justify="left", expand=True, box=box.SIMPLE_HEAD)
+        for col in ("name", "completions", "active", "status", "progress"):
+            jobs.add_column(col, justify="right" if col in ("completions", "active") else "left")
+        for job in snap["jobs"]:
+            st, completions = job.get("status", {}), int(job["spec"].get("completions", 1) or 1)
+            state = _job_state(job)
+            jobs.add_row(_ns_name(job), f"{st.get('succeeded', 0)}/{completions}", str(st.get("active", 0)),
+                         Text(state, {"Complete": "green", "Failed": "red"}.get(state, "yellow")),
+                         _bar(st.get("succeeded", 0), completions))
+        for cj in snap["cronjobs"]:
+            last = cj.get("status", {}).get("lastScheduleTime", "never")
+            jobs.add_row(f"cronjob {_ns_name(cj)}", "", str(len(cj.get("status", {}).get("active", []) or [])),
+                         f"schedule {cj['spec'].get('schedule')!r}, last run {last}", "")
+        events = Table(title="Recent events", title_justify="left", expand=True, box=box.SIMPLE_HEAD)
+        for col in ("age", "object", "reason", "message"):
+            events.add_column(col, justify="right" if col == "age" else "left", overflow="ellipsis",
+                              no_wrap=col != "message")
+        for ev in _recent_events(snap, 6):
+            obj = ev.get("involvedObject", {})
+            events.add_row(self._age(ev, now), f"{obj.get('kind', '')}/{obj.get('name', '')}",
+                           Text(ev.get("reason", ""), "red" if ev.get("type") == "Warning" else ""),
+                           ev.get("message", ""))
+        pods = Text("pods: " + (", ".join(f"{k} {v}" for k, v in sorted(_pod_phases(snap).items())) or "none"))
+        return Group(header, deployments, daemonsets, jobs, pods, events, Text("\n".join(self.footer()), "dim"))
+
+    def show(self, snap: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        if self._live is not None:
+            self._live.update(self.view(snap), refresh=True)
+            return
+        # Not a terminal (a log, a test): print the table only when something changed.
+        lines = self.render(snap)
+        frame = "\n".join(lines)
+        if frame != self._last_frame:
             print("\n".join(lines[2:]), "\n", flush=True)
         self._last_frame = frame
 
@@ -264,21 +329,69 @@ class Demo:
             # Without a terminal the live view prints only changes, so say once how to play with the cluster.
             print("\n".join(self.footer()), flush=True)
         config = await load_config(str(self.kubeconfig))
+        with contextlib.ExitStack() as stack:
+            if self.tty:
+                self._live = stack.enter_context(Live(console=Console(), auto_refresh=False, transient=False,
+                                                      vertical_overflow="crop"))
+            async with ApiClient(config, qps=0, burst=0) as client:
+                await self._loop(client)
+
+    async def _loop(self, client: ApiClient) -> None:
         started = time.monotonic()
-        async with ApiClient(config, qps=0, burst=0) as client:
-            while self.exit_after is None or time.monotonic() - started < self.exit_after:
-                try:
-                    snap = await self.snapshot(client)
-                except ApiError as exc:
-                    print(f"demo: reading the cluster failed: {exc}", flush=True)
-                    await asyncio.sleep(1)
-                    continue
-                await self.maybe_roll(snap)
-                self.show(self.render(snap), self.footer())
-                for proc in self.procs:
-                    if proc.returncode is not None:
-                        raise SystemExit("demo: a process exited unexpectedly; see the logs in .demo/")
+        while self.exit_after is None or time.monotonic() - started < self.exit_after:
+            try:
+                snap = await self.snapshot(client)
+            except ApiError as exc:
+                message = f"demo: reading the cluster failed: {exc}"
+                if self._live is not None:
+                    self._live.console.log(message)
+                else:
+                    print(message, flush=True)
                 await asyncio.sleep(1)
+                continue
+            await self.maybe_roll(snap)
+            self.show(snap)
+            for proc in self.procs:
+                if proc.returncode is not None:
+                    raise SystemExit("demo: a process exited unexpectedly; see the logs in .demo/")
+            await asyncio.sleep(1)
+
+
+def _leader(snap: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """The identity holding the manager's Lease ("" when none does)."""
+    for lease in snap.get("leases", ()):
+        if (lease["metadata"].get("namespace"), lease["metadata"]["name"]) == LEASE:
+            return str((lease.get("spec") or {}).get("holderIdentity") or "")
+    return ""
+
+
+def _recent_events(snap: Mapping[str, Sequence[Mapping[str, Any]]], count: int = 10) -> list[Mapping[str, Any]]:
+    events = sorted(snap["events"], key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    return events[-count:]
+
+
+def _pod_phases(snap: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
+    phases: dict[str, int] = {}
+    for pod in snap["pods"]:
+        phase = "Terminating" if pod["metadata"].get("deletionTimestamp") else pod.get("status", {}).get(
+            "phase", "Pending")
+        phases[phase] = phases.get(phase, 0) + 1
+    return phases
+
+
+def _job_state(job: Mapping[str, Any]) -> str:
+    st = job.get("status", {})
+    return next((str(c["type"]) for c in st.get("conditions", []) if c.get("status") == "True"
+                 and c.get("type") in ("Complete", "Failed")), "Running" if st.get("active") else "-")
+
+
+def _bar(done: int, total: int) -> RenderableType:
+    """A progress bar with its count, e.g. ``━━━━━━━━━━━━━━━━━━╸━ 3/4``."""
+    if total <= 0:
+        return Text("-")
+    table = Table.grid(padding=(0, 1))
+    table.add_row(ProgressBar(total=total, completed=min(done, total), width=20), f"{done}/{total}")
+    return table
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> str | None:

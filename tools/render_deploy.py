@@ -7,7 +7,8 @@ Guarantees:
 - One direction: code -> chart -> deploy/. The controller registry and ``controller_manager.manager.rbac``
   give ``files/rbac-rules.yaml`` (rules per controller), the generated ``controllers:`` block of
   ``values.yaml`` (one entry per controller this build implements, enabled as upstream enables it by
-  default) and ``values.schema.json``; then a real Helm renders the chart with default values into
+  default) and ``values.schema.json``; ``tools.dashboard`` gives ``files/dashboard.json`` (the Grafana
+  dashboard the chart ships as a ConfigMap); then a real Helm renders the chart with default values into
   ``deploy/controller-manager.yaml`` (namespace kube-system, release name controller-manager).
 - :func:`expected_files` computes everything without writing, so tests compare it with the tree.
 - deploy/examples/ is not ours and is never touched.
@@ -26,6 +27,7 @@ import yaml
 
 from controller_manager.manager.rbac import CONTROLLER_ROLES, MANAGER_RULES, controller_rules, normalize
 from controller_manager.manager.registry import ControllerInfo, Registry, default_registry
+from tools.dashboard import dashboard_file
 from tools.helm import run_helm
 from tools.values_schema import values_schema
 
@@ -35,6 +37,7 @@ DEPLOY = ROOT / "deploy"
 RULES_FILE = CHART / "files" / "rbac-rules.yaml"
 VALUES_FILE = CHART / "values.yaml"
 SCHEMA_FILE = CHART / "values.schema.json"
+DASHBOARD_FILE = CHART / "files" / "dashboard.json"
 MANIFEST_FILE = DEPLOY / "controller-manager.yaml"
 RELEASE = "controller-manager"
 NAMESPACE = "kube-system"
@@ -118,6 +121,7 @@ def expected_files(chart_dir: Path | None = None) -> dict[Path, str]:
         RULES_FILE: rules_file(controllers),
         VALUES_FILE: values_file(VALUES_FILE.read_text(), controllers),
         SCHEMA_FILE: schema_file(controllers),
+        DASHBOARD_FILE: dashboard_file(),
     }
     with tempfile.TemporaryDirectory(prefix="chart-") as tmp:
         copy = Path(tmp) / CHART.name

@@ -83,6 +83,24 @@ def values_schema(controller_keys: Sequence[str]) -> dict[str, Any]:
                 "scrapeTimeout": _DURATION,
                 "labels": _STRING_MAP,
             }),
+            "prometheusRule": _strict({
+                "enabled": {"type": "boolean"},
+                "labels": _STRING_MAP,
+                "runbookBaseURL": {"type": "string", "minLength": 1},
+                "thresholds": _strict({
+                    "workQueueDepth": {"type": "number", "minimum": 0},
+                    "workQueueLatencySeconds": {"type": "number", "minimum": 0},
+                    "syncErrorsPerSecond": {"type": "number", "minimum": 0},
+                    "eventLoopLagSeconds": {"type": "number", "minimum": 0},
+                    "informerListsPer30m": {"type": "number", "minimum": 0},
+                }),
+            }),
+            "grafanaDashboard": _strict({
+                "enabled": {"type": "boolean"},
+                "namespace": {"type": "string"},
+                "labels": _STRING_MAP,
+                "annotations": _STRING_MAP,
+            }),
             "podDisruptionBudget": _strict({
                 "enabled": {"type": "boolean"},
                 "minAvailable": {"type": ["integer", "string"]},

@@ -11,6 +11,10 @@ Guarantees:
   lag (or the time since the probe last ran) exceeds the threshold (10 s by default), i.e. when the loop is
   blocked and the process should be restarted. It measures the real loop (``loop.time()``), never an
   injected clock: its subject is the loop itself.
+- Rendering a group records each check it ran, as component-base's health metrics do:
+  ``kubernetes_healthcheck{name,type}`` (1 passed, 0 failed; ``type`` is the group) and
+  ``kubernetes_healthchecks_total{name,status,type}`` (``status`` ``success`` or ``error``). Excluded checks
+  and single-check paths (``/healthz/<name>``) record nothing, as upstream.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
 
 HealthCheck = Callable[[], "str | None"]
 
@@ -28,6 +32,23 @@ EVENT_LOOP_LAG = Gauge(
     "controller_manager_event_loop_lag_seconds",
     "How late the asyncio event loop last woke a periodic sleeper, in seconds (0 = on time).",
 )
+
+HEALTHCHECK = Gauge(
+    "kubernetes_healthcheck",
+    "This metric records the result of a single healthcheck.",
+    ["name", "type"],
+)
+HEALTHCHECKS_TOTAL = Counter(
+    "kubernetes_healthchecks",
+    "This metric records the results of all healthcheck.",
+    ["name", "status", "type"],
+)
+
+
+def observe(name: str, group: str, passed: bool) -> None:
+    """Record one run of check ``name`` in ``group`` (healthz, livez or readyz)."""
+    HEALTHCHECK.labels(name, group).set(1 if passed else 0)
+    HEALTHCHECKS_TOTAL.labels(name, "success" if passed else "error", group).inc()
 
 
 @dataclass
@@ -81,6 +102,7 @@ def render(
             lines.append(f"[+]{name} excluded: ok")
             continue
         reason = run_check(check)
+        observe(name, group, reason is None)
         if reason is None:
             note = (notes or {}).get(name)
             lines.append(f"[+]{name} ok: {note}" if note else f"[+]{name} ok")

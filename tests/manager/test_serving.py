@@ -167,6 +167,39 @@ async def test_controller_health_checks(env: Env) -> None:
     assert (await env.get("/healthz/no-such-check", token="admin"))[0] == 404
 
 
+def _sample(metrics: str, series: str) -> float | None:
+    for line in metrics.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+async def test_health_checks_are_recorded_as_metrics(env: Env) -> None:
+    """Each /healthz run sets kubernetes_healthcheck{name,type} and counts kubernetes_healthchecks_total."""
+    gauge = 'kubernetes_healthcheck{name="deployment-controller",type="healthz"}'
+    errors = 'kubernetes_healthchecks_total{name="deployment-controller",status="error",type="healthz"}'
+    successes = 'kubernetes_healthchecks_total{name="deployment-controller",status="success",type="healthz"}'
+    before = _sample((await env.get("/metrics", token="admin"))[1], errors) or 0.0
+    env.state["ctrl"] = "workers stuck"
+    assert (await env.get("/healthz"))[0] == 500
+    metrics = (await env.get("/metrics", token="admin"))[1]
+    assert _sample(metrics, gauge) == 0.0
+    assert _sample(metrics, errors) == before + 1
+    env.state["ctrl"] = None
+    ok_before = _sample(metrics, successes) or 0.0
+    assert (await env.get("/healthz"))[0] == 200
+    metrics = (await env.get("/metrics", token="admin"))[1]
+    assert _sample(metrics, gauge) == 1.0
+    assert _sample(metrics, successes) == ok_before + 1
+    # An excluded check is not run, so not recorded.
+    assert (await env.get("/healthz?exclude=deployment-controller"))[0] == 200
+    assert _sample((await env.get("/metrics", token="admin"))[1], successes) == ok_before + 1
+    assert _sample(metrics, 'kubernetes_healthcheck{name="ping",type="livez"}') in (None, 1.0)
+    assert (await env.get("/livez"))[0] == 200
+    metrics = (await env.get("/metrics", token="admin"))[1]
+    assert _sample(metrics, 'kubernetes_healthcheck{name="ping",type="livez"}') == 1.0
+
+
 async def test_livez(env: Env) -> None:
     assert (await env.get("/livez"))[:2] == (200, "ok")
     assert (await env.get("/livez?verbose"))[:2] == (200, "[+]ping ok\nlivez check passed\n")

@@ -29,6 +29,8 @@ from tools.helm import run_helm
 from tools.render_deploy import CHART, NAMESPACE, value_key
 
 KEYS = controller_keys()
+# Prometheus Operator's kinds: no Kubernetes schema to validate them against (test_alerts runs promtool).
+OPERATOR_KINDS = ("ServiceMonitor", "PrometheusRule")
 
 
 def _cases() -> Iterator[Any]:
@@ -38,6 +40,9 @@ def _cases() -> Iterator[Any]:
     yield pytest.param({"controllers": {key: {"enabled": False} for key in KEYS}}, id="no-controllers")
     yield pytest.param({"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}}, id="servicemonitor")
     yield pytest.param({"podDisruptionBudget": {"enabled": True}}, id="pdb")
+    yield pytest.param({"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True,
+                        "labels": {"release": "prom"}}, "grafanaDashboard": {"enabled": True}},
+                       id="monitoring")
     yield pytest.param({"serviceMonitor": {"enabled": True}, "podDisruptionBudget": {"enabled": True,
                         "minAvailable": "50%"}}, id="servicemonitor-and-pdb")
     yield pytest.param({"leaderElection": {"enabled": False}, "replicaCount": 1}, id="no-leader-election")
@@ -96,7 +101,7 @@ def test_chart_lints() -> None:
 @pytest.mark.parametrize("values", CASES)
 def test_rendered_objects_are_valid(values: dict[str, Any]) -> None:
     objs = rendered(values)
-    errors = [e for obj in objs if obj["kind"] != "ServiceMonitor" for e in schema_errors(obj) + sim_errors(obj)]
+    errors = [e for obj in objs if obj["kind"] not in OPERATOR_KINDS for e in schema_errors(obj) + sim_errors(obj)]
     assert errors == []
     for obj in objs:
         assert obj["metadata"]["name"]
@@ -167,6 +172,16 @@ def test_objects_reference_each_other(values: dict[str, Any]) -> None:
         }
         for key, value in values["serviceMonitor"].get("labels", {}).items():
             assert monitor["metadata"]["labels"][key] == value
+    if "PrometheusRule" in kinds:
+        rule = kinds["PrometheusRule"]
+        assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+        assert rule["metadata"]["namespace"] == NAMESPACE
+        for key, value in values["prometheusRule"].get("labels", {}).items():
+            assert rule["metadata"]["labels"][key] == value
+        # Its expressions select what the ServiceMonitor scrapes: Prometheus Operator's job label is the Service's name.
+        for group in rule["spec"]["groups"]:
+            for alert in group["rules"]:
+                assert f'job="{service["metadata"]["name"]}",namespace="{NAMESPACE}"' in alert["expr"], alert["alert"]
 
 
 @pytest.mark.parametrize("values", CASES)
