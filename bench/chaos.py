@@ -8,8 +8,10 @@ daemon's guarantees checked continuously from outside.
 each replica authenticates as its own user (``--token-auth-file``).
 
 Invariants (each violation is recorded with the objects' JSON):
-- ``surge``: a Deployment's ReplicaSets never ask for more than replicas + maxSurge pods (replicas taken as the
-  largest the Deployment had over the last :data:`SCALE_GRACE` seconds: scaling down takes a sync to follow).
+- ``surge``: the controller never raises a Deployment's ReplicaSets to ask for more than replicas + maxSurge pods
+  (checked when a ReplicaSet appears or its replicas grow, the controller's acts; replicas taken as the largest
+  the Deployment had over the last :data:`SCALE_GRACE` seconds, a cache a step behind included. A Deployment
+  scaled down leaves its ReplicaSets above the new bound until a leader syncs it: no act, no violation).
 - ``job-succeeded``: a Job's ``succeeded`` never goes down nor exceeds ``completions``; for an Indexed Job it is
   the number of completed indexes (no index counted twice).
 - ``job-finalizer``: no pod keeps ``batch.kubernetes.io/job-tracking`` once its Job has finished (checked once
@@ -418,14 +420,17 @@ class Checker:
         replicas = int(d["spec"].get("replicas", 1))
         if not history or history[-1][1] != replicas:
             history.append((time.monotonic(), replicas))
-        self._check_surge(uid)
 
     def on_replica_set(self, kind: str, rs: Obj) -> None:
         uid = rs["metadata"]["uid"]
         if kind == "DELETED":
             self.replica_sets.pop(uid, None)
-        else:
-            self.replica_sets[uid] = rs
+            return
+        before = self.replica_sets.get(uid)
+        self.replica_sets[uid] = rs
+        grew = before is None or int(rs["spec"].get("replicas", 1)) > int(before["spec"].get("replicas", 1))
+        if not grew:
+            return
         for ref in _controllers(rs):
             if ref.get("kind") == "Deployment":
                 self._check_surge(ref["uid"])

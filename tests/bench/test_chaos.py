@@ -10,7 +10,9 @@ import pytest
 
 from bench.chaos import Profile, run_soak
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+# About three CPU-minutes: `make chaos-quick` runs it, `make test` does not, to stay within its 10 minutes on
+# 2 cores.
+pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.xdist_group("e2e")]
 
 PROFILE = Profile(seed=2026, minutes=2.0, replicas=2, chaos_interval=12.0, converge_timeout=300.0, rss_interval=5.0)
 

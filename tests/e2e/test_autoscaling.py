@@ -81,7 +81,8 @@ async def test_kubectl_autoscale_scales_with_load_and_back_after_the_window(
         status: dict[str, object] = json.loads(
             await kubectl.ok("get", "hpa.v2.autoscaling", "web", "-o", "json"))["status"]
         reasons = {c["type"]: c["reason"] for c in status["conditions"]}  # type: ignore[attr-defined]
-        return status if reasons["ScalingActive"] == "ValidMetricFound" else None
+        # A reconcile after the scale-down (the one that rescaled wrote currentReplicas 4, the size it found).
+        return status if reasons["ScalingActive"] == "ValidMetricFound" and status["currentReplicas"] == 1 else None
 
     status = await wait_until(settled, timeout=30.0, what="the HPA to read the remaining pod")
     assert status["currentReplicas"] == 1

@@ -43,6 +43,7 @@ from prometheus_client.registry import Collector
 from controller_manager.api.meta import key_of, meta, split_key
 from controller_manager.api.resources import CSIDRIVERS, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS
 from controller_manager.api.volumes import POD_PVC_INDEX, pod_pvc_index
+from controller_manager.client.errors import NotFound
 from controller_manager.controllerutil.volumespec import SpecError, VolumeSpec, create_volume_spec
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import Added, Deleted, Event, Updated
@@ -189,6 +190,14 @@ class SELinuxWarningController(Controller):
         namespace, name = split_key(key)
         pod_key: PodKey = (namespace, name)
         pod = self.pod_informer.store.get(key)
+        if pod is not None and _dict(pod.get("status")).get("phase") not in ("Succeeded", "Failed") \
+                and _projected(pod):
+            # The shared pod cache keeps no container volumeMounts nor container securityContexts (see
+            # runtime/informers/transform.py), which the labels come from: the pod as the API server has it.
+            try:
+                pod = await self.ctx.client.get(PODS, name, namespace)
+            except NotFound:
+                pod = None
         if pod is None or _dict(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
             # Gone, or finished (the kubelet unmounts its volumes): it uses them no more.
             self.cache.delete_pod(pod_key)
@@ -237,3 +246,13 @@ class SELinuxWarningController(Controller):
             if pod is None:
                 return  # a conflict resolved by the pod's deletion is not worth reporting
             self.recorder.event(pod, "Normal", conflict.event_reason, conflict.event_message(), resource=PODS)
+
+
+def _projected(pod: Obj) -> bool:
+    """Whether a cached pod with volumes came through the cache's projection, which drops every container's
+    volumeMounts (a pod given whole, as tests give them, has its mounts)."""
+    spec = _dict(pod.get("spec"))
+    if not spec.get("volumes"):
+        return False
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    return not any(isinstance(c, dict) and "volumeMounts" in c for c in containers)
