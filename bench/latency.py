@@ -45,14 +45,15 @@ async def run(*, samples: int = 200, load_rate: float = 1000.0, replicas: int = 
         async with SimCluster(nodes=nodes, kubeconfig_path=workdir / "kubeconfig") as cluster:
             api = cluster.api
             created: asyncio.Queue[float] = asyncio.Queue()
-            original_create = api.create
+            # create_raw: what HTTP creates and api.create both go through.
+            original_create = api.create_raw
 
             def create(res: Any, obj: Any, namespace: str | None = None, **kwargs: Any) -> Any:
                 if res.plural == "pods" and (namespace or obj.get("metadata", {}).get("namespace")) == NS:
                     created.put_nowait(time.perf_counter())
                 return original_create(res, obj, namespace, **kwargs)
 
-            api.create = create  # type: ignore[method-assign]
+            api.create_raw = create  # type: ignore[method-assign]
             for ns in (NS, LOAD_NS):
                 api.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             for i in range(load_pods):
