@@ -33,6 +33,7 @@ from controller_manager.api.quantity import parse_quantity
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
 from controller_manager.clock import Clock
+from controller_manager.sim.predicates import match_node_selector_terms
 
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
@@ -108,43 +109,14 @@ def _storage(value: Any) -> Decimal:
         return Decimal(0)
 
 
-def _requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
-    operator = req.get("operator")
-    values = [str(v) for v in req.get("values") or ()]
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
-
-
 def volume_fits_node(volume: Obj, node_name: str, labels: Mapping[str, str]) -> bool:
     """``CheckNodeAffinity``: the volume's required node affinity admits the node."""
     affinity = _spec(volume).get("nodeAffinity")
     required = affinity.get("required") if isinstance(affinity, Mapping) else None
     if not isinstance(required, Mapping):
         return True
-    for term in required.get("nodeSelectorTerms") or ():
-        if not isinstance(term, Mapping):
-            continue
-        expressions = list(term.get("matchExpressions") or ())
-        fields = list(term.get("matchFields") or ())
-        if not expressions and not fields:
-            continue
-        if all(_requirement_matches(r, labels.get(str(r.get("key")))) for r in expressions) and all(
-                _requirement_matches(r, node_name if r.get("key") == "metadata.name" else None) for r in fields):
-            return True
-    return False
+    # The scheduler's own node selector matching (NodeAffinity's MatchNodeSelectorTerms), as upstream shares it.
+    return match_node_selector_terms(required.get("nodeSelectorTerms"), node_name, labels)
 
 
 def topology_fits_node(storage_class: Obj, labels: Mapping[str, str]) -> bool:
