@@ -80,6 +80,27 @@ class _Fenced:
     what: str
 
 
+class _FencedBody(aiohttp.payload.BytesPayload):
+    """A write's body that checks the fence once more in the step that puts the request on the socket.
+
+    aiohttp buffers a request's headers and writes them with the body from a task of its own, which runs an
+    event-loop turn (or, on a busy loop, many) after the connection-time check: a process stopped in between
+    (SIGSTOP, a stuck VM) would send the request the moment it wakes, long after its Lease expired. The check
+    and the write happen here without an await between them, so what reaches the API server was allowed when
+    it left. A refused write raises :class:`WriteFenced` before a byte of it is sent; aiohttp then closes the
+    connection and :meth:`ApiClient._exchange` raises the :class:`WriteFenced` itself."""
+
+    def __init__(self, value: bytes, may_write: Callable[[], bool], what: str, content_type: str) -> None:
+        super().__init__(value, content_type=content_type)
+        self._may_write = may_write
+        self._what = what
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        if not self._may_write():
+            raise WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the leader Lease")
+        await super().write_with_length(writer, content_length)
+
+
 class ApiClient:
     """Talks to one API server. Use ``async with ApiClient(config) as client`` or ``await client.close()``."""
 
@@ -208,14 +229,20 @@ class ApiClient:
                 if auth:
                     headers["Authorization"] = auth
             start = time.perf_counter()
+            fence = None if safe else self._write_fence
+            body: bytes | _FencedBody | None = data
+            if fence is not None and data is not None:
+                body = _FencedBody(data, fence, f"{method} {path}", content_type or JSON)
             try:
                 resp = await session.request(
-                    method, url, params=params, data=data, headers=headers, timeout=timeout or self._timeout,
-                    trace_request_ctx=None if safe or self._write_fence is None else _Fenced(f"{method} {path}"),
+                    method, url, params=params, data=body, headers=headers, timeout=timeout or self._timeout,
+                    trace_request_ctx=None if fence is None else _Fenced(f"{method} {path}"),
                     **self._extra,
                 )
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 metrics.request(method, None, time.perf_counter() - start)
+                if isinstance(exc.__cause__, WriteFenced):
+                    raise exc.__cause__ from None  # refused as it was about to leave: nothing was sent
                 never_sent = isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
                     exc, aiohttp.ClientSSLError
                 )
