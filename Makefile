@@ -45,8 +45,9 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m bench --quick
 
 # The chaos soak (bench/chaos.py): CHAOS_MINUTES (default 60) of faults, kills, pauses and churn; exit 1 on any
-# violated invariant or a cluster that does not converge. `make chaos-quick`: the seeded 2-minute profile as a
-# test (about 3 CPU-minutes, so outside `make test`).
+# violated invariant or a cluster that does not converge. CHAOS_CALM_MINUTES (default 0) adds a stretch of churn
+# and API faults with no replica touched, reporting each replica's RSS trend over it. `make chaos-quick`: the
+# seeded 2-minute profile as a test (about 3 CPU-minutes, so outside `make test`; CI runs it after it).
 CHAOS_MINUTES ?= 60
 chaos: $(STAMP)
 	$(BIN)/python -m bench.chaos --minutes $(CHAOS_MINUTES) --workdir chaos-run

@@ -21,6 +21,9 @@ Invariants (each violation is recorded with the objects' JSON):
 - ``two-controllers``: no pod has two controller ownerReferences.
 - ``holder-writes``: every write a replica sends (any resource but the Lease itself) is received while the
   last successful Lease write was its own: a replica that lost the Lease writes nothing, however it lost it.
+With ``--calm-minutes`` (``CHAOS_CALM_MINUTES=``) the churn, API faults and watch-cache restarts go on after the
+chaos for that long with no replica touched, and the RSS trend of every replica process that lived through it is
+reported (a leak shows as a slope; under the chaos no process lives long enough to show one).
 After the chaos and the churn stop: every Deployment, StatefulSet, DaemonSet and Job converges (status equal
 to spec, observedGeneration current, Jobs finished) within ``converge_timeout``; RSS of each replica is sampled
 throughout.
@@ -90,6 +93,9 @@ class Profile:
     namespaces: int = 2  # workload namespaces alive at a time
     converge_timeout: float = 240.0
     rss_interval: float = 10.0
+    # After the chaos: minutes of the same churn, API faults and watch-cache restarts with no replica killed,
+    # stopped or terminated, so that one leader (and its standbys) live long enough to show an RSS trend.
+    calm_minutes: float = 0.0
 
 
 @dataclass
@@ -122,6 +128,10 @@ class Report:
     rss_samples: dict[str, list[float]] = field(default_factory=dict)
     longest_leaderless_seconds: float = 0.0
     leader_changes: int = 0
+    calm_minutes: float = 0.0
+    # Replica processes that lived through the whole calm stretch: first and last RSS sample in it (MiB) and the
+    # least-squares slope over its samples (MiB per minute).
+    rss_calm: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def summary(self) -> str:
         by_kind: dict[str, int] = {}
@@ -136,7 +146,9 @@ class Report:
                 f"{self.leader_changes} leader changes, {len(self.self_exits)} exits not caused by the chaos; "
                 f"violations: {len(self.violations)} {by_kind or ''}; "
                 f"converged: {self.converged} in {self.converge_seconds} s; "
-                f"longest without a leader: {self.longest_leaderless_seconds:.1f} s; RSS {rss}")
+                f"longest without a leader: {self.longest_leaderless_seconds:.1f} s; RSS {rss}"
+                + "".join(f"; calm {self.calm_minutes:g} min, {k} RSS {v['first']:.0f}->{v['last']:.0f} MiB "
+                          f"({v['slope_mib_per_min']:+.2f} MiB/min)" for k, v in sorted(self.rss_calm.items())))
 
 
 # --- processes ------------------------------------------------------------------------------------------
@@ -926,6 +938,35 @@ class Soak:
         await asyncio.gather(self._every(self.profile.churn_interval, self.rng, over, workload.step),
                              self._every(self.profile.chaos_interval, self.chaos_rng, over,
                                          lambda: self.chaos_step(api)))
+        if self.profile.calm_minutes > 0:
+            await self._calm(api, workload)
+
+    async def _calm(self, api: Api, workload: Workload) -> None:
+        """Churn, API faults and watch-cache restarts go on; no replica is touched. The RSS of every replica
+        process alive from start to end of it is reported with its trend."""
+        self.report.calm_minutes = self.profile.calm_minutes
+        # A replica paused or restarting when the chaos stopped settles first (woken, it exits and is restarted).
+        await asyncio.sleep(self.profile.lease_duration * 3)
+        first = {f"{r.name}#{r.starts}": len(self.report.rss_samples.get(f"{r.name}#{r.starts}", []))
+                 for r in self.replicas if r.running}
+        deadline = time.monotonic() + self.profile.calm_minutes * 60
+
+        def over() -> bool:
+            return time.monotonic() >= deadline
+
+        async def restart_watch_cache() -> None:
+            assert self.sim is not None
+            self.sim.send_signal(signal.SIGUSR1)
+            self.report.watch_restarts += 1
+
+        await asyncio.gather(self._every(self.profile.churn_interval, self.rng, over, workload.step),
+                             self._every(self.profile.chaos_interval * 5, self.chaos_rng, over, restart_watch_cache))
+        lived = {f"{r.name}#{r.starts}" for r in self.replicas if r.running}
+        for key, start in first.items():
+            samples = self.report.rss_samples.get(key, [])[start:]
+            if key in lived and len(samples) >= 3:
+                self.report.rss_calm[key] = {"first": samples[0], "last": samples[-1],
+                                             "slope_mib_per_min": round(_slope(samples, self.profile.rss_interval), 3)}
 
     async def _converge(self, api: Api) -> None:
         for r in self.replicas:
@@ -945,6 +986,15 @@ class Soak:
                 return
             await asyncio.sleep(2)
         self.report.unconverged = left
+
+
+def _slope(samples: list[float], interval: float) -> float:
+    """Least-squares slope of evenly spaced samples (``interval`` seconds apart), per minute."""
+    n = len(samples)
+    xs = [i * interval / 60 for i in range(n)]
+    mean_x, mean_y = sum(xs) / n, sum(samples) / n
+    var = sum((x - mean_x) ** 2 for x in xs)
+    return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, samples, strict=True)) / var if var else 0.0
 
 
 def _last_error(log: Path | None) -> str:
@@ -969,10 +1019,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=float(os.environ.get("CHAOS_MINUTES", "60")))
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--replicas", type=int, default=3)
+    p.add_argument("--calm-minutes", type=float, default=float(os.environ.get("CHAOS_CALM_MINUTES", "0")),
+                   help="then this many minutes of churn and API faults with no replica touched (RSS trend)")
     p.add_argument("--workdir", default="chaos-run")
     p.add_argument("--output", default=None, help="write the report as JSON here (default: <workdir>/report.json)")
     args = p.parse_args(argv)
-    profile = Profile(seed=args.seed, minutes=args.minutes, replicas=args.replicas)
+    profile = Profile(seed=args.seed, minutes=args.minutes, replicas=args.replicas, calm_minutes=args.calm_minutes)
     workdir = Path(args.workdir)
     report = asyncio.run(run_soak(profile, workdir))
     out = Path(args.output) if args.output else workdir / "report.json"
