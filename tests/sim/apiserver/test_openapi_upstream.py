@@ -162,6 +162,8 @@ def _decode_schema(data: bytes) -> dict[str, Any]:
             s["$ref"] = value.decode()
         elif number == 2:
             s["format"] = value.decode()
+        elif number == 4:
+            s["description"] = value.decode()
         elif number == 19:
             s.setdefault("required", []).append(value.decode())
         elif number == 20:

@@ -56,7 +56,7 @@ def _extensions(field: int, obj: Obj) -> bytes:
 
 def schema(s: Obj) -> bytes:
     """openapi.v2.Schema."""
-    out = _str(1, s.get("$ref", "")) + _str(2, s.get("format", ""))
+    out = _str(1, s.get("$ref", "")) + _str(2, s.get("format", "")) + _str(4, s.get("description", ""))
     if "default" in s:
         out += _bytes(5, _any(s["default"]))
     out += _bool(16, bool(s.get("uniqueItems")))
