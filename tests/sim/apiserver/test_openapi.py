@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from controller_manager.api.resources import BUILTIN, Resource
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app, openapi
 from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS
+from controller_manager.sim.apiserver.openapi import descriptions
 from tests.sim.apiserver.conftest import ADMIN, Client
 from tests.sim.apiserver.upstream_schema import definitions, without_enum_values
 
@@ -290,14 +291,20 @@ async def test_v2_json_protobuf_gzip_and_406(client: Client) -> None:
 
 
 async def test_documents_are_built_on_first_request_only() -> None:
+    descriptions._data.cache_clear()  # (earlier tests in this process may have read them)
     api = ApiServer(options=ApiServerOptions(git_version="v1.37.0-lazy"))
     docs = openapi.documents(api.resources, "v1.37.0-lazy")
     async with TestClient(TestServer(build_app(api))) as tc:
         client = Client(tc)
         assert (await client.get("/version"))[0] == 200
+        status, _ = await client.post("/api/v1/namespaces/default/configmaps",
+                                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+        assert status == 201
         assert docs.built() == []
+        assert descriptions._data.cache_info().currsize == 0  # the descriptions are not read until asked for
         assert (await client.get("/openapi/v3/apis/apps/v1"))[0] == 200
         assert docs.built() == ["apis/apps/v1"]
+        assert descriptions._data.cache_info().currsize == 1
         first = docs.v3("apis/apps/v1")
         assert (await client.get("/openapi/v3/apis/apps/v1"))[0] == 200
         assert docs.v3("apis/apps/v1") is first
