@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -198,6 +199,42 @@ async def test_v3_deployment_components_match_upstream(client: Client) -> None:
     strategy_type = ours_all["io.k8s.api.apps.v1.DeploymentStrategy"]["properties"]["type"]
     assert strategy_type["enum"] == ["Recreate", "RollingUpdate"]
     assert "Possible enum values:\n - `\"Recreate\"` " in strategy_type["description"]
+
+
+_UPSTREAM_PATHS = Path(__file__).with_name("data") / "upstream-1.36-swagger-deployment-paths.json.gz"
+
+
+def _without_schema(params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if k != "schema"} for p in params]
+
+
+async def test_deployment_paths_describe_as_upstream(client: Client) -> None:
+    """The deployments' path items against upstream's swagger (release-1.36's file: the installer's wording and
+    the options' field comments read the same in 1.37): each operation's description, id, action and kind; each
+    parameter's name, place, description and type, in upstream's order, the parameters every operation of a
+    path takes listed once on the path. The v3 document describes its operations and parameters alike."""
+    upstream = orjson.loads(gzip.decompress(_UPSTREAM_PATHS.read_bytes()))["paths"]
+    status, _, body = await _raw(client, "/openapi/v2", {"Accept": "application/json"})
+    assert status == 200
+    ours = orjson.loads(body)["paths"]
+    _, v3 = await client.get("/openapi/v3/apis/apps/v1")
+    for path, theirs in upstream.items():
+        item = ours[path]
+        assert sorted(item) == sorted(theirs), path
+        assert item["parameters"] == theirs["parameters"], path
+        v3_item = v3["paths"][path]
+        assert [{k: v for k, v in p.items() if k != "schema"} for p in v3_item["parameters"]] == [
+            {k: v for k, v in p.items() if k not in ("type", "uniqueItems")} for p in theirs["parameters"]], path
+        for method, op in theirs.items():
+            if method == "parameters":
+                continue
+            mine = item[method]
+            for key in ("description", "operationId", "x-kubernetes-action", "x-kubernetes-group-version-kind"):
+                assert mine[key] == op[key], (path, method, key)
+            assert _without_schema(mine.get("parameters", [])) == op.get("parameters", []), (path, method)
+            assert v3_item[method]["description"] == op["description"], (path, method)
+            v3_params = {p["name"]: p.get("description") for p in v3_item[method].get("parameters", [])}
+            assert v3_params == {p["name"]: p.get("description") for p in op.get("parameters", ()) if p["in"] != "body"}
 
 
 async def test_v3_paths_carry_operations_kubectl_reads(client: Client) -> None:
