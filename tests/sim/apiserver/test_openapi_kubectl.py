@@ -80,6 +80,10 @@ async def test_explain_plaintext_openapiv2(kubectl: Kubectl) -> None:
     assert fields == {"minReadySeconds": "<integer>", "paused": "<boolean>", "progressDeadlineSeconds": "<integer>",
                       "replicas": "<integer>", "revisionHistoryLimit": "<integer>",
                       "selector": "<Object> -required-", "strategy": "<Object>", "template": "<Object> -required-"}
+    # the descriptions travel in the v2 protobuf document too
+    spec = definitions()["io.k8s.api.apps.v1.Deployment"]["properties"]["spec"]["description"]
+    own = definitions()["io.k8s.api.apps.v1.DeploymentSpec"]["description"]
+    assert _words(_section(out, "DESCRIPTION")) == _words(f"{spec} {own}")
 
 
 async def test_create_with_unknown_field_reports_the_servers_strict_error(kubectl: Kubectl) -> None:
