@@ -33,7 +33,7 @@ from typing import Any
 if __package__:
     from tools import gen_schema
 else:  # run as a script from tools/
-    import gen_schema  # type: ignore[no-redef]
+    import gen_schema  # type: ignore[no-redef,import-not-found]
 
 OUT = gen_schema.OUT.with_name("descriptions.json.gz")
 
@@ -95,8 +95,9 @@ def comment_lines(lines: list[Line], i: int) -> list[str]:
     j = i - 1
     if j < 0:
         return []
+    trailing = lines[j].comment
     if lines[j].kind == "code":
-        raw = [lines[j].comment] if lines[j].comment is not None else []
+        raw = [trailing] if trailing is not None else []
     elif lines[j].kind == "comment":
         k = j
         while k > 0 and lines[k - 1].kind == "comment":
@@ -245,14 +246,14 @@ def generate(api: str, apimachinery: str, rev: str, apiextensions: str | None = 
     # +enum type -> value -> (constant, comment); of constants with one value, the longer comment wins
     enums: dict[str, dict[str, tuple[str, str]]] = {}
     for qualified, c in sorted(consts.items()):
-        named = resolver.const_type(c)
-        if named is None or named not in types or "enum" not in types[named].markers:
+        enum_type = resolver.const_type(c)
+        if enum_type is None or enum_type not in types or "enum" not in types[enum_type].markers:
             continue
         value = resolver.const_value(qualified)
         if value is None:
             continue
         comment = " ".join(const_docs.get(qualified, []))
-        values = enums.setdefault(named, {})
+        values = enums.setdefault(enum_type, {})
         old = values.get(value)
         if old is None or len(old[1]) < len(comment) or (len(old[1]) == len(comment) and old[1] > comment):
             values[value] = (c.name, comment)

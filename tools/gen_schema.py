@@ -595,7 +595,7 @@ def main() -> int:
     if __package__:
         from tools import gen_openapi_docs
     else:  # run as a script from tools/
-        import gen_openapi_docs  # type: ignore[no-redef]
+        import gen_openapi_docs  # type: ignore[no-redef,import-not-found]
     wanted = set(doc["types"]) | {openapi_name(q) for q in CUSTOM}
     docs = gen_openapi_docs.generate(args.api, args.apimachinery, args.rev, args.apiextensions,
                                      args.apiextensions_rev, wanted)

@@ -236,7 +236,7 @@ def _upstream_tree(type_name: str, prefix: str = "") -> set[tuple[str, str]]:
         elif target in ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"):
             shown = "string"  # kubectl names a date-time by its type
         else:
-            shown = short or t
+            shown = short or str(t)
         out.add((path, f"<{shown}>" + (" -required-" if name in required else "")))
         if target and defs.get(target, {}).get("properties") and t != "object":
             out |= _upstream_tree(target, f"{path}.")
