@@ -41,8 +41,8 @@ _CUSTOM_V2: dict[str, Obj] = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
     "io.k8s.apimachinery.pkg.runtime.RawExtension": {"type": "object"},
-    # apiextensions' raw JSON and JSON-schema "or" types declare no OpenAPI type (any value): only a
-    # description upstream, left out here.
+    # apiextensions' raw JSON and JSON-schema "or" types declare no OpenAPI type (any value): only their
+    # description, added as every type's is.
     schema.APIEXTENSIONS + "JSON": {},
     schema.APIEXTENSIONS + "JSONSchemaPropsOrArray": {},
     schema.APIEXTENSIONS + "JSONSchemaPropsOrBool": {},
