@@ -8,7 +8,8 @@ order with JSON name, ``omitempty``, Go type (pointer, slice, map, named struct)
 protobuf field number and wire type, patch strategy and merge key, the ``+listType``/``+listMapKey``/
 ``+mapType``/``+structType``/``+optional``/``+required``/``+default`` markers and the ``+enum`` type a field holds;
 for every struct its ``+union``; for every ``+enum`` string type its constants' values; and for every top-level
-kind, its group, version and struct. A new Kubernetes release is one run:
+kind, its group, version and struct; then, beside it, the types' OpenAPI descriptions
+(``descriptions.json.gz``, by ``tools/gen_openapi_docs.py``). A new Kubernetes release is one run:
 
     python tools/gen_schema.py --api /path/to/kubernetes/api.git --apimachinery /path/to/apimachinery.git \
         --apiextensions /path/to/apiextensions-apiserver.git --version v1.37.0 [--rev HEAD] \
@@ -464,12 +465,10 @@ def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any
     return rec
 
 
-def load(api: str, apimachinery: str, rev: str, apiextensions: str | None = None, apiextensions_rev: str = "HEAD",
-         ) -> tuple[dict[str, GoType], dict[str, str], dict[str, GoConst]]:
-    types: dict[str, GoType] = {}
-    consts: dict[str, GoConst] = {}
-    groups: dict[str, str] = {}  # import path -> API group
-    packages: list[tuple[str, str, str, str]] = []  # (repo, revision, dir, import path)
+def packages(api: str, apimachinery: str, rev: str, apiextensions: str | None = None,
+             apiextensions_rev: str = "HEAD") -> list[tuple[str, str, str, str]]:
+    """The Go packages read: (repository, revision, directory, import path)."""
+    packages: list[tuple[str, str, str, str]] = []
     for import_path, directory in APIMACHINERY_PACKAGES.items():
         packages.append((apimachinery, rev, directory, import_path))
     tree = subprocess.run(["git", "-C", api, "ls-tree", "-r", "--name-only", rev], check=True, capture_output=True,
@@ -479,7 +478,15 @@ def load(api: str, apimachinery: str, rev: str, apiextensions: str | None = None
     if apiextensions is not None:
         for import_path, directory in APIEXTENSIONS_PACKAGES.items():
             packages.append((apiextensions, apiextensions_rev, directory, import_path))
-    for repo, repo_rev, directory, import_path in packages:
+    return packages
+
+
+def load(api: str, apimachinery: str, rev: str, apiextensions: str | None = None, apiextensions_rev: str = "HEAD",
+         ) -> tuple[dict[str, GoType], dict[str, str], dict[str, GoConst]]:
+    types: dict[str, GoType] = {}
+    consts: dict[str, GoConst] = {}
+    groups: dict[str, str] = {}  # import path -> API group
+    for repo, repo_rev, directory, import_path in packages(api, apimachinery, rev, apiextensions, apiextensions_rev):
         for path in git_files(repo, repo_rev, directory):
             src = git_show(repo, repo_rev, path)
             for t in parse_go(src, import_path):
@@ -584,6 +591,17 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False) + "\n")
     print(f"{len(doc['types'])} types, {len(doc['kinds'])} kinds -> {args.out}", file=sys.stderr)
+    # The OpenAPI descriptions of the same types, from the same commits (tools/gen_openapi_docs.py).
+    if __package__:
+        from tools import gen_openapi_docs
+    else:  # run as a script from tools/
+        import gen_openapi_docs  # type: ignore[no-redef,import-not-found]
+    wanted = set(doc["types"]) | {openapi_name(q) for q in CUSTOM}
+    docs = gen_openapi_docs.generate(args.api, args.apimachinery, args.rev, args.apiextensions,
+                                     args.apiextensions_rev, wanted)
+    docs_out = args.out.with_name(gen_openapi_docs.OUT.name)
+    size = gen_openapi_docs.write(docs, doc["source"], docs_out)
+    print(f"descriptions of {len(docs)} types, {size} bytes -> {docs_out}", file=sys.stderr)
     return 0
 
 

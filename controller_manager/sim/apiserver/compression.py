@@ -4,7 +4,7 @@ Guarantees:
 - A whole (non-streamed) answer longer than 128 KiB (strictly more than 131072 bytes) is gzip-compressed,
   level 1, when the request's Accept-Encoding lists the token ``gzip`` exactly (no parameters, as
   ``ContentEncodingSupported`` compares them); ``Content-Encoding: gzip`` and ``Vary: Accept-Encoding``
-  are set. Smaller answers, and watch streams, go out as they are.
+  are set. Smaller answers, watch streams, and answers their handler encoded already go out as they are.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def gzip_requested(accept_encoding: str) -> bool:
 def maybe_gzip(resp: web.Response, accept_encoding: str) -> None:
     body = resp.body
     if not isinstance(body, bytes | bytearray) or len(body) <= GZIP_THRESHOLD_BYTES:
+        return
+    if "Content-Encoding" in resp.headers:  # encoded by its own handler already (the OpenAPI v2 document)
         return
     if not gzip_requested(accept_encoding):
         return

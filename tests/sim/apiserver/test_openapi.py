@@ -1,11 +1,12 @@
 """kube-sim's OpenAPI documents over HTTP: the v3 discovery and group-version documents (hashes, caching,
-negotiation), the v2 document (JSON, gnostic protobuf, gzip), and the schemas' shape as upstream publishes
-them."""
+negotiation), the v2 document (JSON, gnostic protobuf, gzip), and the schemas' shape and descriptions as
+upstream publishes them."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from controller_manager.api.resources import BUILTIN, Resource
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app, openapi
 from controller_manager.sim.apiserver.crd import CUSTOMRESOURCEDEFINITIONS
+from controller_manager.sim.apiserver.openapi import descriptions
 from tests.sim.apiserver.conftest import ADMIN, Client
+from tests.sim.apiserver.upstream_schema import definitions, without_enum_values
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 V2_PB = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
@@ -83,11 +86,22 @@ def _ref(name: str) -> dict[str, Any]:
     return {"allOf": [{"$ref": f"#/components/schemas/{name}"}]}
 
 
+def _bare(s: Any) -> Any:
+    """A schema without its descriptions: the structure the assertions state (a property named
+    ``description``, as JSONSchemaProps has, stays)."""
+    if isinstance(s, list):
+        return [_bare(x) for x in s]
+    if not isinstance(s, dict):
+        return s
+    return {k: ({name: _bare(p) for name, p in v.items()} if k == "properties" else _bare(v))
+            for k, v in s.items() if k != "description"}
+
+
 async def test_v3_apps_document_schemas_as_upstream(client: Client) -> None:
     _, doc = await client.get("/openapi/v3/apis/apps/v1")
     assert doc["openapi"] == "3.0.0"
     assert doc["info"] == {"title": "Kubernetes", "version": "v1.37.0"}
-    s = _schemas(doc)
+    s = {name: _bare(schema) for name, schema in _schemas(doc).items()}
     assert s["io.k8s.api.apps.v1.Deployment"] == {
         "type": "object",
         "properties": {
@@ -142,6 +156,87 @@ async def test_v3_apps_document_schemas_as_upstream(client: Client) -> None:
     assert "io.k8s.api.core.v1.Pod" not in s  # only what the group-version's operations reach
 
 
+_DEPLOYMENT_TYPES = ("Deployment", "DeploymentCondition", "DeploymentList", "DeploymentSpec", "DeploymentStatus",
+                     "DeploymentStrategy", "RollingUpdateDeployment")
+_EXTENSIONS = ("x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-patch-strategy",
+               "x-kubernetes-patch-merge-key", "x-kubernetes-map-type", "x-kubernetes-group-version-kind")
+
+
+def _what(s: dict[str, Any]) -> tuple[Any, ...]:
+    """A property's type, format and reference (a v3 ``allOf`` reference unwrapped; the package's nullable
+    type lists made single)."""
+    ref = s["allOf"][0]["$ref"] if "allOf" in s else s.get("$ref", "")
+    t = s.get("type")
+    if isinstance(t, list):
+        t = next(x for x in t if x != "null")
+    items = s.get("items")
+    return t, s.get("format"), ref.rsplit("/", 1)[-1], _what(items) if isinstance(items, dict) else None
+
+
+async def test_v3_deployment_components_match_upstream(client: Client) -> None:
+    """/openapi/v3/apis/apps/v1's Deployment schemas against upstream 1.37's: the same properties with the
+    same types, formats and references, descriptions (the type's and every property's), required lists and
+    x-kubernetes-* keys. An enum property's description ends with its values, one per line."""
+    _, doc = await client.get("/openapi/v3/apis/apps/v1")
+    ours_all, theirs_all = _schemas(doc), definitions()
+    for kind in _DEPLOYMENT_TYPES:
+        name = f"io.k8s.api.apps.v1.{kind}"
+        ours, theirs = ours_all[name], theirs_all[name]
+        assert ours["description"] == theirs["description"], name
+        assert ours.get("required", []) == theirs.get("required", []), name
+        assert sorted(ours["properties"]) == sorted(theirs["properties"]), name
+        for prop, mine in ours["properties"].items():
+            upstream = theirs["properties"][prop]
+            assert _what(mine) == _what(upstream), (name, prop)
+            assert without_enum_values(mine["description"]) == upstream["description"], (name, prop)
+            for key in _EXTENSIONS:
+                assert mine.get(key) == upstream.get(key), (name, prop, key)
+            if "enum" in mine:
+                values = mine["description"].partition("\n\nPossible enum values:\n")[2].splitlines()
+                assert [line.split("`")[1] for line in values] == [f'"{v}"' for v in mine["enum"]], (name, prop)
+        for key in _EXTENSIONS:
+            assert ours.get(key) == theirs.get(key), (name, key)
+    strategy_type = ours_all["io.k8s.api.apps.v1.DeploymentStrategy"]["properties"]["type"]
+    assert strategy_type["enum"] == ["Recreate", "RollingUpdate"]
+    assert "Possible enum values:\n - `\"Recreate\"` " in strategy_type["description"]
+
+
+_UPSTREAM_PATHS = Path(__file__).with_name("data") / "upstream-1.36-swagger-deployment-paths.json.gz"
+
+
+def _without_schema(params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in p.items() if k != "schema"} for p in params]
+
+
+async def test_deployment_paths_describe_as_upstream(client: Client) -> None:
+    """The deployments' path items against upstream's swagger (release-1.36's file: the installer's wording and
+    the options' field comments read the same in 1.37): each operation's description, id, action and kind; each
+    parameter's name, place, description and type, in upstream's order, the parameters every operation of a
+    path takes listed once on the path. The v3 document describes its operations and parameters alike."""
+    upstream = orjson.loads(gzip.decompress(_UPSTREAM_PATHS.read_bytes()))["paths"]
+    status, _, body = await _raw(client, "/openapi/v2", {"Accept": "application/json"})
+    assert status == 200
+    ours = orjson.loads(body)["paths"]
+    _, v3 = await client.get("/openapi/v3/apis/apps/v1")
+    for path, theirs in upstream.items():
+        item = ours[path]
+        assert sorted(item) == sorted(theirs), path
+        assert item["parameters"] == theirs["parameters"], path
+        v3_item = v3["paths"][path]
+        assert [{k: v for k, v in p.items() if k != "schema"} for p in v3_item["parameters"]] == [
+            {k: v for k, v in p.items() if k not in ("type", "uniqueItems")} for p in theirs["parameters"]], path
+        for method, op in theirs.items():
+            if method == "parameters":
+                continue
+            mine = item[method]
+            for key in ("description", "operationId", "x-kubernetes-action", "x-kubernetes-group-version-kind"):
+                assert mine[key] == op[key], (path, method, key)
+            assert _without_schema(mine.get("parameters", [])) == op.get("parameters", []), (path, method)
+            assert v3_item[method]["description"] == op["description"], (path, method)
+            v3_params = {p["name"]: p.get("description") for p in v3_item[method].get("parameters", [])}
+            assert v3_params == {p["name"]: p.get("description") for p in op.get("parameters", ()) if p["in"] != "body"}
+
+
 async def test_v3_paths_carry_operations_kubectl_reads(client: Client) -> None:
     _, doc = await client.get("/openapi/v3/apis/apps/v1")
     paths = doc["paths"]
@@ -175,6 +270,24 @@ async def test_v3_paths_carry_operations_kubectl_reads(client: Client) -> None:
         "readRbacAuthorizationV1ClusterRole")
 
 
+def _with_defaults(definitions: dict[str, Any]) -> list[str]:
+    """The schemas (``Type.property``...) that carry a ``default``."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = list(definitions.items())
+    while stack:
+        where, s = stack.pop()
+        if not isinstance(s, dict):
+            continue
+        if "default" in s:
+            found.append(where)
+        for key, value in s.items():
+            if key == "properties":
+                stack.extend((f"{where}.{name}", p) for name, p in value.items())
+            elif key in ("items", "additionalProperties"):
+                stack.append((f"{where}[]", value))
+    return found
+
+
 async def test_v2_json_protobuf_gzip_and_406(client: Client) -> None:
     status, headers, body = await _raw(client, "/openapi/v2", {"Accept": "application/json"})
     assert status == 200
@@ -182,14 +295,16 @@ async def test_v2_json_protobuf_gzip_and_406(client: Client) -> None:
     doc = orjson.loads(body)
     assert doc["swagger"] == "2.0"
     deployment = doc["definitions"]["io.k8s.api.apps.v1.Deployment"]
-    assert deployment["properties"]["spec"] == {"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"}
-    # v2 prunes defaults (what is left are properties named "default": LimitRangeItem's, a Volume's default mode,
-    # (and JSONSchemaProps' "default", a reference to apiextensions' JSON)
-    assert b'"default"' not in body.replace(b'"default":{"type"', b"").replace(b'"default":{"additionalProperties"',
-                                                                              b"").replace(
-        b'"default":{"$ref":"#/definitions/io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON"}', b"")
-    assert doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] == {
+    upstream = definitions()["io.k8s.api.apps.v1.Deployment"]["properties"]["spec"]
+    # v2 keeps a reference's description beside it (no allOf)
+    assert deployment["properties"]["spec"] == {"$ref": "#/definitions/io.k8s.api.apps.v1.DeploymentSpec",
+                                                "description": upstream["description"]}
+    # v2 prunes defaults (properties named "default", as LimitRangeItem's and JSONSchemaProps' are, stay)
+    assert _with_defaults(doc["definitions"]) == []
+    assert _bare(doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]) == {
         "type": "string", "format": "int-or-string"}
+    assert doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["description"].startswith(
+        "IntOrString is a type that can hold an int32 or a string.")
     op = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
     assert op["parameters"][0] == {"name": "body", "in": "body", "required": True,
                                    "schema": {"$ref": f"#/definitions/{META}Patch"}}
@@ -213,14 +328,20 @@ async def test_v2_json_protobuf_gzip_and_406(client: Client) -> None:
 
 
 async def test_documents_are_built_on_first_request_only() -> None:
+    descriptions._data.cache_clear()  # (earlier tests in this process may have read them)
     api = ApiServer(options=ApiServerOptions(git_version="v1.37.0-lazy"))
     docs = openapi.documents(api.resources, "v1.37.0-lazy")
     async with TestClient(TestServer(build_app(api))) as tc:
         client = Client(tc)
         assert (await client.get("/version"))[0] == 200
+        status, _ = await client.post("/api/v1/namespaces/default/configmaps",
+                                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+        assert status == 201
         assert docs.built() == []
+        assert descriptions._data.cache_info().currsize == 0  # the descriptions are not read until asked for
         assert (await client.get("/openapi/v3/apis/apps/v1"))[0] == 200
         assert docs.built() == ["apis/apps/v1"]
+        assert descriptions._data.cache_info().currsize == 1
         first = docs.v3("apis/apps/v1")
         assert (await client.get("/openapi/v3/apis/apps/v1"))[0] == 200
         assert docs.v3("apis/apps/v1") is first

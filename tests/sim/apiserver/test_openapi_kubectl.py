@@ -1,11 +1,13 @@
-"""The real kubectl reading kube-sim's OpenAPI: ``kubectl explain`` (v3, and v2 through its protobuf client),
-and server-side field validation still reporting unknown fields."""
+"""The real kubectl reading kube-sim's OpenAPI: ``kubectl explain`` (v3, and v2 through its protobuf client)
+with upstream's descriptions, and server-side field validation still reporting unknown fields."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from tests.sim.apiserver.test_kubectl import Kubectl, kubectl
+from tests.sim.apiserver.upstream_schema import definitions
 
 __all__ = ["kubectl"]
 
@@ -78,6 +80,10 @@ async def test_explain_plaintext_openapiv2(kubectl: Kubectl) -> None:
     assert fields == {"minReadySeconds": "<integer>", "paused": "<boolean>", "progressDeadlineSeconds": "<integer>",
                       "replicas": "<integer>", "revisionHistoryLimit": "<integer>",
                       "selector": "<Object> -required-", "strategy": "<Object>", "template": "<Object> -required-"}
+    # the descriptions travel in the v2 protobuf document too
+    spec = definitions()["io.k8s.api.apps.v1.Deployment"]["properties"]["spec"]["description"]
+    own = definitions()["io.k8s.api.apps.v1.DeploymentSpec"]["description"]
+    assert _words(_section(out, "DESCRIPTION")) == _words(f"{spec} {own}")
 
 
 async def test_create_with_unknown_field_reports_the_servers_strict_error(kubectl: Kubectl) -> None:
@@ -132,3 +138,115 @@ async def test_explain_custom_resource_definition(kubectl: Kubectl) -> None:
     rule = _fields(await kubectl("explain", "crd.spec.versions.schema.openAPIV3Schema.x-kubernetes-validations"))
     assert rule["rule"] == "<string> -required-"
     assert rule["reason"] == "<string>"
+
+
+# --- descriptions, as upstream's documents give them -------------------------------------------------
+
+
+def _section(out: str, title: str) -> str:
+    """The text of one explain section (``DESCRIPTION:``), its lines joined."""
+    lines = out.splitlines()
+    start = lines.index(f"{title}:") + 1
+    end = next((i for i in range(start, len(lines)) if lines[i] and not lines[i].startswith(" ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def _words(text: str) -> str:
+    """Text with kubectl's wrapping undone: every run of whitespace one space."""
+    return " ".join(text.split())
+
+
+def _upstream_property(path: str) -> dict[str, Any]:
+    """Upstream's schema of a dotted field path from a type (``io.k8s.api.apps.v1.Deployment.spec.strategy``)."""
+    defs = definitions()
+    type_name, *fields = path.split("/")[0], *path.split("/")[1].split(".")
+    schema: dict[str, Any] = defs[type_name]
+    for i, name in enumerate(fields):
+        prop = schema["properties"][name]
+        if i == len(fields) - 1:
+            return prop  # type: ignore[no-any-return]
+        target = prop.get("items", prop)
+        schema = defs[target["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+async def test_explain_deployment_strategy_describes_as_upstream(kubectl: Kubectl) -> None:
+    out = await kubectl("explain", "deployment.spec.strategy")
+    strategy = _upstream_property("io.k8s.api.apps.v1.Deployment/spec.strategy")
+    own = definitions()["io.k8s.api.apps.v1.DeploymentStrategy"]["description"]
+    # kubectl shows the field's description, then its type's
+    assert _words(_section(out, "DESCRIPTION")) == _words(f"{strategy['description']} {own}")
+    fields = _section(out, "FIELDS")
+    rolling = _upstream_property("io.k8s.api.apps.v1.DeploymentStrategy/rollingUpdate")["description"]
+    assert _words(rolling) in _words(fields)
+    kind = _upstream_property("io.k8s.api.apps.v1.DeploymentStrategy/type")["description"]
+    # a server with OpenAPIEnums on (the default) lists the values, each described by its constant's comment
+    assert _words(f"{kind} Possible enum values: - `\"Recreate\"` ") in _words(fields)
+    assert "  enum: Recreate, RollingUpdate" in fields.splitlines()
+    enum = await kubectl("explain", "deployment.spec.strategy.type")
+    assert "ENUM:\n    Recreate\n    RollingUpdate\n" in enum
+
+
+async def test_explain_cronjob_schedule_describes_as_upstream(kubectl: Kubectl) -> None:
+    out = await kubectl("explain", "cronjob.spec.schedule")
+    assert "FIELD: schedule <string>" in out
+    schedule = _upstream_property("io.k8s.api.batch.v1.CronJob/spec.schedule")["description"]
+    assert schedule
+    assert _words(_section(out, "DESCRIPTION")) == _words(schedule)
+
+
+def _tree(out: str) -> set[tuple[str, str]]:
+    """explain --recursive's FIELDS tree as (dotted path, type and flags)."""
+    found: set[tuple[str, str]] = set()
+    stack: list[str] = []
+    for line in out.splitlines()[out.splitlines().index("FIELDS:") + 1:]:
+        if "\t" not in line:
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2 - 1
+        name, _, rest = line.strip().partition("\t")
+        del stack[depth:]
+        stack.append(name)
+        found.add((".".join(stack), rest.strip()))
+    return found
+
+
+def _type(s: dict[str, Any]) -> str | None:
+    """A schema's type (the package writes ``["string", "null"]`` for a nullable one)."""
+    t = s.get("type")
+    return next(x for x in t if x != "null") if isinstance(t, list) else t
+
+
+def _upstream_tree(type_name: str, prefix: str = "") -> set[tuple[str, str]]:
+    """The same tree from upstream's definitions: every property, with kubectl's type names, into every
+    referenced struct (lists of structs included)."""
+    defs = definitions()
+    schema = defs[type_name]
+    out: set[tuple[str, str]] = set()
+    required = set(schema.get("required", []))
+    for name, prop in schema.get("properties", {}).items():
+        path = f"{prefix}{name}"
+        ref = prop.get("$ref") or prop.get("items", {}).get("$ref") or prop.get("additionalProperties", {}).get("$ref")
+        target = ref.rsplit("/", 1)[-1] if ref else ""
+        t = _type(prop)
+        short = target.rsplit(".", 1)[-1]
+        if t == "array":
+            shown = f"[]{short or _type(prop['items'])}"
+        elif t == "object" and "additionalProperties" in prop:
+            shown = f"map[string]{short or _type(prop['additionalProperties'])}"
+        elif target in ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"):
+            shown = "string"  # kubectl names a date-time by its type
+        else:
+            shown = short or str(t)
+        out.add((path, f"<{shown}>" + (" -required-" if name in required else "")))
+        if target and defs.get(target, {}).get("properties") and t != "object":
+            out |= _upstream_tree(target, f"{path}.")
+    return out
+
+
+async def test_explain_pods_recursive_as_upstream(kubectl: Kubectl) -> None:
+    out = await kubectl("explain", "pods", "--recursive")
+    assert out.splitlines()[:2] == ["KIND:       Pod", "VERSION:    v1"]
+    assert _words(_section(out, "DESCRIPTION")) == _words(definitions()["io.k8s.api.core.v1.Pod"]["description"])
+    ours, theirs = _tree(out), _upstream_tree("io.k8s.api.core.v1.Pod")
+    assert len(theirs) > 500
+    assert ours == theirs, (sorted(ours - theirs)[:10], sorted(theirs - ours)[:10])

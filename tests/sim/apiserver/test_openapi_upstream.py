@@ -1,7 +1,9 @@
 """kube-sim's OpenAPI schemas against upstream's: the kubernetes-validate package ships JSON schemas derived
 from kube-apiserver 1.37's OpenAPI (``v1.37.0-local-strict``); every type kube-sim's documents publish must have
 upstream's property names, types and formats, references, required lists, list/map/patch extensions,
-struct map type, unions and group-version-kinds. Also: the v2 protobuf form decodes to the JSON form."""
+struct map type, unions and group-version-kinds, and upstream's descriptions of the type and of each property
+(the package's are without the enum values a server with OpenAPIEnums on appends). Also: the v2 protobuf form
+decodes to the JSON form."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ import pytest
 
 from controller_manager.api.resources import BUILTIN
 from controller_manager.sim.apiserver import openapi
-from tests.sim.apiserver.upstream_schema import UPSTREAM
+from tests.sim.apiserver.upstream_schema import UPSTREAM, without_enum_values
 
 _EXTENSIONS = ("x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-patch-strategy",
                "x-kubernetes-patch-merge-key", "x-kubernetes-map-type")
 # Where kube-sim's k8s.io/api (a later 1.37 commit) is ahead of the package's documents.
 KNOWN_AHEAD = {("io.k8s.api.core.v1.NodeSystemInfo", "runningInUserNamespace")}
+# The package rewrites these two hand-written types into its own oneOf forms, dropping their descriptions.
+REWRITTEN = {"io.k8s.apimachinery.pkg.api.resource.Quantity", "io.k8s.apimachinery.pkg.util.intstr.IntOrString"}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +67,10 @@ def _compare(name: str, ours: dict[str, Any], theirs: dict[str, Any]) -> list[st
             problems.append(f"{name}.{prop}: only in {'ours' if prop in ours_props else 'upstream'}")
         elif _shape(ours_props[prop]) != _shape(their_props[prop]):
             problems.append(f"{name}.{prop}: {_shape(ours_props[prop])} != {_shape(their_props[prop])}")
+        elif without_enum_values(ours_props[prop].get("description", "")) != their_props[prop].get("description", ""):
+            problems.append(f"{name}.{prop} description: {ours_props[prop].get('description')!r}")
+    if name not in REWRITTEN and ours.get("description") != theirs.get("description"):
+        problems.append(f"{name} description: {ours.get('description')!r} != {theirs.get('description')!r}")
     if ours.get("required", []) != theirs.get("required", []):
         problems.append(f"{name} required: {ours.get('required')} != {theirs.get('required')}")
     for key in ("x-kubernetes-map-type", "x-kubernetes-unions"):
@@ -162,6 +170,8 @@ def _decode_schema(data: bytes) -> dict[str, Any]:
             s["$ref"] = value.decode()
         elif number == 2:
             s["format"] = value.decode()
+        elif number == 4:
+            s["description"] = value.decode()
         elif number == 19:
             s.setdefault("required", []).append(value.decode())
         elif number == 20:

@@ -32,3 +32,20 @@ def validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
 def check(obj: dict[str, Any]) -> None:
     """Raise ``jsonschema.ValidationError`` unless ``obj`` (with its apiVersion and kind) is valid upstream."""
     validator(obj["apiVersion"], obj["kind"]).validate(obj)
+
+
+@functools.cache
+def definitions() -> dict[str, Any]:
+    """The package's definitions, by OpenAPI type name (``io.k8s.api.apps.v1.DeploymentSpec``)."""
+    return orjson.loads((UPSTREAM / "_definitions.json").read_bytes())["$defs"]  # type: ignore[no-any-return]
+
+
+_ENUM_HEADER = "Possible enum values:"
+
+
+def without_enum_values(description: str) -> str:
+    """A description as the documents checked in upstream carry it: generated with the OpenAPIEnums feature
+    gate off, so without the enum section a server (gate on, the default) appends to an enum field's text
+    (the gate's own pruning: everything from the header on, surrounding whitespace trimmed)."""
+    at = description.find(_ENUM_HEADER)
+    return description if at < 0 else description[:at].strip()

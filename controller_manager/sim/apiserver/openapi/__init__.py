@@ -95,17 +95,21 @@ def _discovery_document(resources: tuple[Resource, ...], name: str, git_version:
     plain: tuple[str, ...] = paths.PLAIN_TYPES
     if name == "api":
         path, op_id, tag, ref = "/api/", "getCoreAPIVersions", "core", _META + "APIVersions"
+        description = "get available API versions"
     elif name == "apis":
         path, op_id, tag, ref = "/apis/", "getAPIVersions", "apis", _META + "APIGroupList"
+        description = "get available API versions"
     elif name == "version":
         path, op_id, tag, ref = "/version/", "getCodeVersion", "version", "io.k8s.apimachinery.pkg.version.Info"
+        description = "get the version information for this server"
         plain = ("application/json",)
     elif name.startswith("apis/") and name.count("/") == 1 and any(r.group == name[5:] for r in resources):
         camel = paths.camel_group(name[5:])
         path, op_id, tag, ref = f"/{name}/", f"get{camel}APIGroup", camel[:1].lower() + camel[1:], _META + "APIGroup"
+        description = "get information of a group"
     else:
         return None
-    item = {"get": {"operationId": op_id, "tags": [tag],
+    item = {"get": {"description": description, "operationId": op_id, "tags": [tag],
                     "responses": {"200": {"description": "OK", "content": paths.content(ref, plain)},
                                   "401": {"description": "Unauthorized"}}}}
     return _v3_document(schemas.definitions({ref}, 3, _gvks(resources, None)), {path: item}, git_version)

@@ -4,7 +4,12 @@ For each resource: the collection (list, create, deletecollection), the object (
 delete), the watch paths, and the subresources (status, scale, binding, eviction, finalize), each operation
 with its ``operationId`` (``patchAppsV1NamespacedDeployment``), query parameters, request body, responses,
 ``x-kubernetes-action`` and ``x-kubernetes-group-version-kind``. :func:`group_version_paths` returns them in the
-OpenAPI v3 form; :func:`to_v2` turns one path item into swagger 2.0's form. Descriptions are left out.
+OpenAPI v3 form; :func:`to_v2` turns one path item into swagger 2.0's form.
+
+Descriptions are upstream's: an operation's as kube-apiserver's endpoint installer words it ("read the
+specified Deployment", "create an Ingress", "read scale of the specified Deployment"), a query parameter's
+the description of the options field it sets (ListOptions, CreateOptions, UpdateOptions, PatchOptions,
+DeleteOptions: :mod:`.descriptions`), ``name`` and ``namespace`` as the installer names them.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver.crd import openapi as crd_openapi
 from controller_manager.sim.apiserver.crd.resource import CustomResource
+from controller_manager.sim.apiserver.openapi import descriptions
 
 Obj = dict[str, Any]
 
@@ -35,7 +41,7 @@ _SUBRESOURCES: dict[str, tuple[str, str, str | None, tuple[str, ...]]] = {
     "finalize": ("", "", None, ("put",)),
 }
 _LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
-                "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch")
+                "resourceVersionMatch", "sendInitialEvents", "shardSelector", "timeoutSeconds", "watch")
 _PARAM_TYPES = {"allowWatchBookmarks": "boolean", "watch": "boolean", "sendInitialEvents": "boolean",
                 "force": "boolean", "orphanDependents": "boolean",
                 "ignoreStoreReadErrorWithClusterBreakingPotential": "boolean",
@@ -75,11 +81,48 @@ def tag(group: str, version: str) -> str:
     return f"{camel[:1].lower()}{camel[1:]}_{version}"
 
 
-def _param(name: str, where: str = "query") -> Obj:
+# The options struct whose fields a query parameter of an operation sets (and whose field describes it).
+_OPTIONS = {"get": "ListOptions", "post": "CreateOptions", "put": "UpdateOptions", "patch": "PatchOptions",
+            "delete": "DeleteOptions"}
+_PRETTY = ("If 'true', then the output is pretty printed. Defaults to 'false' unless the user-agent indicates a "
+           "browser or command-line HTTP tool (curl and wget).")
+_NAMESPACE = "object name and auth scope, such as for teams and projects"
+
+
+def _param(name: str, where: str = "query", description: str = "") -> Obj:
     out: Obj = {"name": name, "in": where, "schema": {"type": _PARAM_TYPES.get(name, "string"), "uniqueItems": True}}
+    if description:
+        out["description"] = description
     if where == "path":
         out["required"] = True
     return out
+
+
+def _query(name: str, method: str = "get") -> Obj:
+    """A query parameter, described by the options field it sets (a delete-collection's list parameters by
+    ListOptions')."""
+    if name == "pretty":
+        return _param(name, description=_PRETTY)
+    options = _OPTIONS[method]
+    text = descriptions.of_field(_META + options, name)
+    if not text and method == "delete":
+        text = descriptions.of_field(_META + "ListOptions", name)
+    return _param(name, description=text)
+
+
+def _name(kind: str) -> Obj:
+    return _param("name", "path", f"name of the {kind}")
+
+
+def _namespace() -> Obj:
+    return _param("namespace", "path", _NAMESPACE)
+
+
+def _article(noun: str) -> str:
+    """The installer's article before a kind: none for a plural-looking one, "an" before a vowel."""
+    if noun.endswith("s") and not noun.endswith("ss"):
+        return " "
+    return " an " if noun[:1].lower() in "aeiou" else " a "
 
 
 def content(ref: str, types: tuple[str, ...] = PLAIN_TYPES) -> Obj:
@@ -93,10 +136,10 @@ def _responses(ref: str, codes: tuple[str, ...], types: tuple[str, ...] = PLAIN_
 
 
 def _operation(op_id: str, action: str, gvk: Obj, group: str, version: str, responses: Obj,
-               params: tuple[str, ...] = (), body: Obj | None = None) -> Obj:
-    op: Obj = {"operationId": op_id, "tags": [tag(group, version)]}
+               params: tuple[str, ...] = (), body: Obj | None = None, *, description: str, method: str) -> Obj:
+    op: Obj = {"description": description, "operationId": op_id, "tags": [tag(group, version)]}
     if params:
-        op["parameters"] = [_param(p) for p in params]
+        op["parameters"] = [_query(p, method) for p in params]
     if body is not None:
         op["requestBody"] = body
     op["responses"] = responses
@@ -112,6 +155,28 @@ def _body(ref: str, types: tuple[str, ...] = ("*/*",), required: bool = True) ->
     return out
 
 
+def _hoisted(item: Obj) -> Obj:
+    """A path item with the parameters every one of its operations takes moved to the item, sorted by name,
+    as kube-openapi's builder lists a route's common parameters once."""
+    ops = [op for method, op in item.items() if method != "parameters"]
+    names = [{p["name"] for p in op.get("parameters", ())} for op in ops]
+    common = set.intersection(*names) if names else set()
+    shared = {p["name"]: p for p in item.get("parameters", ())}
+    for op in ops:
+        kept = []
+        for p in op.get("parameters", ()):
+            if p["name"] in common:
+                shared[p["name"]] = p
+            else:
+                kept.append(p)
+        if kept:
+            op["parameters"] = kept
+        else:
+            op.pop("parameters", None)
+    item["parameters"] = [shared[name] for name in sorted(shared)]
+    return item
+
+
 def _resource_paths(r: Resource) -> dict[str, Obj]:
     gv = f"/{gv_path(r.group, r.version)}"
     prefix = camel_group(r.group) + r.version[:1].upper() + r.version[1:]
@@ -123,44 +188,53 @@ def _resource_paths(r: Resource) -> dict[str, Obj]:
         kind_ref = type_name(r.group, r.version, r.kind)
         list_ref = type_name(r.group, r.version, r.kind + "List") if "list" in r.verbs else ""
         patch_types = _PATCH_TYPES
-    gvk = {"group": r.group, "version": r.version, "kind": r.kind}
-    ns_params = [_param("namespace", "path")] if r.namespaced else []
+    kind = r.kind
+    gvk = {"group": r.group, "version": r.version, "kind": kind}
+    ns_params = [_namespace()] if r.namespaced else []
     collection = f"{gv}/namespaces/{{namespace}}/{r.plural}" if r.namespaced else f"{gv}/{r.plural}"
     paths: dict[str, Obj] = {}
     g, v = r.group, r.version
+    listed = f"list or watch objects of kind {kind}" if "watch" in r.verbs else f"list objects of kind {kind}"
 
     item: Obj = {}
     if "list" in r.verbs:
-        item["get"] = _operation(f"list{prefix}{scope}{r.kind}", "list", gvk, g, v,
-                                 _responses(list_ref, ("200",), _STREAM), _LIST_PARAMS)
+        item["get"] = _operation(f"list{prefix}{scope}{kind}", "list", gvk, g, v,
+                                 _responses(list_ref, ("200",), _STREAM), _LIST_PARAMS,
+                                 description=listed, method="get")
     if "create" in r.verbs:
-        item["post"] = _operation(f"create{prefix}{scope}{r.kind}", "post", gvk, g, v,
-                                  _responses(kind_ref, ("200", "201", "202")), _WRITE_PARAMS, _body(kind_ref))
+        item["post"] = _operation(f"create{prefix}{scope}{kind}", "post", gvk, g, v,
+                                  _responses(kind_ref, ("200", "201", "202")), _WRITE_PARAMS, _body(kind_ref),
+                                  description=f"create{_article(kind)}{kind}", method="post")
     if "deletecollection" in r.verbs:
-        item["delete"] = _operation(f"delete{prefix}Collection{scope}{r.kind}", "deletecollection", gvk, g, v,
+        item["delete"] = _operation(f"delete{prefix}Collection{scope}{kind}", "deletecollection", gvk, g, v,
                                     _responses(_META + "Status", ("200",)), _DELETECOLLECTION_PARAMS,
-                                    _body(_META + "DeleteOptions", required=False))
+                                    _body(_META + "DeleteOptions", required=False),
+                                    description=f"delete collection of {kind}", method="delete")
     if item:
-        item["parameters"] = [*ns_params, _param("pretty")]
-        paths[collection] = item
+        item["parameters"] = [*ns_params, _query("pretty")]
+        paths[collection] = _hoisted(item)
 
     item = {}
     if "get" in r.verbs:
-        item["get"] = _operation(f"read{prefix}{scope}{r.kind}", "get", gvk, g, v, _responses(kind_ref, ("200",)))
+        item["get"] = _operation(f"read{prefix}{scope}{kind}", "get", gvk, g, v, _responses(kind_ref, ("200",)),
+                                 description=f"read the specified {kind}", method="get")
     if "update" in r.verbs:
-        item["put"] = _operation(f"replace{prefix}{scope}{r.kind}", "put", gvk, g, v,
-                                 _responses(kind_ref, ("200", "201")), _WRITE_PARAMS, _body(kind_ref))
+        item["put"] = _operation(f"replace{prefix}{scope}{kind}", "put", gvk, g, v,
+                                 _responses(kind_ref, ("200", "201")), _WRITE_PARAMS, _body(kind_ref),
+                                 description=f"replace the specified {kind}", method="put")
     if "patch" in r.verbs:
-        item["patch"] = _operation(f"patch{prefix}{scope}{r.kind}", "patch", gvk, g, v,
+        item["patch"] = _operation(f"patch{prefix}{scope}{kind}", "patch", gvk, g, v,
                                    _responses(kind_ref, ("200", "201")), (*_WRITE_PARAMS, "force"),
-                                   _body(_META + "Patch", patch_types))
+                                   _body(_META + "Patch", patch_types),
+                                   description=f"partially update the specified {kind}", method="patch")
     if "delete" in r.verbs:
-        item["delete"] = _operation(f"delete{prefix}{scope}{r.kind}", "delete", gvk, g, v,
+        item["delete"] = _operation(f"delete{prefix}{scope}{kind}", "delete", gvk, g, v,
                                     _responses(_META + "Status", ("200", "202")), _DELETE_PARAMS,
-                                    _body(_META + "DeleteOptions", required=False))
+                                    _body(_META + "DeleteOptions", required=False),
+                                    description=f"delete{_article(kind)}{kind}", method="delete")
     if item:
-        item["parameters"] = [_param("name", "path"), *ns_params, _param("pretty")]
-        paths[f"{collection}/{{name}}"] = item
+        item["parameters"] = [_name(kind), *ns_params, _query("pretty")]
+        paths[f"{collection}/{{name}}"] = _hoisted(item)
 
     for sub in r.subresources:
         if sub not in _SUBRESOURCES:
@@ -172,44 +246,52 @@ def _resource_paths(r: Resource) -> dict[str, Obj]:
         item = {}
         for op in ops:
             if op == "get":
-                item["get"] = _operation(f"read{prefix}{scope}{r.kind}{suffix}", "get", sub_gvk, g, v,
-                                         _responses(ref, ("200",)))
+                item["get"] = _operation(f"read{prefix}{scope}{kind}{suffix}", "get", sub_gvk, g, v,
+                                         _responses(ref, ("200",)),
+                                         description=f"read {sub} of the specified {kind}", method="get")
             elif op == "put":
-                item["put"] = _operation(f"replace{prefix}{scope}{r.kind}{suffix}", "put", sub_gvk, g, v,
-                                         _responses(ref, ("200", "201")), _WRITE_PARAMS, _body(ref))
+                item["put"] = _operation(f"replace{prefix}{scope}{kind}{suffix}", "put", sub_gvk, g, v,
+                                         _responses(ref, ("200", "201")), _WRITE_PARAMS, _body(ref),
+                                         description=f"replace {sub} of the specified {kind}", method="put")
             elif op == "patch":
-                item["patch"] = _operation(f"patch{prefix}{scope}{r.kind}{suffix}", "patch", sub_gvk, g, v,
+                item["patch"] = _operation(f"patch{prefix}{scope}{kind}{suffix}", "patch", sub_gvk, g, v,
                                            _responses(ref, ("200", "201")), (*_WRITE_PARAMS, "force"),
-                                           _body(_META + "Patch", patch_types))
+                                           _body(_META + "Patch", patch_types),
+                                           description=f"partially update {sub} of the specified {kind}",
+                                           method="patch")
             elif op == "post":
-                item["post"] = _operation(f"create{prefix}{scope}{r.kind}{suffix}", "post", sub_gvk, g, v,
-                                          _responses(ref, ("200", "201", "202")), _WRITE_PARAMS, _body(ref))
-        item["parameters"] = [_param("name", "path"), *ns_params, _param("pretty")]
-        paths[f"{collection}/{{name}}/{sub}"] = item
+                item["post"] = _operation(f"create{prefix}{scope}{kind}{suffix}", "post", sub_gvk, g, v,
+                                          _responses(ref, ("200", "201", "202")), _WRITE_PARAMS, _body(ref),
+                                          description=f"create {sub} of{_article(kind)}{kind}", method="post")
+        item["parameters"] = [_name(skind or kind), *ns_params, _query("pretty")]
+        paths[f"{collection}/{{name}}/{sub}"] = _hoisted(item)
 
     if "watch" in r.verbs:
         watch_base = f"{gv}/watch/namespaces/{{namespace}}/{r.plural}" if r.namespaced else f"{gv}/watch/{r.plural}"
         event = _META + "WatchEvent"
-        common = [_param(p) for p in _LIST_PARAMS]
+        common = [_query(p) for p in _LIST_PARAMS]
+        watch_list = (f"watch individual changes to a list of {kind}. deprecated: use the 'watch' parameter with a "
+                      "list operation instead.")
+        watch_one = (f"watch changes to an object of kind {kind}. deprecated: use the 'watch' parameter with a list "
+                     "operation instead, filtered to a single item with the 'fieldSelector' parameter.")
         paths[watch_base] = {
-            "get": _operation(f"watch{prefix}{scope}{r.kind}List", "watchlist", gvk, g, v,
-                              _responses(event, ("200",), _STREAM)),
-            "parameters": sorted([*common, *ns_params, _param("pretty")], key=lambda p: p["name"])}
+            "get": _operation(f"watch{prefix}{scope}{kind}List", "watchlist", gvk, g, v,
+                              _responses(event, ("200",), _STREAM), description=watch_list, method="get"),
+            "parameters": sorted([*common, *ns_params, _query("pretty")], key=lambda p: p["name"])}
         paths[f"{watch_base}/{{name}}"] = {
-            "get": _operation(f"watch{prefix}{scope}{r.kind}", "watch", gvk, g, v,
-                              _responses(event, ("200",), _STREAM)),
-            "parameters": sorted([*common, _param("name", "path"), *ns_params, _param("pretty")],
-                                 key=lambda p: p["name"])}
+            "get": _operation(f"watch{prefix}{scope}{kind}", "watch", gvk, g, v,
+                              _responses(event, ("200",), _STREAM), description=watch_one, method="get"),
+            "parameters": sorted([*common, _name(kind), *ns_params, _query("pretty")], key=lambda p: p["name"])}
         if r.namespaced:
             paths[f"{gv}/watch/{r.plural}"] = {
-                "get": _operation(f"watch{prefix}{r.kind}ListForAllNamespaces", "watchlist", gvk, g, v,
-                                  _responses(event, ("200",), _STREAM)),
-                "parameters": sorted([*common, _param("pretty")], key=lambda p: p["name"])}
+                "get": _operation(f"watch{prefix}{kind}ListForAllNamespaces", "watchlist", gvk, g, v,
+                                  _responses(event, ("200",), _STREAM), description=watch_list, method="get"),
+                "parameters": sorted([*common, _query("pretty")], key=lambda p: p["name"])}
     if r.namespaced and "list" in r.verbs:
         paths[f"{gv}/{r.plural}"] = {
-            "get": _operation(f"list{prefix}{r.kind}ForAllNamespaces", "list", gvk, g, v,
-                              _responses(list_ref, ("200",), _STREAM)),
-            "parameters": sorted([*(_param(p) for p in _LIST_PARAMS), _param("pretty")], key=lambda p: p["name"])}
+            "get": _operation(f"list{prefix}{kind}ForAllNamespaces", "list", gvk, g, v,
+                              _responses(list_ref, ("200",), _STREAM), description=listed, method="get"),
+            "parameters": sorted([*(_query(p) for p in _LIST_PARAMS), _query("pretty")], key=lambda p: p["name"])}
     return paths
 
 
@@ -217,7 +299,8 @@ def group_version_paths(resources: tuple[Resource, ...], group: str, version: st
     """The v3 path items of one group-version: its resource list (``/apis/apps/v1/``) and every resource's."""
     prefix = camel_group(group) + version[:1].upper() + version[1:]
     paths: Obj = {f"/{gv_path(group, version)}/": {"get": {
-        "operationId": f"get{prefix}APIResources", "tags": [tag(group, version)],
+        "description": "get available resources", "operationId": f"get{prefix}APIResources",
+        "tags": [tag(group, version)],
         "responses": _responses(_META + "APIResourceList", ("200",))}}}
     for r in resources:
         if r.group == group and r.version == version:
@@ -248,6 +331,8 @@ def to_v2(item: Obj) -> Obj:
         v2["produces"] = produces
         v2["schemes"] = ["https"]
         v2["tags"] = op["tags"]
+        if op.get("description"):
+            v2["description"] = op["description"]
         v2["operationId"] = op["operationId"]
         params = [_param_v2(p) for p in op.get("parameters", ())]
         if body:
@@ -269,6 +354,8 @@ def to_v2(item: Obj) -> Obj:
 
 def _param_v2(p: Obj) -> Obj:
     out: Obj = {"uniqueItems": True, "type": p["schema"]["type"], "name": p["name"], "in": p["in"]}
+    if p.get("description"):
+        out["description"] = p["description"]
     if p.get("required"):
         out["required"] = True
     return out

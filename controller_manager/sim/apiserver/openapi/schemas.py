@@ -1,18 +1,24 @@
 """The schemas of the API's types, as kube-apiserver publishes them in OpenAPI, built from kube-sim's schema.
 
-Each struct of :mod:`..schema` becomes the schema openapi-gen writes for it, less the descriptions:
+Each struct of :mod:`..schema` becomes the schema openapi-gen writes for it: its description and
 ``type: object`` with its JSON fields as ``properties`` (inline embeddings promoted), ``required`` (a field
 without ``omitempty``, or marked ``+required``, unless marked ``+optional``), scalar ``type``/``format`` (int32
 and int64, ``byte`` for []byte, ``double``), ``enum`` for ``+enum`` string types, ``default`` (a ``+default``
 marker, else the zero value of a non-pointer field that is a struct, or a scalar without ``omitempty``;
 never for types with their own JSON decoding: Time, Quantity, IntOrString...), and the
 ``x-kubernetes-*`` extensions of its markers (list type and map keys, patch strategy and merge key, map and
-struct type, unions). The hand-written types (Time, Quantity, IntOrString, RawExtension...) get upstream's
-fixed schemas, which differ between v2 and v3.
+struct type, unions). Descriptions (the type's and each property's) are upstream's, from
+:mod:`.descriptions`. The hand-written types (Time, Quantity, IntOrString, RawExtension...) get upstream's
+fixed schemas, which differ between v2 and v3, with their descriptions.
 
 :func:`definitions` builds the closure of the named types; v2 references are ``#/definitions/<name>`` and
-carry no defaults (the v2 endpoint prunes them), v3 references are ``#/components/schemas/<name>``, wrapped in
-``allOf`` where the property says more than the reference.
+carry no defaults (the v2 endpoint prunes them) and keep their description beside the ``$ref``, v3
+references are ``#/components/schemas/<name>``, wrapped in ``allOf`` where the property says more than the
+reference (a description, a default).
+
+Enums are published as a server with the OpenAPIEnums feature gate (on by default since 1.24) publishes
+them: a field of a ``+enum`` type lists its values and its description ends with them ("Possible enum
+values: ..."). The documents checked in upstream (api/openapi-spec) are generated with the gate off.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller_manager.sim.apiserver import schema
+from controller_manager.sim.apiserver.openapi import descriptions
 from controller_manager.sim.apiserver.schema import NO_DEFAULT, Field, Type
 
 Obj = dict[str, Any]
@@ -34,8 +41,8 @@ _CUSTOM_V2: dict[str, Obj] = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string"},
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string"},
     "io.k8s.apimachinery.pkg.runtime.RawExtension": {"type": "object"},
-    # apiextensions' raw JSON and JSON-schema "or" types declare no OpenAPI type (any value): only a
-    # description upstream, left out here.
+    # apiextensions' raw JSON and JSON-schema "or" types declare no OpenAPI type (any value): only their
+    # description, added as every type's is.
     schema.APIEXTENSIONS + "JSON": {},
     schema.APIEXTENSIONS + "JSONSchemaPropsOrArray": {},
     schema.APIEXTENSIONS + "JSONSchemaPropsOrBool": {},
@@ -114,10 +121,12 @@ def _enforced_default(f: Field) -> Any:
     return _SCALARS[_go_scalar(f, t.kind)][2]
 
 
-def _property(f: Field, version: int) -> Obj:
+def _property(f: Field, version: int, description: str) -> Obj:
     if f.json_string:
-        return {"type": "string"}
+        return {"description": description, "type": "string"} if description else {"type": "string"}
     out = _type_schema(f.type, f, version, top=True)
+    if description:
+        out["description"] = description
     default = f.default if f.default is not NO_DEFAULT else _enforced_default(f)
     if default is not NO_DEFAULT and version == 3:
         out["default"] = default
@@ -131,17 +140,16 @@ def _property(f: Field, version: int) -> Obj:
         out["x-kubernetes-patch-merge-key"] = f.merge_key
     if f.patch_strategy:
         out["x-kubernetes-patch-strategy"] = f.patch_strategy
-    return _wrap_ref(out, always=True) if version == 3 else out
+    return _wrap_ref(out) if version == 3 else out
 
 
-def _wrap_ref(s: Obj, *, always: bool = False) -> Obj:
-    """v3: a reference with siblings becomes ``allOf: [{$ref}]``, as kube-openapi's builder3 rewrites them.
-    A property's reference always has one upstream (its description, left out here), so it is always
-    wrapped; a list's or map's element reference only when it carries more (a default)."""
+def _wrap_ref(s: Obj) -> Obj:
+    """v3: a reference with siblings (a description, a default) becomes ``allOf: [{$ref}]``, as
+    kube-openapi's builder3 rewrites them; a bare reference stays as it is."""
     for key in ("items", "additionalProperties"):
         if isinstance(s.get(key), dict):
             s[key] = _wrap_ref(s[key])
-    if "$ref" in s and (always or len(s) > 1):
+    if "$ref" in s and len(s) > 1:
         ref = s.pop("$ref")
         return {"allOf": [{"$ref": ref}], **s}
     return s
@@ -156,16 +164,19 @@ def _is_required(f: Field) -> bool:
 def struct_schema(name: str, version: int) -> Obj:
     """The schema of one named type, without its ``x-kubernetes-group-version-kind``."""
     custom = (_CUSTOM_V3 if version == 3 else _CUSTOM_V2).get(name)
+    described = descriptions.of_type(name)
     if custom is not None:
-        return {k: (list(v) if isinstance(v, list) else v) for k, v in custom.items()}
+        fixed = {k: (list(v) if isinstance(v, list) else v) for k, v in custom.items()}
+        return {"description": described, **fixed} if described else fixed
     st = schema.struct(name)
     properties: Obj = {}
     required: list[str] = []
     for json_name, f in st.json_fields.items():
-        properties[json_name] = _property(f, version)
+        properties[json_name] = _property(f, version, descriptions.of_field(name, json_name))
         if _is_required(f):
             required.append(json_name)
-    out: Obj = {"type": "object"}
+    out: Obj = {"description": described} if described else {}
+    out["type"] = "object"
     if properties:
         out["properties"] = properties
     if required:

@@ -56,7 +56,7 @@ def _extensions(field: int, obj: Obj) -> bytes:
 
 def schema(s: Obj) -> bytes:
     """openapi.v2.Schema."""
-    out = _str(1, s.get("$ref", "")) + _str(2, s.get("format", ""))
+    out = _str(1, s.get("$ref", "")) + _str(2, s.get("format", "")) + _str(4, s.get("description", ""))
     if "default" in s:
         out += _bytes(5, _any(s["default"]))
     out += _bool(16, bool(s.get("uniqueItems")))
@@ -83,16 +83,18 @@ def _parameter(p: Obj) -> bytes:
     else:
         required = _bool(1, bool(p.get("required")))
         if p["in"] == "path":  # PathParameterSubSchema
-            sub = required + _str(2, "path") + _str(4, p["name"]) + _str(5, p.get("type", "")) + _bool(19, True)
+            sub = (required + _str(2, "path") + _str(3, p.get("description", "")) + _str(4, p["name"])
+                   + _str(5, p.get("type", "")) + _bool(19, True))
             param = _bytes(2, _bytes(4, sub))
         else:  # QueryParameterSubSchema
-            sub = required + _str(2, "query") + _str(4, p["name"]) + _str(6, p.get("type", "")) + _bool(20, True)
+            sub = (required + _str(2, "query") + _str(3, p.get("description", "")) + _str(4, p["name"])
+                   + _str(6, p.get("type", "")) + _bool(20, True))
             param = _bytes(2, _bytes(3, sub))
     return _bytes(1, param)
 
 
 def _operation(op: Obj) -> bytes:
-    out = _strings(1, op.get("tags", [])) + _str(5, op.get("operationId", ""))
+    out = _strings(1, op.get("tags", [])) + _str(3, op.get("description", "")) + _str(5, op.get("operationId", ""))
     out += _strings(6, op.get("produces", [])) + _strings(7, op.get("consumes", []))
     out += b"".join(_bytes(8, _parameter(p)) for p in op.get("parameters", []))
     codes = b""
