@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller_manager.api.meta import key_of, meta
+from controller_manager.api.resource_version import compare_resource_versions
 
 __all__ = ["ConsistencyStore", "StaleCache", "compare_resource_versions"]
 
@@ -38,16 +39,6 @@ class StaleCache(Exception):
         self.read = read
         self.wrote = wrote
         self.resource = resource
-
-
-def compare_resource_versions(a: str, b: str) -> int:
-    """-1, 0 or 1 as ``a`` is older than, the same as or newer than ``b`` (both decimal integers without
-    leading zeros, as the API server's are); ValueError for anything else."""
-    for rv in (a, b):
-        if not rv.isdigit() or (len(rv) > 1 and rv[0] == "0"):
-            raise ValueError(f"resource version {rv!r} is not comparable")
-    ka, kb = (len(a), a), (len(b), b)
-    return (ka > kb) - (ka < kb)
 
 
 @dataclass
