@@ -15,12 +15,17 @@ Guarantees:
   :class:`StaleCache` while one is behind, and forgets the record once every one has caught up. An informer
   that has no version yet, and versions that are not decimal integers, never block.
 - :meth:`clear` forgets an owner (only when its UID matches, if one is given).
+- :meth:`record` is :meth:`wrote_at` for an owner object and the object a write returned.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from controller_manager.api.meta import key_of, meta
+from controller_manager.api.resource_version import compare_resource_versions
 
 __all__ = ["ConsistencyStore", "StaleCache", "compare_resource_versions"]
 
@@ -34,16 +39,6 @@ class StaleCache(Exception):
         self.read = read
         self.wrote = wrote
         self.resource = resource
-
-
-def compare_resource_versions(a: str, b: str) -> int:
-    """-1, 0 or 1 as ``a`` is older than, the same as or newer than ``b`` (both decimal integers without
-    leading zeros, as the API server's are); ValueError for anything else."""
-    for rv in (a, b):
-        if not rv.isdigit() or (len(rv) > 1 and rv[0] == "0"):
-            raise ValueError(f"resource version {rv!r} is not comparable")
-    ka, kb = (len(a), a), (len(b), b)
-    return (ka > kb) - (ka < kb)
 
 
 @dataclass
@@ -72,6 +67,11 @@ class ConsistencyStore:
             except ValueError:
                 pass
         record.versions[resource] = resource_version
+
+    def record(self, owner: Mapping[str, Any], resource: str, written: Mapping[str, Any]) -> None:
+        """``written`` (what the API server answered a write with) was written on behalf of ``owner``."""
+        self.wrote_at(key_of(owner), str(meta(owner).get("uid") or ""), resource,
+                      str(meta(written).get("resourceVersion") or ""))
 
     def clear(self, owner: str, owner_uid: str = "") -> None:
         record = self._writes.get(owner)

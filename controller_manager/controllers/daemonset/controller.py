@@ -23,6 +23,10 @@ Guarantees:
   or unparsable selector, or one not matching the template's labels, a Warning ``InvalidSelector`` and is skipped
   (it would create pods it cannot own); a node whose labels or taints are malformed gets a ``FailedPlacement``
   Warning on the DaemonSet and keeps whatever daemon pod it has. A DaemonSet being deleted is left alone.
+- Read-your-own-writes, as upstream's StaleControllerConsistencyDaemonSet (beta, on by default since 1.36): the
+  resourceVersions of the DaemonSet's status writes and of the pods created for it are recorded; its next sync is
+  skipped and requeued through the rate limiter until the DaemonSet and pod informers have applied events at
+  least that new (:mod:`controllerutil.consistency`). The record goes with the DaemonSet (deleted, or found gone).
 - Events come from component ``daemonset-controller`` (SuccessfulCreate/FailedCreate/SuccessfulDelete/
   FailedDelete from the PodControl).
 """
@@ -38,6 +42,7 @@ from controller_manager.api.pods import POD_FAILED, POD_SUCCEEDED, is_pod_availa
 from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, NODES, PODS
 from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
+from controller_manager.controllerutil.consistency import ConsistencyStore, StaleCache
 from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
 from controller_manager.controllerutil.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
 from controller_manager.controllerutil.expectations import ControllerExpectations
@@ -116,6 +121,11 @@ class DaemonSetController(Controller):
         self.pod_informer = ctx.informers.informer(PODS)
         self.node_informer = ctx.informers.informer(NODES)
         self.history = History(ctx.client, self.history_informer)
+        # Read-your-own-writes (upstream's StaleControllerConsistencyDaemonSet, on by default): a sync waits until
+        # the informers show this controller's last status write and pod creations for that DaemonSet.
+        ds_informer, pod_informer = self.ds_informer, self.pod_informer
+        self.consistency = ConsistencyStore({DAEMONSETS.plural: lambda: ds_informer.last_sync_resource_version,
+                                             PODS.plural: lambda: pod_informer.last_sync_resource_version})
         self.handlers = Handlers(self)
         self.ds_informer.add_handler(self.handlers.on_daemon_set)
         self.history_informer.add_handler(self.handlers.on_history)
@@ -128,10 +138,18 @@ class DaemonSetController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
+        try:
+            self.consistency.ensure_ready(key)
+        except StaleCache as stale:
+            # Our own last writes are not in the caches yet: acting now could create a second daemon pod on a node
+            # (and the status write would conflict). Retry through the rate limiter, as upstream's error return.
+            self.log.debug("skipping sync of a stale daemon set", key=key, reason=str(stale))
+            return Result(rate_limited=True)
         ds = self.ds_informer.store.get(key)
         if ds is None:
             self.log.debug("daemon set has been deleted", key=key)
             self.expectations.delete_expectations(key)
+            self.consistency.clear(key)
             return None
         selector = self._selector(ds)
         if selector is None or is_being_deleted(ds):
@@ -340,7 +358,8 @@ class DaemonSetController(Controller):
                 spec = dict(template.get("spec") or {})
                 spec["affinity"] = replace_node_name_affinity(spec.get("affinity"), to_create[index])
                 try:
-                    await self.pod_control.create_pods(namespace, {**template, "spec": spec}, ds, ref)
+                    pod = await self.pod_control.create_pods(namespace, {**template, "spec": spec}, ds, ref)
+                    self.consistency.record(ds, PODS.plural, pod)
                 except ApiError as err:
                     if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
                         return  # every create fails until the namespace is gone
@@ -393,7 +412,8 @@ class DaemonSetController(Controller):
             if update_observed_generation:
                 new_status["observedGeneration"] = generation
             try:
-                await self.ctx.client.update_status(DAEMONSETS, {**current, "status": new_status})
+                written = await self.ctx.client.update_status(DAEMONSETS, {**current, "status": new_status})
+                self.consistency.record(ds, DAEMONSETS.plural, written)
                 break
             except ApiError:
                 if attempt >= STATUS_UPDATE_RETRIES:

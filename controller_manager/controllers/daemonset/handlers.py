@@ -69,8 +69,9 @@ class Handlers:
 
     def _delete_daemon_set(self, ds: Obj) -> None:
         key = key_of(ds)
-        # A new DaemonSet of the same name must start without the old one's expectations.
+        # A new DaemonSet of the same name must start without the old one's expectations or written versions.
         self._ctrl.expectations.delete_expectations(key)
+        self._ctrl.consistency.clear(key, str(meta(ds).get("uid") or ""))
         self._ctrl.queue.add(key)
 
     # --- nodes ------------------------------------------------------------------------------------

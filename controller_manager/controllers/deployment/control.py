@@ -11,6 +11,11 @@ Guarantees:
   writes, ``generation``), so a second write in the same sync is not refused as stale. The caller goes on
   with what was returned. ReplicaSet writes likewise send a new object and return the server's answer.
 - Events about a Deployment name it as ``apps/v1 Deployment`` even when the cached object lacks type meta.
+- Read-your-own-writes (beyond upstream, see the controller): with a consistency store, every Deployment write
+  (status or spec) and every ReplicaSet create or update is recorded, by the resourceVersion the server
+  answered, under the Deployment's key (a ReplicaSet's under its controlling Deployment's, from its controller
+  reference), so the Deployment's next sync waits until the caches show them; ReplicaSet writes are also
+  told to ``replica_set_written`` (the shared informer, for the ReplicaSet controller to wait on).
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from controller_manager.api.meta import meta
+from controller_manager.api.meta import controller_ref, meta
 from controller_manager.api.resources import DEPLOYMENTS, REPLICASETS, Resource
 from controller_manager.clock import Clock
+from controller_manager.controllerutil.consistency import ConsistencyStore
 
 __all__ = ["ApiWriter", "DeploymentControl", "EventSink", "Obj", "status_of", "with_status"]
 
@@ -60,6 +66,10 @@ class DeploymentControl:
     clock: Clock
     rs_lister: Callable[[str, str], Obj | None]  # cached ReplicaSet by (namespace, name)
     log: Any = field(default_factory=lambda: structlog.get_logger("controller_manager.controllers.deployment"))
+    consistency: ConsistencyStore | None = None
+    # Told of every ReplicaSet written (the shared informer's ``wrote``): the ReplicaSet controller then waits
+    # for the cache to show it before writing that ReplicaSet's status.
+    replica_set_written: Callable[[Obj], None] | None = None
 
     def now(self) -> float:
         return self.clock.now()
@@ -70,15 +80,36 @@ class DeploymentControl:
     async def update_deployment_status(self, d: Obj) -> Obj:
         """Write ``d``'s status through ``/status``; returns ``d`` with the server's new resourceVersion."""
         written = await self.client.update_status(DEPLOYMENTS, _typed(d, DEPLOYMENTS))
+        self._wrote(d, DEPLOYMENTS, written)
         return _following(d, written, ("resourceVersion",))
 
     async def update_deployment(self, d: Obj) -> Obj:
         """Write ``d`` (spec and metadata); returns ``d`` with the server's new resourceVersion and generation."""
         written = await self.client.update(DEPLOYMENTS, _typed(d, DEPLOYMENTS))
+        self._wrote(d, DEPLOYMENTS, written)
         return _following(d, written, ("resourceVersion", "generation"))
 
+    async def create_replica_set(self, d: Obj, rs: Obj, namespace: str) -> dict[str, Any]:
+        created = await self.client.create(REPLICASETS, _typed(rs, REPLICASETS), namespace)
+        self._wrote(d, REPLICASETS, created)
+        if self.replica_set_written is not None:
+            self.replica_set_written(created)
+        return created
+
     async def update_replica_set(self, rs: Obj) -> dict[str, Any]:
-        return await self.client.update(REPLICASETS, _typed(rs, REPLICASETS))
+        written = await self.client.update(REPLICASETS, _typed(rs, REPLICASETS))
+        ref = controller_ref(written)
+        if self.consistency is not None and ref is not None and ref.get("kind") == DEPLOYMENTS.kind:
+            # Recorded under the Deployment that controls it (the one whose sync wrote it).
+            self.consistency.wrote_at(f"{meta(written).get('namespace')}/{ref.get('name')}", str(ref.get("uid") or ""),
+                                      REPLICASETS.plural, str(meta(written).get("resourceVersion") or ""))
+        if self.replica_set_written is not None:
+            self.replica_set_written(written)
+        return written
+
+    def _wrote(self, d: Obj, res: Resource, written: Obj) -> None:
+        if self.consistency is not None:
+            self.consistency.record(d, res.plural, written)
 
 
 def _typed(obj: Obj, res: Resource) -> dict[str, Any]:

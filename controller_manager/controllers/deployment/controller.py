@@ -17,6 +17,17 @@ Guarantees:
   ``MAX_RETRIES`` times in a row (then the runner drops it until the next event, as upstream). A create
   refused because the namespace is terminating is not retried. Progress-deadline checks come back as
   ``Result(requeue_after=...)``, or ``Result(rate_limited=True, forget_failures=True)`` within a second of it.
+- Read-your-own-writes, beyond upstream (1.37 gates it only for the ReplicaSet, Job, StatefulSet and DaemonSet
+  controllers): the resourceVersions of the Deployment's own writes (status and spec) and of the ReplicaSets it
+  creates or updates are recorded under its key; its next sync is skipped and requeued through the rate limiter
+  until the Deployment and ReplicaSet informers have applied events at least that new. Why: every status write
+  of a ReplicaSet wakes its Deployment, usually before the Deployment informer shows the Deployment's own last
+  status write, so without this the sync computes from a stale Deployment and its status (or scale) write fails
+  with 409 Conflict, and a stale ReplicaSet list can scale twice. Likewise while a status write of one of its
+  ReplicaSets by this process's ReplicaSet controller is not in the shared cache yet
+  (``SharedInformer.unseen_write``): a scale sent from the older copy would be refused. The skip is not an
+  error: logged at debug only and never counted towards ``MAX_RETRIES``. The record goes with the Deployment
+  (deleted, or found gone).
 - Events come from source component ``deployment-controller``.
 """
 
@@ -31,6 +42,7 @@ from controller_manager.api.selectors import Selector, from_label_selector
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, has_status_cause
 from controller_manager.controllers.deployment.util_conditions import SELECTING_ALL_MESSAGE, SELECTING_ALL_REASON
 from controller_manager.controllers.deployment.util_strategy import is_recreate
+from controller_manager.controllerutil.consistency import ConsistencyStore, StaleCache
 from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
@@ -78,12 +90,19 @@ class DeploymentController(Controller):
         self.d_informer = ctx.informers.informer(DEPLOYMENTS)
         self.rs_informer = ctx.informers.informer(REPLICASETS, indexers={RS_ORPHAN_INDEX: orphan_index})
         self.pod_informer = ctx.informers.informer(PODS)
+        # Read-your-own-writes (beyond upstream, see above): a sync waits until the informers show this
+        # controller's last writes of that Deployment and of its ReplicaSets.
+        d_informer, rs_informer = self.d_informer, self.rs_informer
+        self.consistency = ConsistencyStore({DEPLOYMENTS.plural: lambda: d_informer.last_sync_resource_version,
+                                             REPLICASETS.plural: lambda: rs_informer.last_sync_resource_version})
         self.control = DeploymentControl(
             client=ctx.client,
             recorder=ctx.events.recorder(self.name),
             clock=ctx.clock,
             rs_lister=lambda namespace, name: self.rs_informer.store.get(f"{namespace}/{name}"),
             log=self.log,
+            consistency=self.consistency,
+            replica_set_written=self.rs_informer.wrote,
         )
         # ReplicaSets wake the Deployment that controls them, or every one that may adopt an orphan; a
         # ReplicaSet's deletionTimestamp is an update like any other (upstream's add/update/deleteReplicaSet).
@@ -97,6 +116,8 @@ class DeploymentController(Controller):
 
     def _on_deployment(self, event: Event) -> None:
         obj = event.new if isinstance(event, Updated) else event.obj
+        if isinstance(event, Deleted):
+            self.consistency.clear(key_of(obj), str(meta(obj).get("uid") or ""))
         self.queue.add(key_of(obj))
 
     def _on_replica_set(self, event: Event) -> None:
@@ -185,10 +206,26 @@ class DeploymentController(Controller):
             raise  # retried with backoff; the runner drops the key after max_retries in a row
 
     async def _sync(self, key: str) -> Result | None:
+        try:
+            self.consistency.ensure_ready(key)
+        except StaleCache as stale:
+            # Our own last writes are not in the caches yet: a sync now would compute from an older Deployment
+            # or ReplicaSet list (its writes failing with 409 Conflict, or scaling twice). Wait for the informers.
+            self.log.debug("skipping sync of a stale deployment", key=key, reason=str(stale))
+            return Result(rate_limited=True)
         cached = self.d_informer.store.get(key)
         if cached is None:
             self.log.debug("deployment has been deleted", key=key)
+            self.consistency.clear(key)
             return None
+        for rs in self._owned_replica_sets(cached):
+            unseen = self.rs_informer.unseen_write(key_of(rs))
+            if unseen is not None:
+                # The ReplicaSet controller wrote this ReplicaSet's status and the cache does not show it yet: a
+                # scale or annotation update now would carry the older resourceVersion and be refused (409).
+                self.log.debug("skipping sync: a ReplicaSet write is not in the cache yet", key=key,
+                               replica_set=key_of(rs), resource_version=unseen)
+                return Result(rate_limited=True)
         # Cached list items may lack type meta; the rollout code builds new objects and never edits this one.
         d: Obj = {"apiVersion": DEPLOYMENTS.api_version, "kind": DEPLOYMENTS.kind, **cached}
         dc = self.control

@@ -282,7 +282,7 @@ async def _create_new_replica_set(dc: DeploymentControl, d: Obj, old_rss: Sequen
     namespace = str(meta(d).get("namespace") or "")
     already_exists = False
     try:
-        created: Obj = await dc.client.create(REPLICASETS, new_rs, namespace)
+        created: Obj = await dc.create_replica_set(d, new_rs, namespace)
     except AlreadyExists:
         # A slow cache or a fast resync: the ReplicaSet may be ours already, or a hash collision.
         already_exists = True

@@ -17,6 +17,11 @@ Guarantees:
   it removed: they go through the same queue under the key ``pod:<namespace>/<name>``.
 - Prometheus metrics under upstream's names (:mod:`.metrics`): syncs, finished Jobs, pods and indexes, pod
   failure policy actions, pod creations, terminated pods holding the tracking finalizer, external Jobs.
+- Read-your-own-writes, as upstream's StaleControllerConsistencyJob (beta, on by default since 1.36): the
+  resourceVersions of the Job's status writes and of the pods created or patched (tracking finalizer removed) for
+  it are recorded; its next sync is skipped and requeued through the Job queue's rate limiter until the Job and
+  pod informers have applied events at least that new (:mod:`controllerutil.consistency`). The record goes with
+  the Job (deleted, or found gone by a sync).
 - A Job managed by another controller (``spec.managedBy``) is left alone; an unknown ``completionMode`` gets a
   ``Warning UnknownCompletionMode`` event and is skipped; an invalid selector is logged and skipped. Nothing a
   single Job holds can stop the others.
@@ -31,6 +36,7 @@ from controller_manager.api.meta import controller_ref, key_of, meta, parse_time
 from controller_manager.api.resources import JOBS, PODS
 from controller_manager.api.selectors import Selector
 from controller_manager.client.errors import NotFound
+from controller_manager.controllerutil.consistency import ConsistencyStore
 from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
@@ -106,6 +112,11 @@ class JobController(Controller):
         self.pod_control = PodControl(ctx.client, self.recorder, JOBS)
         self.job_informer = ctx.informers.informer(JOBS)
         self.pod_informer = ctx.informers.informer(PODS)
+        # Read-your-own-writes (upstream's StaleControllerConsistencyJob, on by default): a sync waits until the
+        # informers show this controller's last status write and pod writes for that Job.
+        job_informer, pod_informer = self.job_informer, self.pod_informer
+        self.consistency = ConsistencyStore({JOBS.plural: lambda: job_informer.last_sync_resource_version,
+                                             PODS.plural: lambda: pod_informer.last_sync_resource_version})
         self._selectors = SelectorCache()
         # Pods wake their Job (batched), count off its expectations, and hand orphans still carrying our
         # tracking finalizer to the orphan cleanup: upstream's addPod/updatePod/deletePod.
@@ -122,8 +133,19 @@ class JobController(Controller):
         self.recorder.event(job, event_type, reason, message, resource=JOBS)
 
     async def update_status_handler(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Write the Job's status through ``/status``; returns the Job the API server stored."""
-        return await self.ctx.client.update_status(JOBS, {**job, "status": wire_status(job.get("status") or {})})
+        """Write the Job's status through ``/status``; returns the Job the API server stored (its version
+        recorded: the next sync waits until the cache shows it)."""
+        written = await self.ctx.client.update_status(JOBS, {**job, "status": wire_status(job.get("status") or {})})
+        self.consistency.record(job, JOBS.plural, written)
+        return written
+
+    async def patch_job_pod(self, job: Obj, pod: Obj, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Patch one of the Job's pods; its version is recorded under the Job, as a status write's is."""
+        m = meta(pod)
+        patched = await self.pod_control.patch_pod(str(m.get("namespace") or meta(job).get("namespace") or ""),
+                                                   str(m.get("name") or ""), patch)
+        self.consistency.record(job, PODS.plural, patched)
+        return patched
 
     def enqueue_batched(self, key: str) -> None:
         self.queue.add_after(key, self.sync_batch_period)
@@ -146,6 +168,7 @@ class JobController(Controller):
         elif isinstance(event, Updated):
             self._update_job(event.old, event.new)
         else:
+            self.consistency.clear(key_of(event.obj), str(meta(event.obj).get("uid") or ""))
             self.queue.add(key_of(event.obj))
             self._cleanup_pod_finalizers(event.obj)
 
@@ -266,6 +289,7 @@ class JobController(Controller):
         self.finalizer_expectations.delete_expectations(key)
         self.pod_backoff_store.remove(key)
         self._selectors.forget(key)
+        self.consistency.clear(key)
 
 
 def wire_status(status: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.meta import deep_copy, key_of, meta
 from controller_manager.api.pods import filter_terminating_pods, is_pod_ready
-from controller_manager.api.resources import JOBS
+from controller_manager.api.resources import JOBS, PODS
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.controllerutil.controller_ref import new_controller_ref
 from controller_manager.controllerutil.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, sort_active_pods
@@ -104,7 +104,7 @@ async def delete_job_pods(jm: JobController, job: Obj, job_key: str, pods: Seque
         try:
             patch = remove_tracking_finalizer_patch(pod)
             if patch is not None:
-                await jm.pod_control.patch_pod(str(m.get("namespace") or namespace), name, patch)
+                await jm.patch_job_pod(job, pod, patch)
             step = "deleting pod"
             await jm.pod_control.delete_pod(namespace, name, job)
         except Exception as err:
@@ -260,7 +260,8 @@ async def _create_pods(jm: JobController, job: dict[str, Any], ctx: SyncJobCtx, 
             generate_name = pod_generate_name_with_index(job_name, index)
         nonlocal attempted
         try:
-            await jm.pod_control.create_pods(namespace, template, job, ref, generate_name=generate_name)
+            pod = await jm.pod_control.create_pods(namespace, template, job, ref, generate_name=generate_name)
+            jm.consistency.record(job, PODS.plural, pod)
         except ApiError as err:
             if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
                 return  # every create fails until the namespace is gone: nothing to retry

@@ -205,7 +205,7 @@ async def flush_uncounted_and_remove_finalizers(jm: JobController, ctx: SyncJobC
     metrics.record_pod_failure_policy_actions(failures_by_policy_action or {})
     rm_error: BaseException | None = None
     if pods:
-        removed, rm_error = await remove_tracking_finalizer_from_pods(jm, key_of(ctx.job), pods)
+        removed, rm_error = await remove_tracking_finalizer_from_pods(jm, ctx.job, pods)
         for pod, ok in zip(pods, removed, strict=True):
             if ok:
                 uids_with_finalizer.discard(pod_uid(pod))
@@ -218,19 +218,19 @@ async def flush_uncounted_and_remove_finalizers(jm: JobController, ctx: SyncJobC
     return needs_flush
 
 
-async def remove_tracking_finalizer_from_pods(jm: JobController, job_key: str, pods: Sequence[Obj]
+async def remove_tracking_finalizer_from_pods(jm: JobController, job: Obj, pods: Sequence[Obj]
                                               ) -> tuple[list[bool], BaseException | None]:
     """Patch the finalizer off each pod (concurrently); which succeeded (gone counts as removed) and the
     first error."""
+    job_key = key_of(job)
     jm.finalizer_expectations.expect_finalizers_removed(job_key, [pod_uid(p) for p in pods])
 
     async def remove(pod: Obj) -> bool:
         patch = remove_tracking_finalizer_patch(pod)
         if patch is None:
             return False
-        m = pod.get("metadata") or {}
         try:
-            await jm.pod_control.patch_pod(str(m.get("namespace") or ""), str(m.get("name") or ""), patch)
+            await jm.patch_job_pod(job, pod, patch)
         except NotFound:
             jm.finalizer_expectations.finalizer_removal_observed(job_key, pod_uid(pod))
             return True

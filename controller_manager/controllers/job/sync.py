@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.meta import deep_copy, format_time, is_being_deleted, parse_time, split_key
 from controller_manager.api.pods import count_terminating_pods, filter_active_pods
+from controller_manager.controllerutil.consistency import StaleCache
 from controller_manager.runtime.controller import Result
 
 from . import metrics
@@ -102,6 +103,13 @@ async def sync_job(jm: JobController, key: str) -> Result | None:
     namespace, name = split_key(key)
     if not namespace or not name:
         raise ValueError(f"invalid job key {key!r}: either namespace or name is missing")
+    try:
+        jm.consistency.ensure_ready(key)
+    except StaleCache as stale:
+        # The caches do not show our own last writes for this Job yet: acting now could create pods again or
+        # count a pod twice (and the status write would conflict). Retry through the rate limiter, as upstream.
+        jm.log.debug("skipping sync of a stale job", key=key, reason=str(stale))
+        return Result(rate_limited=True)
     shared = jm.job_informer.store.get(key)
     if shared is None:
         jm.log.debug("job has been deleted", key=key)

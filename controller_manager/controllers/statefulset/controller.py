@@ -13,6 +13,11 @@ Guarantees:
   are claimed (ours or orphans of the namespace, members by name, matching the selector), adopting and releasing
   as the controller-ref manager does. Then :class:`.control.StatefulSetControl` acts and writes status; with
   ``minReadySeconds`` the set is synced again after that many seconds while not every replica is available.
+- Read-your-own-writes, as upstream's StaleControllerConsistencyStatefulSet (beta, on by default since 1.36):
+  the resourceVersions of the set's status writes and of the pods and claims written for it are recorded
+  (ControllerRevisions are not, as upstream); its next sync is skipped and requeued through the rate limiter
+  until the set, pod and claim informers have applied events at least that new
+  (:mod:`controllerutil.consistency`). The record goes with the set (deleted, or found gone by a sync).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any, ClassVar
 from controller_manager.api.meta import controller_ref, is_being_deleted, key_of, meta
 from controller_manager.api.resources import CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
 from controller_manager.api.selectors import InvalidSelector, Selector, from_label_selector
+from controller_manager.controllerutil.consistency import ConsistencyStore, StaleCache
 from controller_manager.controllerutil.controller_ref import (
     ControllerRefManager,
     live_owner_check,
@@ -69,12 +75,20 @@ class StatefulSetController(Controller):
         self.revision_informer = ctx.informers.informer(CONTROLLERREVISIONS)
         self.claim_informer = ctx.informers.informer(PERSISTENTVOLUMECLAIMS)
         self.recorder = ctx.events.recorder(self.name)
+        # Read-your-own-writes (upstream's StaleControllerConsistencyStatefulSet, on by default): a sync waits until
+        # the informers show this controller's last writes of the set's status, its pods and its claims.
+        set_informer, pod_informer, claim_informer = self.set_informer, self.pod_informer, self.claim_informer
+        self.consistency = ConsistencyStore({
+            STATEFULSETS.plural: lambda: set_informer.last_sync_resource_version,
+            PODS.plural: lambda: pod_informer.last_sync_resource_version,
+            PERSISTENTVOLUMECLAIMS.plural: lambda: claim_informer.last_sync_resource_version})
         claims = self.claim_informer.store
         self.pod_control = StatefulPodControl(ctx.client, self.recorder,
-                                              lambda namespace, name: claims.get(f"{namespace}/{name}"))
+                                              lambda namespace, name: claims.get(f"{namespace}/{name}"),
+                                              self.consistency)
         self.history = History(ctx.client, self.revision_informer)
-        self.control = StatefulSetControl(self.pod_control, StatusUpdater(ctx.client), self.history, ctx.clock,
-                                          self.log)
+        self.control = StatefulSetControl(self.pod_control, StatusUpdater(ctx.client, self.consistency), self.history,
+                                          ctx.clock, self.log)
         # Pods wake the set that controls them (or every set that may adopt an orphan); a pod turning ready wakes
         # its set again after minReadySeconds (+1 s against clock skew).
         self.pods = OwnerHandler(self.set_informer.store, STATEFULSETS, self.queue, log=self.log,
@@ -91,6 +105,7 @@ class StatefulSetController(Controller):
         elif isinstance(event, Updated):
             self.queue.add(key_of(event.new))
         elif isinstance(event, Deleted):
+            self.consistency.clear(key_of(event.obj), str(meta(event.obj).get("uid") or ""))
             self.queue.add(key_of(event.obj))
 
     def _on_pod(self, event: Event) -> None:
@@ -102,9 +117,17 @@ class StatefulSetController(Controller):
     # --- sync -------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
+        try:
+            self.consistency.ensure_ready(key)
+        except StaleCache as stale:
+            # The caches do not show our own last writes for this set yet: acting now would repeat or undo them
+            # (and the status write would conflict). Retry through the rate limiter, as upstream's error return.
+            self.log.debug("skipping sync of a stale stateful set", key=key, reason=str(stale))
+            return Result(rate_limited=True)
         sts = self.set_informer.store.get(key)
         if sts is None:
             self.log.info("StatefulSet has been deleted", key=key)
+            self.consistency.clear(key)
             return None
         try:
             selector = from_label_selector((sts.get("spec") or {}).get("selector"))

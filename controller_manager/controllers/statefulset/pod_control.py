@@ -14,6 +14,10 @@ Guarantees:
   succeed: by creating its missing claims. A projected pod is never written back whole.
 - Deleted pods are remembered by UID until the cache shows them terminating or gone, so a sync on a stale cache
   does not delete the same pod twice.
+- Read-your-own-writes (upstream's StaleControllerConsistencyStatefulSet): with a consistency store, the
+  resourceVersion of every pod and claim this writes (creates, identity patches, retention ownerReference
+  updates) is recorded under the set, so its next sync waits until the pod and claim caches show them. Deletes
+  are not recorded (upstream's do not return the object).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from controller_manager.api.meta import is_being_deleted, meta
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PODS, STATEFULSETS
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists, ApiError
+from controller_manager.controllerutil.consistency import ConsistencyStore
 from controller_manager.runtime.events import EventRecorder
 
 from .retention import (
@@ -75,11 +80,17 @@ def _title(verb: str) -> str:
 class StatefulPodControl:
     """Pod and PVC writes on behalf of the StatefulSet controller."""
 
-    def __init__(self, client: ApiClient, recorder: EventRecorder, claims: ClaimLister) -> None:
+    def __init__(self, client: ApiClient, recorder: EventRecorder, claims: ClaimLister,
+                 consistency: ConsistencyStore | None = None) -> None:
         self._client = client
         self._recorder = recorder
         self._claims = claims
+        self._consistency = consistency
         self.deleting: set[str] = set()  # UIDs deleted that the cache may not show as terminating yet
+
+    def _wrote(self, sts: Obj, resource: str, written: Obj) -> None:
+        if self._consistency is not None:
+            self._consistency.record(sts, resource, written)
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -120,6 +131,7 @@ class StatefulPodControl:
         except ApiError as create_err:
             self.record_pod_event("create", sts, pod, create_err)
             raise
+        self._wrote(sts, PODS.plural, created)
         try:
             await self.update_pod_claim_for_retention_policy(sts, created)
         except Exception as policy_err:
@@ -155,8 +167,10 @@ class StatefulPodControl:
         error: Exception | None = None
         if labels is not None:
             try:
-                await self._client.patch(PODS, str(meta(pod).get("name")), {"metadata": {"labels": labels}},
-                                         meta(pod).get("namespace"), patch_type="strategic")
+                patched = await self._client.patch(PODS, str(meta(pod).get("name")),
+                                                   {"metadata": {"labels": labels}}, meta(pod).get("namespace"),
+                                                   patch_type="strategic")
+                self._wrote(sts, PODS.plural, patched)
             except ApiError as err:
                 error = err
         self.record_pod_event("update", sts, pod, error)
@@ -197,12 +211,13 @@ class StatefulPodControl:
             existing = self._claims(namespace, name)
             if existing is None:
                 try:
-                    await self._client.create(PERSISTENTVOLUMECLAIMS, claim, namespace)
+                    created = await self._client.create(PERSISTENTVOLUMECLAIMS, claim, namespace)
                 except ApiError as err:
                     errors.append(RuntimeError(f"failed to create PVC {name}: {err}"))
                     if not isinstance(err, AlreadyExists):
                         self.record_claim_event("create", sts, pod, claim, err)
                     continue
+                self._wrote(sts, PERSISTENTVOLUMECLAIMS.plural, created)
                 self.record_claim_event("create", sts, pod, claim, None)
             elif is_being_deleted(existing):
                 errors.append(RuntimeError(f"pvc {name} is being deleted"))
@@ -250,9 +265,10 @@ class StatefulPodControl:
             else:
                 metadata.pop("ownerReferences", None)
             try:
-                await self._client.update(PERSISTENTVOLUMECLAIMS, {**claim, "metadata": metadata})
+                updated = await self._client.update(PERSISTENTVOLUMECLAIMS, {**claim, "metadata": metadata})
             except ApiError as err:
                 raise RuntimeError(f"could not update claim {name} for delete policy ownerRefs: {err}") from err
+            self._wrote(sts, PERSISTENTVOLUMECLAIMS.plural, updated)
 
     def pod_claim_is_stale(self, sts: Obj, pod: Obj) -> bool:
         """``PodClaimIsStale``: under WhenScaled=Delete, a claim still owned by an earlier pod of that name."""

@@ -9,7 +9,8 @@ Guarantees:
   update revision becomes the current one.
 - The status is written only when it differs from the set's in a field upstream compares (observedGeneration
   moving forward, the replica counts, the revisions); it replaces the whole status, as upstream does. A conflict
-  is retried on a fresh read, a bounded number of times.
+  is retried on a fresh read, a bounded number of times. A written status's resourceVersion is recorded in the
+  consistency store, if one is given, under the set (read-your-own-writes: the next sync waits to see it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from controller_manager.api.meta import meta
 from controller_manager.api.resources import STATEFULSETS
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import Conflict
+from controller_manager.controllerutil.consistency import ConsistencyStore
 
 from .util import (
     ROLLING_UPDATE,
@@ -124,14 +126,17 @@ def inconsistent_status(sts: Obj, status: StatefulSetStatus) -> bool:
 class StatusUpdater:
     """Writes a StatefulSet's status (``realStatefulSetStatusUpdater``)."""
 
-    def __init__(self, client: ApiClient) -> None:
+    def __init__(self, client: ApiClient, consistency: ConsistencyStore | None = None) -> None:
         self._client = client
+        self._consistency = consistency
 
     async def update(self, sts: Obj, status: StatefulSetStatus) -> None:
         current: Obj = sts
         for attempt in range(STATUS_UPDATE_RETRIES):
             try:
-                await self._client.update_status(STATEFULSETS, {**current, "status": status.as_dict()})
+                written = await self._client.update_status(STATEFULSETS, {**current, "status": status.as_dict()})
+                if self._consistency is not None:
+                    self._consistency.record(sts, STATEFULSETS.plural, written)
                 return
             except Conflict:
                 if attempt == STATUS_UPDATE_RETRIES - 1:

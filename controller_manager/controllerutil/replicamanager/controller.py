@@ -209,6 +209,13 @@ class ReplicaManager(Controller):
             # write would fail with 409). Try again through the rate limiter, as upstream's error return does.
             self.log.debug("skipping sync of a stale replica set", key=key, reason=str(stale))
             return Result(rate_limited=True)
+        unseen = self.rs_informer.unseen_write(key)
+        if unseen is not None:
+            # Another controller of this process (the Deployment controller scaling it) wrote this RS and the
+            # cache does not show it yet: its status would be written from the older copy and refused.
+            self.log.debug("skipping sync: a write of this replica set is not in the cache yet", key=key,
+                           resource_version=unseen)
+            return Result(rate_limited=True)
         rs = self.rs_informer.store.get(key)
         if rs is None:
             self.log.debug("replica set has been deleted", key=key)
@@ -246,6 +253,9 @@ class ReplicaManager(Controller):
         if updated is not rs:  # written: the next sync waits until the cache shows it
             self.consistency.wrote_at(key, str(meta(rs).get("uid") or ""), self.kind.resource.plural,
                                       str(meta(updated).get("resourceVersion") or ""))
+            # And the owner's controller (sharing this informer) waits for it too, rather than scale the RS from
+            # an older copy and be refused with 409.
+            self.rs_informer.wrote(updated)
         if manage_error is not None:
             raise manage_error
 

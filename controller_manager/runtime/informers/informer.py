@@ -15,6 +15,12 @@ Guarantees (client-go ``tools/cache/shared_informer.go`` with a DeltaFIFO in fro
   the cache to late handlers), then live events.
 - With a resync period, every period (jittered between 1x and 2x, as kube-controller-manager's
   ``--min-resync-period`` does) each cached object is delivered again as ``Updated(old=obj, new=obj)``.
+- Writes this process made (ours, not client-go's): a controller that writes an object of this kind tells the
+  informer (:meth:`SharedInformer.wrote`, with the API server's answer); until the store has applied an event
+  at least that new, :meth:`SharedInformer.unseen_write` gives that resourceVersion for the object's key, to
+  every controller sharing the informer. So one controller can wait for another's write (the Deployment
+  controller for the ReplicaSet controller's status writes) instead of writing over it from an older copy and
+  being refused with 409. Versions that are not comparable never count as unseen.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from typing import Any
 
 import structlog
 
-from controller_manager.api.meta import key_of
+from controller_manager.api.meta import key_of, meta
+from controller_manager.api.resource_version import compare_resource_versions
 from controller_manager.api.resources import PODS, Resource
 from controller_manager.clock import Clock
 
@@ -51,6 +58,10 @@ _log = structlog.get_logger("controller_manager.informers")
 
 Obj = dict[str, Any]
 
+# Written objects remembered at most (those the store has applied are dropped first; a write whose event never
+# comes, say the object was deleted and the watch missed it, must not be remembered for ever).
+MAX_UNSEEN_WRITES = 4096
+
 
 def builtin_indexers(res: Resource) -> dict[str, IndexFunc]:
     # The namespace index is there for cluster-scoped kinds too (always empty) so every store answers it.
@@ -58,6 +69,13 @@ def builtin_indexers(res: Resource) -> dict[str, IndexFunc]:
     if (res.group, res.plural) == (PODS.group, PODS.plural):
         indexers[NODE_NAME_INDEX] = node_name_index
     return indexers
+
+
+def _newer(a: str, b: str) -> bool:
+    try:
+        return compare_resource_versions(a, b) > 0
+    except ValueError:
+        return False
 
 
 def _resource_version(obj: Obj) -> object:
@@ -96,6 +114,7 @@ class SharedInformer:
         self._rng = rng or random.Random()
         self._resync_period = resync_period
         self._handlers: list[Handler] = []
+        self._unseen_writes: dict[str, str] = {}  # key -> resourceVersion this process wrote
         self._synced = asyncio.Event()
         self._running = False
         self._log = _log.bind(informer=self._name)
@@ -118,6 +137,38 @@ class SharedInformer:
     @property
     def last_sync_resource_version(self) -> str:
         return self._reflector.last_sync_resource_version
+
+    def wrote(self, obj: Mapping[str, Any]) -> None:
+        """``obj`` is the API server's answer to a write of it by this process: see :meth:`unseen_write`."""
+        rv = meta(obj).get("resourceVersion")
+        if not isinstance(rv, str) or not self._behind(rv):
+            return
+        key = key_of(obj)
+        known = self._unseen_writes.get(key)
+        if known is not None and not _newer(rv, known):
+            return
+        if len(self._unseen_writes) >= MAX_UNSEEN_WRITES:
+            self._unseen_writes = {k: v for k, v in self._unseen_writes.items() if self._behind(v)}
+            if len(self._unseen_writes) >= MAX_UNSEEN_WRITES:
+                self._unseen_writes.pop(next(iter(self._unseen_writes)))  # the oldest remembered
+        self._unseen_writes[key] = rv
+
+    def unseen_write(self, key: str) -> str | None:
+        """The resourceVersion of this process's last write of ``key`` while the store has not applied an event
+        that new, else None."""
+        rv = self._unseen_writes.get(key)
+        if rv is None:
+            return None
+        if self._behind(rv):
+            return rv
+        del self._unseen_writes[key]
+        return None
+
+    def _behind(self, rv: str) -> bool:
+        """The store has not applied an event as new as ``rv`` (False when either version is unknown or not
+        comparable: never wait on what cannot be judged)."""
+        read = self.last_sync_resource_version
+        return bool(read) and _newer(rv, read)
 
     def cached_count(self) -> int:
         return len(self.store)

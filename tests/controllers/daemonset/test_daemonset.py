@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from controller_manager.api.meta import format_time, is_being_deleted
 from controller_manager.api.pods import is_pod_ready
 from controller_manager.api.resources import CONTROLLERREVISIONS, DAEMONSETS, NODES, PODS
 from controller_manager.controllers.daemonset import DaemonSetController
+from tests.controllers.audit import conflicts, describe, writes
 from tests.controllers.harness import Harness, controller_harness, wait_for
 
 LABELS = {"app": "agent"}
@@ -277,3 +279,24 @@ async def test_bad_input_is_reported_and_survived() -> None:
         await h.client.create(DAEMONSETS, daemon_set("agent"), "default")
         await wait_rolled_out(h, desired=2)
         assert all(c.health() is None for c in h.controllers)
+
+
+async def test_syncs_wait_for_the_cache_to_show_their_own_writes_no_conflicts(tmp_path: Path) -> None:
+    # The DaemonSet and pod watches lag the controller's writes by 0.5 s while daemon pods keep changing: without
+    # read-your-own-writes each pod event syncs the DaemonSet from a copy older than its last status write, and
+    # that status update fails with 409 Conflict. Counted from kube-sim's audit log.
+    audit = tmp_path / "audit.log"
+    async with controller_harness(DaemonSetController, nodes=4, start=False, audit_log_path=audit) as h:
+        h.cluster.faults.slow_watch(0.5, resources=["daemonsets", "pods"])
+        await h.start()
+        await h.client.create(DAEMONSETS, daemon_set(), "default")
+        await wait_rolled_out(h, desired=4)
+        for pod in await live_pods(h):
+            await h.client.delete(PODS, pod["metadata"]["name"], "default")
+            await asyncio.sleep(0.1)
+        await wait_rolled_out(h, desired=4)
+    status_writes = writes(audit, "daemonsets", "status")
+    assert len(status_writes) >= 4  # statuses were written along the way
+    assert conflicts(status_writes) == [], describe(status_writes)
+    # Never two daemon pods for one node: no create the API server refused or a later sync had to undo.
+    assert len(writes(audit, "pods", verbs=("create",))) == 8

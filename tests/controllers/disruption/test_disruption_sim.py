@@ -3,21 +3,25 @@ client reads it, and the eviction API (served by kube-sim) allowing and refusing
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from controller_manager.api.meta import format_time
 from controller_manager.api.pods import is_pod_ready
-from controller_manager.api.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, PODS
+from controller_manager.api.resources import DEPLOYMENTS, PODDISRUPTIONBUDGETS, PODS, REPLICASETS
 from controller_manager.client import ApiClient, load_config
 from controller_manager.client.errors import TooManyRequests
 from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.disruption import DisruptionController
 from controller_manager.controllers.replicaset import ReplicaSetController
+from tests.controllers.audit import conflicts, describe, writes
 from tests.controllers.harness import Harness, controller_harness, wait_for
 
 NS = "default"
@@ -151,3 +155,30 @@ async def test_stale_disruption_target_condition_is_reset() -> None:
 async def _running(h: Harness) -> bool:
     pod = await h.client.get(PODS, "p", NS)
     return (pod.get("status") or {}).get("phase") == "Running"
+
+
+async def test_status_writes_wait_for_the_cache_to_show_the_last_one_no_conflicts(tmp_path: Path) -> None:
+    # The PDB watch lags the controller's writes by 0.5 s while its pods keep changing: without read-your-own-writes
+    # each pod event syncs the PDB from a copy older than its last status write, and that write is refused with
+    # 409 Conflict (about half of them were in a chaos run). Nobody else writes this PDB here (no evictions), so
+    # every conflict would be the controller's own. Counted from kube-sim's audit log.
+    audit = tmp_path / "audit.log"
+    async with controller_harness(DisruptionController, ReplicaSetController, start=False,
+                                  audit_log_path=audit) as h:
+        h.cluster.faults.slow_watch(0.5, resources=["poddisruptionbudgets"])
+        await h.start()
+        web = deployment("web", 6)
+        await h.client.create(REPLICASETS, {**web, "kind": "ReplicaSet"}, NS)
+        await h.client.create(PODDISRUPTIONBUDGETS, pdb("web", "web", minAvailable=2), NS)
+        await pdb_status(h, "web", currentHealthy=6, expectedPods=6, disruptionsAllowed=4)
+        # Pods deleted one after another, faster than the watch shows the last status write: each one changes
+        # currentHealthy (and its replacement changes it back), so every sync has a status to write.
+        churn_started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # as the audit log stamps requests
+        for pod in (await ready_pods(h, "web"))[:5]:
+            await h.client.delete(PODS, pod["metadata"]["name"], NS)
+            await asyncio.sleep(0.1)
+        await pdb_status(h, "web", currentHealthy=6, expectedPods=6, disruptionsAllowed=4)
+    status_writes = writes(audit, "poddisruptionbudgets", "status")
+    # Statuses were written while the pods churned (not only when the PDB was new).
+    assert any(e["requestReceivedTimestamp"] > churn_started for e in status_writes), describe(status_writes)
+    assert conflicts(status_writes) == [], describe(status_writes)

@@ -15,6 +15,7 @@ from controller_manager.api.resources import JOBS, PODS
 from controller_manager.client.errors import Invalid
 from controller_manager.controllers.job import JobController
 from controller_manager.runtime.controller import ControllerContext
+from tests.controllers.audit import conflicts, describe, writes
 from tests.controllers.harness import Harness, controller_harness, wait_for
 
 ANN = "sim.controller-manager.io/"
@@ -253,3 +254,21 @@ async def test_invalid_job_is_refused_and_others_run() -> None:
             await h.client.create(JOBS, job_manifest("neg", parallelism=-1), "default")
         await h.client.create(JOBS, job_manifest("fine"), "default")
         await wait_condition(h, "fine", "Complete")
+
+
+async def test_syncs_wait_for_the_cache_to_show_their_own_writes_no_conflicts(tmp_path: Path) -> None:
+    # The Job and pod watches lag the controller's writes by 0.5 s while pods start and finish: without
+    # read-your-own-writes a sync reads a Job older than its last status write, and that status update fails
+    # with 409 Conflict. Counted from kube-sim's audit log.
+    audit = tmp_path / "audit.log"
+    async with controller_harness(FastJobController, start=False, audit_log_path=audit) as h:
+        h.cluster.faults.slow_watch(0.5, resources=["jobs", "pods"])
+        await h.start()
+        await h.client.create(JOBS, job_manifest("steady", completions=8, parallelism=4, run_seconds=0.3),
+                              "default")
+        job = await wait_condition(h, "steady", "Complete", timeout=40.0)
+        assert job["status"]["succeeded"] == 8
+    status_writes = writes(audit, "jobs", "status")
+    assert len(status_writes) >= 4  # statuses were written along the way
+    assert conflicts(status_writes) == [], describe(status_writes)
+    assert len(writes(audit, "pods", verbs=("create",))) == 8  # no pod created twice for one completion

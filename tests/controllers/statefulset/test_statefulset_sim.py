@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from controller_manager.api.meta import is_being_deleted
@@ -18,8 +19,10 @@ from controller_manager.api.resources import (
     PODS,
     STATEFULSETS,
 )
+from controller_manager.client.errors import NotFound
 from controller_manager.controllers.persistentvolume import PersistentVolumeBinderController
 from controller_manager.controllers.statefulset import StatefulSetController
+from tests.controllers.audit import conflicts, describe, writes
 from tests.controllers.harness import Harness, controller_harness, wait_for
 
 LABELS = {"app": "web"}
@@ -204,7 +207,10 @@ async def test_failed_pod_is_replaced_under_its_name() -> None:
         await h.client.update_status(PODS, {**old, "status": status})
 
         async def replaced() -> bool:
-            pod = await h.client.get(PODS, "web-1", "default")
+            try:
+                pod = await h.client.get(PODS, "web-1", "default")
+            except NotFound:
+                return False  # deleted, not yet created again
             return pod["metadata"]["uid"] != old["metadata"]["uid"] and is_pod_ready(pod)
 
         await wait_for(replaced, timeout=20, what="web-1 recreated")
@@ -259,3 +265,22 @@ async def test_workers_flag() -> None:
         ctrl = h.controller(StatefulSetController)
         assert ctrl.workers() == 3
         assert ctrl.queue.name == "statefulset"
+
+
+async def test_syncs_wait_for_the_cache_to_show_their_own_writes_no_conflicts(tmp_path: Path) -> None:
+    # The StatefulSet and pod watches lag the controller's writes by 0.5 s while pods keep changing: without
+    # read-your-own-writes each pod event syncs the set from a copy older than its last status write, and that
+    # status update fails with 409 Conflict. Counted from kube-sim's audit log.
+    audit = tmp_path / "audit.log"
+    async with controller_harness(StatefulSetController, start=False, audit_log_path=audit) as h:
+        h.cluster.faults.slow_watch(0.5, resources=["statefulsets", "pods"])
+        await h.start()
+        await h.client.create(STATEFULSETS, stateful_set(replicas=5, claims=False, policy="Parallel"), "default")
+        await wait_ready(h, "web", 5)
+        for pod in (await h.pods(selector="app=web"))[:4]:
+            await h.client.delete(PODS, pod["metadata"]["name"], "default")
+            await asyncio.sleep(0.1)
+        await wait_ready(h, "web", 5)
+    status_writes = writes(audit, "statefulsets", "status")
+    assert len(status_writes) >= 4  # statuses were written along the way
+    assert conflicts(status_writes) == [], describe(status_writes)

@@ -424,3 +424,27 @@ async def test_metadata_only_informer_asks_the_client_for_metadata(server: FakeS
     server.send_raw("ADDED", {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                               "metadata": {"name": "m", "namespace": "default", "resourceVersion": "200"}})
     await eventually(lambda: len(informer.store) == 1)
+
+
+async def test_a_write_of_this_process_is_unseen_until_the_store_applies_it(
+        server: FakeServer, factory: SharedInformerFactory, run: Runner) -> None:
+    informer = factory.informer(PODS)
+    run(factory.run)
+    await factory.wait_for_cache_sync()
+    server.add("a")
+    seen = server.add("b")
+    await eventually(lambda: informer.store.get("default/b") is not None)
+    informer.wrote(seen)  # already applied: nothing to wait for
+    assert informer.unseen_write("default/b") is None
+    await eventually(lambda: server.open_watches == 1)
+    server.hold()  # the watch lags: the write below is not delivered
+    written = server.update("default/a", _set_node("n1"))
+    informer.wrote(written)
+    informer.wrote({**written, "metadata": {**written["metadata"], "resourceVersion": "1"}})  # older: kept newest
+    informer.wrote({"metadata": {"name": "c", "namespace": "default", "resourceVersion": "not-a-number"}})
+    assert informer.unseen_write("default/a") == written["metadata"]["resourceVersion"]
+    assert informer.unseen_write("default/c") is None  # not comparable: never waited on
+    assert informer.store.get("default/a")["metadata"]["resourceVersion"] != written["metadata"]["resourceVersion"]
+    server.end_watches()  # the reflector watches again from where it was, and gets the write
+    await eventually(lambda: informer.unseen_write("default/a") is None)
+    assert informer.store.get("default/a")["metadata"]["resourceVersion"] == written["metadata"]["resourceVersion"]
