@@ -137,6 +137,9 @@ VALIDATINGADMISSIONPOLICIES = Resource("admissionregistration.k8s.io", "v1", "va
 VALIDATINGADMISSIONPOLICYBINDINGS = Resource("admissionregistration.k8s.io", "v1",
                                              "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding",
                                              False)
+PODTEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
+# Deprecated since 1.19 and computed on each read from the control plane's health (get and list only).
+COMPONENTSTATUSES = Resource("", "v1", "componentstatuses", "ComponentStatus", False, ("cs",), verbs=("get", "list"))
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -149,7 +152,7 @@ BUILTIN: tuple[Resource, ...] = (
     VOLUMEATTRIBUTESCLASSES,
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
-    CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS,
+    CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS, PODTEMPLATES, COMPONENTSTATUSES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -38,6 +38,7 @@ from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import (
     admission,
     codec,
+    component_status,
     errors,
     fieldmanager,
     freshness,
@@ -194,6 +195,8 @@ class ApiServer:
         self.crds = CustomResources(self)
         self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
         self.webhook_point: WebhookPoint | None = None  # set by webhooks.dispatch while it runs a write
+        # What componentstatuses report: name -> health probe (SimCluster answers for its own scheduler)
+        self.component_probes: dict[str, component_status.Probe] = component_status.default_probes()
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:

@@ -125,6 +125,8 @@ OBJECTS: dict[str, dict[str, Any]] = {
                                        "nodeName": "n1", "nodeUID": "node-uid", "maxExpirationSeconds": 86400,
                                        "stubPKCS10Request": "AAAA"}},
     "IPAddress": {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}},
+    "PodTemplate": {"template": POD_TEMPLATE},
+    "ComponentStatus": {},  # computed, never created: read in test_official_client_reads_computed_kinds
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -243,6 +245,18 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
         assert resp.status == 200
         event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 10))
     typed(model, event["object"])  # the watch from 0 replays the object first
+
+
+@pytest.mark.parametrize("res", [r for r in BUILTIN if "create" not in r.verbs and "get" in r.verbs],
+                         ids=lambda r: f"{r.group or 'core'}.{r.kind}")
+async def test_official_client_reads_computed_kinds(client: Client, res: Resource) -> None:
+    status, listed = await client.get(path(res))
+    assert status == 200, listed
+    typed(f"{model_name(res)}List", listed)
+    assert listed["items"]
+    status, got = await client.get(path(res, listed["items"][0]["metadata"]["name"]))
+    assert status == 200, got
+    typed(model_name(res), got)
 
 
 def test_the_schema_check_catches_what_go_would_have_written() -> None:
