@@ -140,6 +140,8 @@ VALIDATINGADMISSIONPOLICYBINDINGS = Resource("admissionregistration.k8s.io", "v1
 PODTEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
 # Deprecated since 1.19 and computed on each read from the control plane's health (get and list only).
 COMPONENTSTATUSES = Resource("", "v1", "componentstatuses", "ComponentStatus", False, ("cs",), verbs=("get", "list"))
+RUNTIMECLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
+CSISTORAGECAPACITIES = Resource("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True)
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -153,6 +155,7 @@ BUILTIN: tuple[Resource, ...] = (
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
     CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS, PODTEMPLATES, COMPONENTSTATUSES,
+    RUNTIMECLASSES, CSISTORAGECAPACITIES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

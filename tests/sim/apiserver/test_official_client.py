@@ -127,6 +127,10 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "IPAddress": {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}},
     "PodTemplate": {"template": POD_TEMPLATE},
     "ComponentStatus": {},  # computed, never created: read in test_official_client_reads_computed_kinds
+    "RuntimeClass": {"handler": "runc", "overhead": {"podFixed": {"cpu": "10m"}},
+                     "scheduling": {"nodeSelector": {"sandbox": "true"}}},
+    "CSIStorageCapacity": {"storageClassName": "standard", "capacity": "10Gi",
+                           "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",

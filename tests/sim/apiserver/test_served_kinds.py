@@ -136,3 +136,78 @@ async def test_kubectl_pod_template(kubectl: Kubectl) -> None:
     assert (await kubectl("create", "-f", "-", stdin=json.dumps(POD_TEMPLATE))).strip() == "podtemplate/t created"
     assert (await kubectl("get", "podtemplates")).splitlines()[1].split() == ["t", "c", "nginx", "a=b"]
 
+
+# --- node.k8s.io/v1 runtimeclasses ------------------------------------------------------------------------------
+
+RUNTIME_CLASS = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"},
+                 "handler": "runsc", "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+                 "scheduling": {"nodeSelector": {"sandbox": "gvisor"},
+                                "tolerations": [{"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}]}}
+
+
+async def test_runtime_classes(client: Client) -> None:
+    base = "/apis/node.k8s.io/v1/runtimeclasses"
+    status, created = await client.post(base, RUNTIME_CLASS)
+    assert status == 201, created
+    assert created["overhead"] == {"podFixed": {"cpu": "250m", "memory": "64Mi"}}
+    status, err = await client.patch(f"{base}/gvisor", {"handler": "kata"})
+    assert status == 422
+    assert err["message"] == 'RuntimeClass.node.k8s.io "gvisor" is invalid: handler: Invalid value: "kata": ' \
+                             "field is immutable"
+    bad = {**RUNTIME_CLASS, "metadata": {"name": "bad"}, "handler": "Not_A_Label",
+           "overhead": {"podFixed": {"cpu": "-1", "pods": "1"}},
+           "scheduling": {"nodeSelector": {"-x": "y"}, "tolerations": [{"operator": "Exists", "value": "v"}]}}
+    status, err = await client.post(base, bad)
+    assert status == 422
+    assert _causes(err) == [
+        ("handler", "Invalid value: \"Not_A_Label\": a lowercase RFC 1123 label must consist of lower case "
+                    "alphanumeric characters or '-', and must start and end with an alphanumeric character "
+                    "(e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+        ("overhead.limits[cpu]", 'Invalid value: "-1": must be greater than or equal to 0'),
+        ("overhead.limits[pods]", 'Invalid value: "pods": must be a standard resource for containers'),
+        ("scheduling.nodeSelector", "Invalid value: \"-x\": name part must consist of alphanumeric characters, "
+                                    "'-', '_' or '.', and must start and end with an alphanumeric character "
+                                    "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                                    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        ("scheduling.tolerations[0].operator", "Invalid value: \"v\": value must be empty when `operator` is "
+                                               "'Exists'"),
+    ]
+    status, table = await client.get(base, headers=TABLE)
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Handler", "Age"]
+    assert table["rows"][0]["cells"][:2] == ["gvisor", "runsc"]
+
+
+# --- storage.k8s.io/v1 csistoragecapacities ---------------------------------------------------------------------
+
+CAPACITY = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": {"name": "csisc-a"},
+            "storageClassName": "standard", "capacity": "100Gi", "maximumVolumeSize": "10Gi",
+            "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "zone-a"}}}
+
+
+async def test_csi_storage_capacities(client: Client) -> None:
+    base = "/apis/storage.k8s.io/v1/namespaces/kube-system/csistoragecapacities"
+    status, created = await client.post(base, CAPACITY)
+    assert status == 201, created
+    assert created["metadata"]["namespace"] == "kube-system"
+    status, patched = await client.patch(f"{base}/csisc-a", {"capacity": "50Gi"})
+    assert (status, patched["capacity"]) == (200, "50Gi")
+    status, err = await client.patch(f"{base}/csisc-a", {"storageClassName": "fast"})
+    assert status == 422
+    assert _causes(err) == [("storageClassName", 'Invalid value: "fast": field is immutable')]
+    bad = {**CAPACITY, "metadata": {"name": "csisc-b"}, "storageClassName": "", "capacity": "-1",
+           "nodeTopology": {"matchExpressions": [{"key": "zone", "operator": "In"}]}}
+    status, err = await client.post(base, bad)
+    assert status == 422
+    assert _causes(err) == [
+        ("nodeTopology.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' "
+                                                     "or 'NotIn'"),
+        ("storageClassName", 'Invalid value: "": a lowercase RFC 1123 subdomain must consist of lower case '
+                             "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                             "character (e.g. 'example.com', regex used for validation is "
+                             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
+        ("capacity", 'Invalid value: "-1": must be greater than or equal to 0'),
+    ]
+    status, table = await client.get(base, headers=TABLE)
+    assert table["rows"][0]["cells"][:3] == ["csisc-a", "standard", "50Gi"]
+    resources = await _discovered(client, "storage.k8s.io/v1")
+    assert resources["csistoragecapacities"]["namespaced"] is True

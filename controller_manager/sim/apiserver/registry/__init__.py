@@ -7,7 +7,8 @@ Where a kind's rules live:
 - core/v1 (Pod, Service, Namespace, Node, PersistentVolume[Claim], ReplicationController, ServiceAccount,
   Event, Endpoints, LimitRange, ResourceQuota, PodTemplate): :mod:`.core`
 - apps/v1: :mod:`.apps`; batch/v1: :mod:`.batch`; policy/v1: :mod:`.policy`; autoscaling: :mod:`.autoscaling`
-- discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; scheduling.k8s.io:
+- discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; node.k8s.io: :mod:`.node`;
+  scheduling.k8s.io:
   :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`;
   storage.k8s.io: :mod:`.storage`
 - admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
@@ -43,6 +44,7 @@ from controller_manager.sim.apiserver.registry import (
     events,
     metrics,
     networking,
+    node,
     policy,
     rbac,
     scheduling,
@@ -54,8 +56,8 @@ __all__ = ["GENERIC", "Strategy", "Write", "registered", "status_reset_meta", "s
 
 GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
-for _module in (core, apps, batch, policy, autoscaling, discovery, networking, scheduling, coordination, rbac,
-                storage, admissionregistration, certificates, events, authentication, metrics, apiextensions):
+for _module in (core, apps, batch, policy, autoscaling, discovery, networking, node, scheduling, coordination,
+                rbac, storage, admissionregistration, certificates, events, authentication, metrics, apiextensions):
     for _strategy in _module.STRATEGIES:
         assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
         _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy
