@@ -142,6 +142,10 @@ PODTEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
 COMPONENTSTATUSES = Resource("", "v1", "componentstatuses", "ComponentStatus", False, ("cs",), verbs=("get", "list"))
 RUNTIMECLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
 CSISTORAGECAPACITIES = Resource("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True)
+DEVICECLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCECLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, (), ("status",))
+RESOURCECLAIMTEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
+RESOURCESLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -155,7 +159,7 @@ BUILTIN: tuple[Resource, ...] = (
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
     CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS, PODTEMPLATES, COMPONENTSTATUSES,
-    RUNTIMECLASSES, CSISTORAGECAPACITIES,
+    RUNTIMECLASSES, CSISTORAGECAPACITIES, DEVICECLASSES, RESOURCECLAIMS, RESOURCECLAIMTEMPLATES, RESOURCESLICES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

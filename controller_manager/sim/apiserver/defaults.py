@@ -38,6 +38,7 @@ from controller_manager.sim.apiserver import (
     limitranger,
     networking,
     priority,
+    resource_kinds,
     storage_kinds,
 )
 
@@ -450,6 +451,7 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     **networking.DEFAULTS,
     **admission_registration.DEFAULTS,
     **storage_kinds.DEFAULTS,
+    **resource_kinds.DEFAULTS,
 }
 
 

@@ -131,6 +131,12 @@ OBJECTS: dict[str, dict[str, Any]] = {
                      "scheduling": {"nodeSelector": {"sandbox": "true"}}},
     "CSIStorageCapacity": {"storageClassName": "standard", "capacity": "10Gi",
                            "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}}},
+    "DeviceClass": {"spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+    "ResourceClaim": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+    "ResourceClaimTemplate": {"spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}},
+    "ResourceSlice": {"spec": {"driver": "gpu.example.com", "pool": {"name": "n1", "resourceSliceCount": 1},
+                               "nodeName": "n1", "devices": [{"name": "gpu-0"}]}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -158,15 +164,25 @@ STATUSES: dict[str, dict[str, Any]] = {
     "Ingress": {"loadBalancer": {}},
     "VolumeAttachment": {"attached": True},
     "CertificateSigningRequest": {"conditions": [{"type": "Approved", "status": "True", "reason": "R"}]},
+    "ResourceClaim": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                                              "pool": "n1", "device": "gpu-0"}]}},
+                      "reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-uid"}]},
     "PodCertificateRequest": {"conditions": [{"type": "Denied", "status": "True", "reason": "Policy", "message": "no",
                                               "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
 }
+
+
+def list_model_name(res: Resource) -> str:
+    """The official client's list model (``V1ResourceClaimList``: only the item's name carries a group prefix)."""
+    return f"{res.version.capitalize()}{res.kind}List" if res.kind == "ResourceClaim" else f"{model_name(res)}List"
 
 
 def model_name(res: Resource) -> str:
     """The official client's model class for a resource's kind (``V1Deployment``, ``CoreV1Event``)."""
     if res.kind == "Event":
         return "CoreV1Event" if res.group == "" else "EventsV1Event"
+    if res.kind == "ResourceClaim":  # core/v1 has a ResourceClaim of its own (a pod's claim reference)
+        return "ResourceV1ResourceClaim"
     return f"{res.version.capitalize()}{res.kind}"
 
 
@@ -232,7 +248,7 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
 
     status, listed = await client.get(path(res))
     assert status == 200, listed
-    typed(f"{model}List", listed)
+    typed(list_model_name(res), listed)
 
     if res.kind != "Namespace":  # a namespace's deletion is the namespace controller's to finish
         status, meta = await client.patch(path(res, name), {"metadata": {"finalizers": ["example.com/hold"]}})
@@ -256,7 +272,7 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
 async def test_official_client_reads_computed_kinds(client: Client, res: Resource) -> None:
     status, listed = await client.get(path(res))
     assert status == 200, listed
-    typed(f"{model_name(res)}List", listed)
+    typed(list_model_name(res), listed)
     assert listed["items"]
     status, got = await client.get(path(res, listed["items"][0]["metadata"]["name"]))
     assert status == 200, got

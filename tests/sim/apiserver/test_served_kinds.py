@@ -211,3 +211,106 @@ async def test_csi_storage_capacities(client: Client) -> None:
     assert table["rows"][0]["cells"][:3] == ["csisc-a", "standard", "50Gi"]
     resources = await _discovered(client, "storage.k8s.io/v1")
     assert resources["csistoragecapacities"]["namespaced"] is True
+
+
+# --- resource.k8s.io/v1 (dynamic resource allocation) ----------------------------------------------------------
+
+DRA = "/apis/resource.k8s.io/v1"
+CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "gpu"},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+
+
+async def test_resource_claims(client: Client) -> None:
+    base = f"{DRA}/namespaces/default/resourceclaims"
+    status, created = await client.post(base, CLAIM)
+    assert status == 201, created
+    assert created["spec"]["devices"]["requests"][0]["exactly"] == {
+        "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}
+    assert created["status"] == {}
+    status, err = await client.patch(f"{base}/gpu", {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "other"}}]}}})
+    assert status == 422
+    assert _causes(err) == [("spec", "Invalid value: null: field is immutable")]
+    status, err = await client.patch(f"{base}/gpu/status", {"status": {"reservedFor": [{"resource": "pods"}]}})
+    assert status == 422
+    assert _causes(err) == [("status.reservedFor[0].name", "Required value"),
+                            ("status.reservedFor[0].uid", "Required value"),
+                            ("status.reservedFor", "Forbidden: may not be specified when `allocated` is not set")]
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1",
+                                           "device": "gpu-0"}]}}
+    status, written = await client.patch(f"{base}/gpu/status", {"status": {
+        "allocation": allocation, "reservedFor": [{"resource": "pods", "name": "p", "uid": "u1"}]}})
+    assert status == 200, written
+    status, table = await client.get(base, headers=TABLE)
+    assert table["rows"][0]["cells"][:2] == ["gpu", "allocated,reserved"]
+    bad = {**CLAIM, "metadata": {"name": "bad"}, "spec": {"devices": {
+        "requests": [{"name": "a", "exactly": {"deviceClassName": "c", "allocationMode": "Some"}},
+                     {"name": "b"},
+                     {"name": "c", "exactly": {"deviceClassName": "c", "allocationMode": "All", "count": 2,
+                                               "selectors": [{}]}}],
+        "constraints": [{"requests": ["a", "x/y/z"]}],
+        "config": [{"requests": ["zz"], "opaque": {"driver": "gpu.example.com"}}]}}}
+    status, err = await client.post(base, bad)
+    assert status == 422
+    assert _causes(err) == [
+        ("spec.devices.requests[0].exactly.allocationMode", 'Unsupported value: "Some": supported values: "All", '
+                                                             '"ExactCount"'),
+        ("spec.devices.requests[1]", "Required value: exactly one of `exactly` or `firstAvailable` is required"),
+        ("spec.devices.requests[2].exactly.selectors[0].cel", "Required value"),
+        ("spec.devices.requests[2].exactly.count", "Invalid value: 2: must not be specified when allocationMode is "
+                                                   "'All'"),
+        ("spec.devices.constraints[0].requests[1]", 'Invalid value: "x/y/z": must be the name of a request in the '
+                                                    "claim or the name of a request and a subrequest separated "
+                                                    "by '/'"),
+        ("spec.devices.constraints[0].matchAttribute", "Required value"),
+        ("spec.devices.config[0].requests[0]", 'Invalid value: "zz": must be the name of a request in the claim '
+                                               "or the name of a request and a subrequest separated by '/'"),
+        ("spec.devices.config[0].opaque.parameters", "Required value"),
+    ]
+
+
+async def test_device_classes_templates_and_slices(client: Client) -> None:
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}
+    status, created = await client.post(f"{DRA}/deviceclasses", device_class)
+    assert (status, created["metadata"]["generation"]) == (201, 1)
+    status, patched = await client.patch(f"{DRA}/deviceclasses/gpu", {"spec": {"selectors": []}})
+    assert patched["metadata"]["generation"] == 2
+
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+                "spec": {"spec": CLAIM["spec"]}}
+    status, created = await client.post(f"{DRA}/namespaces/default/resourceclaimtemplates", template)
+    assert status == 201, created
+    assert created["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    status, err = await client.patch(f"{DRA}/namespaces/default/resourceclaimtemplates/t",
+                                     {"spec": {"metadata": {"labels": {"a": "b"}}}})
+    assert status == 422
+    assert [c[0] for c in _causes(err)] == ["spec"]
+    assert _causes(err)[0][1].endswith(": field is immutable")
+
+    slice_ = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpu"},
+              "spec": {"driver": "gpu.example.com", "pool": {"name": "n1", "resourceSliceCount": 1},
+                       "nodeName": "n1", "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}
+    status, created = await client.post(f"{DRA}/resourceslices", slice_)
+    assert (status, created["metadata"]["generation"]) == (201, 1)
+    status, listed = await client.get(f"{DRA}/resourceslices", params={"fieldSelector": "spec.nodeName=n1"})
+    assert [s["metadata"]["name"] for s in listed["items"]] == ["n1-gpu"]
+    status, err = await client.patch(f"{DRA}/resourceslices/n1-gpu", {"spec": {"nodeName": "n2"}})
+    assert _causes(err) == [("spec.nodeName", 'Invalid value: "n2": field is immutable')]
+    bad = {**slice_, "metadata": {"name": "bad"},
+           "spec": {"driver": "", "pool": {"name": "", "resourceSliceCount": 0}, "allNodes": True, "nodeName": "n1",
+                    "devices": [{"name": "d"}, {"name": "d"}]}}
+    status, err = await client.post(f"{DRA}/resourceslices", bad)
+    assert status == 422
+    causes = _causes(err)
+    assert causes[0] == ("spec.driver", "Required value")
+    assert ("spec.pool.name", "Required value") in causes
+    assert ("spec.pool.resourceSliceCount", "Invalid value: 0: must be greater than zero") in causes
+    assert ("spec", 'Invalid value: "{`nodeName`, `allNodes`}": exactly one of `nodeName`, `nodeSelector`, '
+                    "`allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set") in causes
+    assert ("spec.devices[1].name", 'Duplicate value: "d"') in causes
+    status, table = await client.get(f"{DRA}/resourceslices", headers=TABLE)
+    assert table["rows"][0]["cells"][:4] == ["n1-gpu", "n1", "gpu.example.com", "n1"]
+    resources = await _discovered(client, "resource.k8s.io/v1")
+    assert sorted(resources) == ["deviceclasses", "resourceclaims", "resourceclaims/status",
+                                 "resourceclaimtemplates", "resourceslices"]

@@ -10,7 +10,7 @@ Where a kind's rules live:
 - discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; node.k8s.io: :mod:`.node`;
   scheduling.k8s.io:
   :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`;
-  storage.k8s.io: :mod:`.storage`
+  storage.k8s.io: :mod:`.storage`; resource.k8s.io (dynamic resource allocation): :mod:`.resource`
 - admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
 - events.k8s.io: :mod:`.events`; the review kinds of authentication/authorization.k8s.io:
   :mod:`.authentication`; metrics.k8s.io: :mod:`.metrics`
@@ -47,6 +47,7 @@ from controller_manager.sim.apiserver.registry import (
     node,
     policy,
     rbac,
+    resource,
     scheduling,
     storage,
 )
@@ -57,7 +58,8 @@ __all__ = ["GENERIC", "Strategy", "Write", "registered", "status_reset_meta", "s
 GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
 for _module in (core, apps, batch, policy, autoscaling, discovery, networking, node, scheduling, coordination,
-                rbac, storage, admissionregistration, certificates, events, authentication, metrics, apiextensions):
+                rbac, storage, resource, admissionregistration, certificates, events, authentication, metrics,
+                apiextensions):
     for _strategy in _module.STRATEGIES:
         assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
         _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy
