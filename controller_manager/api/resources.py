@@ -146,6 +146,9 @@ DEVICECLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass"
 RESOURCECLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, (), ("status",))
 RESOURCECLAIMTEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
 RESOURCESLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+FLOWSCHEMAS = Resource("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", False, (), ("status",))
+PRIORITYLEVELCONFIGURATIONS = Resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations",
+                                       "PriorityLevelConfiguration", False, (), ("status",))
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -160,6 +163,7 @@ BUILTIN: tuple[Resource, ...] = (
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
     CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS, PODTEMPLATES, COMPONENTSTATUSES,
     RUNTIMECLASSES, CSISTORAGECAPACITIES, DEVICECLASSES, RESOURCECLAIMS, RESOURCECLAIMTEMPLATES, RESOURCESLICES,
+    FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

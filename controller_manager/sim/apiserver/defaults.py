@@ -34,6 +34,7 @@ import orjson
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     admission_registration,
+    flowcontrol,
     hpa,
     limitranger,
     networking,
@@ -452,6 +453,7 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     **admission_registration.DEFAULTS,
     **storage_kinds.DEFAULTS,
     **resource_kinds.DEFAULTS,
+    **flowcontrol.DEFAULTS,
 }
 
 

@@ -135,6 +135,10 @@ OBJECTS: dict[str, dict[str, Any]] = {
     "ResourceClaim": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
     "ResourceClaimTemplate": {"spec": {"spec": {"devices": {"requests": [
         {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}},
+    "FlowSchema": {"spec": {"priorityLevelConfiguration": {"name": "workload-low"}, "matchingPrecedence": 5000,
+                            "rules": [{"subjects": [{"kind": "Group", "group": {"name": "team"}}],
+                                       "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}]}},
+    "PriorityLevelConfiguration": {"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}},
     "ResourceSlice": {"spec": {"driver": "gpu.example.com", "pool": {"name": "n1", "resourceSliceCount": 1},
                                "nodeName": "n1", "devices": [{"name": "gpu-0"}]}},
 }
@@ -167,6 +171,7 @@ STATUSES: dict[str, dict[str, Any]] = {
     "ResourceClaim": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
                                                               "pool": "n1", "device": "gpu-0"}]}},
                       "reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-uid"}]},
+    "FlowSchema": {"conditions": [{"type": "Dangling", "status": "False"}]},
     "PodCertificateRequest": {"conditions": [{"type": "Denied", "status": "True", "reason": "Policy", "message": "no",
                                               "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
 }

@@ -314,3 +314,114 @@ async def test_device_classes_templates_and_slices(client: Client) -> None:
     resources = await _discovered(client, "resource.k8s.io/v1")
     assert sorted(resources) == ["deviceclasses", "resourceclaims", "resourceclaims/status",
                                  "resourceclaimtemplates", "resourceslices"]
+
+
+# --- flowcontrol.apiserver.k8s.io/v1 (API Priority and Fairness) ------------------------------------------------
+
+APF = "/apis/flowcontrol.apiserver.k8s.io/v1"
+
+
+def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in obj["metadata"].items()
+            if k not in ("uid", "resourceVersion", "creationTimestamp", "managedFields")}
+    conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"}
+                  for c in obj.get("status", {}).get("conditions", [])]
+    return {**obj, "metadata": meta, "status": {**obj.get("status", {}), "conditions": conditions}}
+
+
+def test_the_bootstrap_configuration_is_stored_as_a_create_stores_it(api: ApiServer) -> None:
+    from controller_manager.api.resources import FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS
+    from controller_manager.sim.apiserver import flowcontrol
+
+    installed = {(res.kind, o["metadata"]["name"]): o for res in (PRIORITYLEVELCONFIGURATIONS, FLOWSCHEMAS)
+                 for o in api.list(res)[0]}
+    assert len(installed) == 19
+    for res in (FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS):
+        for o in api.list(res)[0]:
+            api.delete(res, None, o["metadata"]["name"])
+    for level in flowcontrol.priority_levels():
+        api.create(PRIORITYLEVELCONFIGURATIONS, level)
+    for schema in flowcontrol.flow_schemas():
+        api.create(FLOWSCHEMAS, schema)
+    for res in (PRIORITYLEVELCONFIGURATIONS, FLOWSCHEMAS):
+        for o in api.list(res)[0]:
+            assert _without_server_fields(o) == _without_server_fields(installed[(res.kind, o["metadata"]["name"])])
+
+
+async def test_flow_schemas_and_priority_levels(client: Client) -> None:
+    status, listed = await client.get(f"{APF}/flowschemas")
+    assert sorted(fs["metadata"]["name"] for fs in listed["items"]) == [
+        "catch-all", "exempt", "global-default", "kube-controller-manager", "kube-scheduler",
+        "kube-system-service-accounts", "probes", "service-accounts", "system-leader-election", "system-node-high",
+        "system-nodes"]
+    status, table = await client.get(f"{APF}/flowschemas", headers=TABLE)
+    assert [r["cells"][:3] for r in table["rows"][:3]] == [["exempt", "exempt", 1], ["probes", "exempt", 2],
+                                                             ["system-leader-election", "leader-election", 100]]
+    assert table["rows"][0]["cells"][5] == "False"
+    status, level = await client.get(f"{APF}/prioritylevelconfigurations/workload-high")
+    assert level["spec"] == {"type": "Limited", "limited": {
+        "nominalConcurrencyShares": 40, "lendablePercent": 50,
+        "limitResponse": {"type": "Queue", "queuing": {"queues": 128, "handSize": 6, "queueLengthLimit": 50}}}}
+
+    schema = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "team"},
+              "spec": {"priorityLevelConfiguration": {"name": "team-level"},
+                       "rules": [{"subjects": [{"kind": "Group", "group": {"name": "team"}}],
+                                  "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                                     "namespaces": ["*"]}]}]}}
+    status, created = await client.post(f"{APF}/flowschemas", schema)
+    assert status == 201, created
+    assert created["spec"]["matchingPrecedence"] == 1000
+    status, got = await client.get(f"{APF}/flowschemas/team")
+    assert [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in got["status"]["conditions"]] == [
+        {"type": "Dangling", "status": "True", "reason": "NotFound",
+         "message": 'This FlowSchema references the PriorityLevelConfiguration object named "team-level" but there '
+                    "is no such object"}]
+    level = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+             "metadata": {"name": "team-level"},
+             "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}}
+    status, created = await client.post(f"{APF}/prioritylevelconfigurations", level)
+    assert status == 201, created
+    assert created["spec"]["limited"] == {"nominalConcurrencyShares": 30, "lendablePercent": 0, "limitResponse": {
+        "type": "Queue", "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}}
+    status, got = await client.get(f"{APF}/flowschemas/team")
+    assert got["status"]["conditions"][0]["status"] == "False"
+    assert got["status"]["conditions"][0]["reason"] == "Found"
+    await client.delete(f"{APF}/prioritylevelconfigurations/team-level")
+    status, got = await client.get(f"{APF}/flowschemas/team")
+    assert got["status"]["conditions"][0]["reason"] == "NotFound"
+
+
+async def test_flow_control_validation(client: Client) -> None:
+    schema = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "bad"},
+              "spec": {"priorityLevelConfiguration": {"name": ""}, "matchingPrecedence": 1,
+                       "distinguisherMethod": {"type": "ByPod"},
+                       "rules": [{"subjects": [],
+                                  "resourceRules": [{"verbs": ["*", "get"], "apiGroups": ["*"],
+                                                     "resources": ["pods"]}]}]}}
+    status, err = await client.post(f"{APF}/flowschemas", schema)
+    assert status == 422
+    assert _causes(err) == [
+        ("spec.matchingPrecedence", "Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1"),
+        ("spec.distinguisherMethod.type", 'Unsupported value: "ByPod": supported values: "ByUser", "ByNamespace"'),
+        ("spec.priorityLevelConfiguration.name", "Required value: must reference a priority level"),
+        ("spec.rules[0].subjects", "Required value: subjects must contain at least one value"),
+        ("spec.rules[0].resourceRules[0].verbs", 'Invalid value: ["*","get"]: if \'*\' is present, must not specify '
+                                                 "other verbs"),
+        ("spec.rules[0].resourceRules[0].namespaces", "Required value: resource rules that are not cluster scoped "
+                                                      "must supply at least one namespace"),
+    ]
+    level = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+             "metadata": {"name": "bad"},
+             "spec": {"type": "Limited", "limited": {"lendablePercent": 101, "limitResponse": {
+                 "type": "Queue", "queuing": {"queues": 2, "handSize": 4}}}}}
+    status, err = await client.post(f"{APF}/prioritylevelconfigurations", level)
+    assert status == 422
+    assert _causes(err) == [
+        ("spec.limited.lendablePercent", "Invalid value: 101: must be between 0 and 100, inclusive"),
+        ("spec.limited.limitResponse.queuing.handSize", "Invalid value: 4: should not be greater than queues (2)"),
+    ]
+    status, err = await client.post(f"{APF}/prioritylevelconfigurations",
+                                    {**level, "metadata": {"name": "exempt-ish"}, "spec": {"type": "Exempt"}})
+    assert status == 422
+    assert _causes(err) == [("spec.type", 'Invalid value: "Exempt": type must be \'Exempt\' if and only if name is '
+                                          "'exempt'")]

@@ -11,6 +11,7 @@ Where a kind's rules live:
   scheduling.k8s.io:
   :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`;
   storage.k8s.io: :mod:`.storage`; resource.k8s.io (dynamic resource allocation): :mod:`.resource`
+- flowcontrol.apiserver.k8s.io (API Priority and Fairness): :mod:`.flowcontrol`
 - admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
 - events.k8s.io: :mod:`.events`; the review kinds of authentication/authorization.k8s.io:
   :mod:`.authentication`; metrics.k8s.io: :mod:`.metrics`
@@ -42,6 +43,7 @@ from controller_manager.sim.apiserver.registry import (
     core,
     discovery,
     events,
+    flowcontrol,
     metrics,
     networking,
     node,
@@ -58,8 +60,8 @@ __all__ = ["GENERIC", "Strategy", "Write", "registered", "status_reset_meta", "s
 GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
 for _module in (core, apps, batch, policy, autoscaling, discovery, networking, node, scheduling, coordination,
-                rbac, storage, resource, admissionregistration, certificates, events, authentication, metrics,
-                apiextensions):
+                rbac, storage, resource, flowcontrol, admissionregistration, certificates, events, authentication,
+                metrics, apiextensions):
     for _strategy in _module.STRATEGIES:
         assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
         _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy
