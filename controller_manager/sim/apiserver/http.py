@@ -37,6 +37,7 @@ from controller_manager.sim.apiserver import (
     discovery,
     errors,
     fieldmanager,
+    health,
     openapi,
     pod_logs,
     protowire,
@@ -242,7 +243,11 @@ class _Handlers:
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed() if path in ("/api", "/apis", "/version") else errors.path_not_found()
         if any(path == p or path.startswith(p + "/") for p in _HEALTH):
-            return web.Response(text="ok", content_type="text/plain")
+            text = health.answer(path, "verbose" in request.query, request.query.getall("exclude", []))
+            if text is None:
+                raise errors.path_not_found()
+            return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                                headers={"X-Content-Type-Options": "nosniff"})
         if path == "/version":
             return _response(encode(discovery.version_info(self.api.options.git_version)))
         oidc = self.auth.oidc(path, request.host)

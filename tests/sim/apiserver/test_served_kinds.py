@@ -425,3 +425,31 @@ async def test_flow_control_validation(client: Client) -> None:
     assert status == 422
     assert _causes(err) == [("spec.type", 'Invalid value: "Exempt": type must be \'Exempt\' if and only if name is '
                                           "'exempt'")]
+
+
+# --- /healthz, /livez, /readyz ---------------------------------------------------------------------------------
+
+
+async def test_health_endpoints_list_their_checks(client: Client) -> None:
+    status, text = await client.get("/readyz")
+    assert (status, text) == (200, "ok")
+    status, text = await client.get("/readyz?verbose")
+    lines = text.splitlines()
+    assert lines[:5] == ["[+]ping ok", "[+]log ok", "[+]etcd ok", "[+]etcd-readiness ok", "[+]informer-sync ok"]
+    assert "[+]poststarthook/rbac/bootstrap-roles ok" in lines
+    assert "[+]autoregister-completion ok" in lines
+    assert lines[-2:] == ["[+]shutdown ok", "readyz check passed"]
+    assert all(line.startswith("[+]") and line.endswith(" ok") for line in lines[:-1])
+    status, text = await client.get("/livez?verbose")
+    assert text.splitlines()[-1] == "livez check passed"
+    assert "[+]shutdown ok" not in text.splitlines()
+    status, text = await client.get("/healthz", params={"verbose": "1", "exclude": "etcd"})
+    assert "[+]etcd excluded: ok" in text.splitlines()
+    resp = await client.tc.get("/readyz?verbose&exclude=nope&exclude=etcd&exclude=also-nope", headers=ADMIN)
+    text = await resp.text()
+    assert resp.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert 'warn: some health checks cannot be excluded: no matches for "also-nope","nope"' in text.splitlines()
+    assert (await client.get("/readyz/etcd")) == (200, "ok")
+    assert (await client.get("/livez/poststarthook/rbac/bootstrap-roles")) == (200, "ok")
+    status, _ = await client.get("/readyz/no-such-check")
+    assert status == 404
