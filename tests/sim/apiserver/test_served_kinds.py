@@ -453,3 +453,23 @@ async def test_health_endpoints_list_their_checks(client: Client) -> None:
     assert (await client.get("/livez/poststarthook/rbac/bootstrap-roles")) == (200, "ok")
     status, _ = await client.get("/readyz/no-such-check")
     assert status == 404
+
+
+# --- events.k8s.io/v1 view of core/v1 Events --------------------------------------------------------------------
+
+
+async def test_a_core_event_read_through_events_v1_has_a_null_event_time(client: Client) -> None:
+    """Upstream's Convert_core_Event_To_v1_Event copies eventTime as it is, and MicroTime's zero value marshals
+    as null (the field has no omitempty): a real server answers ``"eventTime": null`` for an Event created through
+    core/v1 without one, and so does kube-sim (the typed client libraries that insist on it are stricter than the
+    server)."""
+    event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "reason": "Started", "message": "m",
+             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "type": "Normal",
+             "firstTimestamp": "2026-01-01T00:00:00Z"}
+    status, created = await client.post("/api/v1/namespaces/default/events", event)
+    assert status == 201, created
+    status, got = await client.get("/apis/events.k8s.io/v1/namespaces/default/events/e")
+    assert status == 200
+    assert "eventTime" in got and got["eventTime"] is None
+    assert got["deprecatedFirstTimestamp"] == "2026-01-01T00:00:00Z"
+    assert got["deprecatedLastTimestamp"] is None
