@@ -149,6 +149,8 @@ RESOURCESLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSl
 FLOWSCHEMAS = Resource("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", False, (), ("status",))
 PRIORITYLEVELCONFIGURATIONS = Resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations",
                                        "PriorityLevelConfiguration", False, (), ("status",))
+APISERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", False, (), ("status",),
+                       categories=("api-extensions",))
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -163,7 +165,7 @@ BUILTIN: tuple[Resource, ...] = (
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
     CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS, PODTEMPLATES, COMPONENTSTATUSES,
     RUNTIMECLASSES, CSISTORAGECAPACITIES, DEVICECLASSES, RESOURCECLAIMS, RESOURCECLAIMTEMPLATES, RESOURCESLICES,
-    FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS,
+    FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS, APISERVICES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

@@ -34,6 +34,7 @@ import orjson
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     admission_registration,
+    apiservices,
     flowcontrol,
     hpa,
     limitranger,
@@ -454,6 +455,7 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     **storage_kinds.DEFAULTS,
     **resource_kinds.DEFAULTS,
     **flowcontrol.DEFAULTS,
+    **apiservices.DEFAULTS,
 }
 
 

@@ -34,6 +34,7 @@ from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import (
+    APISERVICES,
     BUILTIN,
     CONFIGMAPS,
     FLOWSCHEMAS,
@@ -44,6 +45,7 @@ from controller_manager.api.resources import (
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import (
     admission,
+    apiservices,
     codec,
     component_status,
     errors,
@@ -213,6 +215,8 @@ class ApiServer:
         service_cidrs.install(self, format_time(self.clock.now()))
         if self.lookup(FLOWSCHEMAS.group, FLOWSCHEMAS.version, FLOWSCHEMAS.plural) is not None:
             flowcontrol.install(self)
+        if self.lookup(APISERVICES.group, APISERVICES.version, APISERVICES.plural) is not None:
+            apiservices.install(self)
         if "kube-system" in self.options.namespaces:
             # kube-apiserver's legacytokentracking controller: the date from which legacy token use is recorded
             self.create(CONFIGMAPS, legacy_tokens.tracking_config_map(self.clock.now()))
@@ -237,6 +241,7 @@ class ApiServer:
             self._by_gvr[(res.group, res.version, res.plural)] = res
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size,
                                                                         self.rv))
+        apiservices.sync_custom(self)  # the aggregator's CRD registration controller
 
     def unserve(self, removed: Sequence[Resource], *, keep_store: bool) -> None:
         """Stop serving resources; without ``keep_store`` their objects go too and their watches end."""
@@ -249,6 +254,7 @@ class ApiServer:
                 store = self._stores.pop(self._store_key(res), None)
                 for watcher in list(store.watchers) if store is not None else []:
                     watcher.close("resource no longer served")
+        apiservices.sync_custom(self)
 
     def store(self, res: Resource) -> ResourceStore:
         store = self._stores.get(self._store_key(res))

@@ -139,6 +139,9 @@ OBJECTS: dict[str, dict[str, Any]] = {
                             "rules": [{"subjects": [{"kind": "Group", "group": {"name": "team"}}],
                                        "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}]}},
     "PriorityLevelConfiguration": {"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}},
+    "APIService": {"spec": {"group": "custom.metrics.k8s.io", "version": "v1beta2", "groupPriorityMinimum": 100,
+                            "versionPriority": 200, "insecureSkipTLSVerify": True,
+                            "service": {"namespace": "monitoring", "name": "adapter"}}},
     "ResourceSlice": {"spec": {"driver": "gpu.example.com", "pool": {"name": "n1", "resourceSliceCount": 1},
                                "nodeName": "n1", "devices": [{"name": "gpu-0"}]}},
 }
@@ -172,6 +175,7 @@ STATUSES: dict[str, dict[str, Any]] = {
                                                               "pool": "n1", "device": "gpu-0"}]}},
                       "reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-uid"}]},
     "FlowSchema": {"conditions": [{"type": "Dangling", "status": "False"}]},
+    "APIService": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]},
     "PodCertificateRequest": {"conditions": [{"type": "Denied", "status": "True", "reason": "Policy", "message": "no",
                                               "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
 }
@@ -192,7 +196,7 @@ def model_name(res: Resource) -> str:
 
 
 # Kinds whose names have a form of their own (an IPAddress is named by its address).
-NAMES = {"IPAddress": "10.250.0.1"}
+NAMES = {"IPAddress": "10.250.0.1", "APIService": "v1beta2.custom.metrics.k8s.io"}
 
 # Access reviews must come with empty metadata (a real server answers 422 "must be empty").
 _NAMELESS = {"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}

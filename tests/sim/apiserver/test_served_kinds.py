@@ -4,6 +4,7 @@ validation messages and discovery facts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -473,3 +474,84 @@ async def test_a_core_event_read_through_events_v1_has_a_null_event_time(client:
     assert "eventTime" in got and got["eventTime"] is None
     assert got["deprecatedFirstTimestamp"] == "2026-01-01T00:00:00Z"
     assert got["deprecatedLastTimestamp"] is None
+
+
+# --- apiregistration.k8s.io/v1 apiservices --------------------------------------------------------------------
+
+AGG = "/apis/apiregistration.k8s.io/v1/apiservices"
+
+
+async def test_local_api_services(client: Client) -> None:
+    status, listed = await client.get(AGG)
+    by_name = {s["metadata"]["name"]: s for s in listed["items"]}
+    served = await client.get("/apis")
+    groups = {(gv["groupVersion"].split("/")[0], gv["version"]) for g in served[1]["groups"] for gv in g["versions"]}
+    assert set(by_name) == {"v1."} | {f"{v}.{g}" for g, v in groups}
+    core = by_name["v1."]
+    assert core["spec"] == {"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1}
+    assert core["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "onstart"}
+    assert [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in core["status"]["conditions"]] == [
+        {"type": "Available", "status": "True", "reason": "Local", "message": "Local APIServices are always available"}]
+    assert by_name["v2.autoscaling"]["spec"]["versionPriority"] == 30
+    assert by_name["v1beta1.metrics.k8s.io"]["spec"]["service"] == {"namespace": "kube-system",
+                                                                     "name": "metrics-server", "port": 443}
+    status, table = await client.get(AGG, headers=TABLE)
+    rows = {r["cells"][0]: r["cells"][1:3] for r in table["rows"]}
+    assert rows["v1.apps"] == ["Local", "True"]
+    assert rows["v1beta1.metrics.k8s.io"] == ["kube-system/metrics-server", "True"]
+
+
+async def test_api_service_validation_and_custom_resource_registration(client: Client) -> None:
+    bad = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.wrong"},
+           "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 0, "versionPriority": 1001,
+                    "insecureSkipTLSVerify": True}}
+    status, err = await client.post(AGG, bad)
+    assert status == 422
+    assert _causes(err) == [
+        ("metadata.name", 'Invalid value: "v1.wrong": must be `spec.version+"."+spec.group`: "v1.example.com"'),
+        ("spec.groupPriorityMinimum", "Invalid value: 0: must be positive and less than 20000"),
+        ("spec.versionPriority", "Invalid value: 1001: must be positive and less than 1000"),
+        ("spec.insecureSkipTLSVerify", "Invalid value: true: local APIServices may not have insecureSkipTLSVerify"),
+    ]
+    remote = {**bad, "metadata": {"name": "v1.example.com"},
+              "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10,
+                       "service": {"namespace": "ns", "name": "api"}}}
+    status, created = await client.post(AGG, remote)
+    assert status == 201, created
+    assert created["spec"]["service"]["port"] == 443
+    assert created["status"] == {}
+
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.stable.example.com"},
+           "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    status, created = await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status == 201, created
+    status, registered = await client.get(f"{AGG}/v1.stable.example.com")
+    assert status == 200, registered
+    assert registered["spec"] == {"group": "stable.example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                                  "versionPriority": 100}
+    assert registered["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "true"}
+    await client.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.stable.example.com")
+    for _ in range(100):
+        status, _ = await client.get(f"{AGG}/v1.stable.example.com")
+        if status == 404:
+            break
+        await asyncio.sleep(0.05)
+    assert status == 404
+
+
+async def test_kubectl_api_services_and_resources(kubectl: Kubectl) -> None:
+    lines = (await kubectl("get", "apiservices")).splitlines()
+    assert lines[0].split() == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    assert lines[1].split()[:3] == ["v1.", "Local", "True"]
+    resources = {line.split()[0] for line in (await kubectl("api-resources", "--no-headers")).splitlines()}
+    assert {"componentstatuses", "podtemplates", "runtimeclasses", "csistoragecapacities", "deviceclasses",
+            "resourceclaims", "resourceclaimtemplates", "resourceslices", "flowschemas",
+            "prioritylevelconfigurations", "apiservices"} <= resources
+    explained = await kubectl("explain", "resourceclaims.spec.devices.requests")
+    assert "exactly" in explained
+    assert "apiservice.apiregistration.k8s.io/v1.apps" in (await kubectl("get", "api-extensions", "-o",
+                                                                       "name")).splitlines()

@@ -15,7 +15,7 @@ Where a kind's rules live:
 - admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
 - events.k8s.io: :mod:`.events`; the review kinds of authentication/authorization.k8s.io:
   :mod:`.authentication`; metrics.k8s.io: :mod:`.metrics`
-- CustomResourceDefinitions and every custom resource: :mod:`.apiextensions`
+- CustomResourceDefinitions and every custom resource: :mod:`.apiextensions`; APIServices: :mod:`.apiregistration`
 
 A strategy names its kind's validation (name rule and field rules) and calls the functions that implement
 it, which stay beside the types they check (``validation``, ``validation_pods``, ``validation_workloads``,
@@ -34,6 +34,7 @@ from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.registry import (
     admissionregistration,
     apiextensions,
+    apiregistration,
     apps,
     authentication,
     autoscaling,
@@ -61,7 +62,7 @@ GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
 for _module in (core, apps, batch, policy, autoscaling, discovery, networking, node, scheduling, coordination,
                 rbac, storage, resource, flowcontrol, admissionregistration, certificates, events, authentication,
-                metrics, apiextensions):
+                metrics, apiextensions, apiregistration):
     for _strategy in _module.STRATEGIES:
         assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
         _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy
