@@ -2,7 +2,8 @@
 
 Reads the ``types.go`` files of k8s.io/api, of the parts of k8s.io/apimachinery the API types use
 (meta/v1, runtime, intstr, resource), of k8s.io/apiextensions-apiserver's apiextensions/v1 (the
-CustomResourceDefinition kind) and of k8s.io/kube-aggregator's apiregistration/v1 (APIService) from git directories, and writes
+CustomResourceDefinition kind) and of k8s.io/kube-aggregator's apiregistration/v1 (APIService) from git
+directories, and writes
 ``controller_manager/sim/apiserver/schema/types.json``: for every struct, its fields in declaration
 order with JSON name, ``omitempty``, Go type (pointer, slice, map, named struct), inline embedding,
 protobuf field number and wire type, patch strategy and merge key, the ``+listType``/``+listMapKey``/

@@ -71,6 +71,10 @@ _PLACEHOLDER_TIME = "1970-01-01T00:00:00Z"
 _PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
 
 
+def _dict(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
 def _name(group: str, version: str) -> str:
     return f"{version}.{group}"
 
@@ -167,7 +171,7 @@ def name_rule(obj: Obj) -> Any:
     """ValidateAPIService's name function: a path segment, and exactly ``spec.version+"."+spec.group``."""
     from controller_manager.sim.apiserver.validation import name_is_path_segment
 
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = _dict(obj.get("spec"))
     want = f"{spec.get('version') or ''}.{spec.get('group') or ''}"
 
     def check(name: str, prefix: bool) -> list[str]:
@@ -180,7 +184,7 @@ def name_rule(obj: Obj) -> Any:
 
 
 def api_service_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    spec = _dict(obj.get("spec"))
     group, version = str(spec.get("group") or ""), str(spec.get("version") or "")
     errs: list[FieldError] = []
     if not group and version != "v1":
@@ -217,7 +221,7 @@ def api_service_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
 
 
 def api_service_status_errors(obj: Obj, old: Obj) -> list[FieldError]:
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    status = _dict(obj.get("status"))
     errs: list[FieldError] = []
     for i, condition in enumerate(status.get("conditions") or []):
         value = condition.get("status") if isinstance(condition, dict) else None

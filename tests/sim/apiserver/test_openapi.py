@@ -187,8 +187,8 @@ async def test_v2_json_protobuf_gzip_and_406(client: Client) -> None:
     # (and JSONSchemaProps' "default", a reference to apiextensions' JSON; DRA's CapacityRequestPolicy.default)
     assert b'"default"' not in body.replace(b'"default":{"type"', b"").replace(b'"default":{"additionalProperties"',
                                                                               b"").replace(
-        b'"default":{"$ref":"#/definitions/io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON"}', b"").replace(
-        b'"default":{"$ref":"#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity"}', b"")
+        b'"default":{"$ref":"#/definitions/io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON"}', b""
+    ).replace(b'"default":{"$ref":"#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity"}', b"")
     assert doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] == {
         "type": "string", "format": "int-or-string"}
     op = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]

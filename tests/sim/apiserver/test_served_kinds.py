@@ -471,7 +471,8 @@ async def test_a_core_event_read_through_events_v1_has_a_null_event_time(client:
     assert status == 201, created
     status, got = await client.get("/apis/events.k8s.io/v1/namespaces/default/events/e")
     assert status == 200
-    assert "eventTime" in got and got["eventTime"] is None
+    assert "eventTime" in got
+    assert got["eventTime"] is None
     assert got["deprecatedFirstTimestamp"] == "2026-01-01T00:00:00Z"
     assert got["deprecatedLastTimestamp"] is None
 
@@ -483,6 +484,7 @@ AGG = "/apis/apiregistration.k8s.io/v1/apiservices"
 
 async def test_local_api_services(client: Client) -> None:
     status, listed = await client.get(AGG)
+    assert status == 200
     by_name = {s["metadata"]["name"]: s for s in listed["items"]}
     served = await client.get("/apis")
     groups = {(gv["groupVersion"].split("/")[0], gv["version"]) for g in served[1]["groups"] for gv in g["versions"]}
@@ -495,7 +497,7 @@ async def test_local_api_services(client: Client) -> None:
     assert by_name["v2.autoscaling"]["spec"]["versionPriority"] == 30
     assert by_name["v1beta1.metrics.k8s.io"]["spec"]["service"] == {"namespace": "kube-system",
                                                                      "name": "metrics-server", "port": 443}
-    status, table = await client.get(AGG, headers=TABLE)
+    _, table = await client.get(AGG, headers=TABLE)
     rows = {r["cells"][0]: r["cells"][1:3] for r in table["rows"]}
     assert rows["v1.apps"] == ["Local", "True"]
     assert rows["v1beta1.metrics.k8s.io"] == ["kube-system/metrics-server", "True"]

@@ -16,8 +16,8 @@ from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.crd import printers as crd_printers
 from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.tables import (
-    apiregistration,
     admissionregistration,
+    apiregistration,
     apiserverinternal,
     apps,
     autoscaling,

@@ -10,7 +10,9 @@ from controller_manager.sim.apiserver.tables.cells import AGE, NAME, Column, Obj
 
 def _api_service_cells(svc: Obj, now: float) -> list[Any]:
     service = spec(svc).get("service")
-    where = "Local" if not isinstance(service, dict) else f"{service.get('namespace') or ''}/{service.get('name') or ''}"
+    where = "Local"
+    if isinstance(service, dict):
+        where = f"{service.get('namespace') or ''}/{service.get('name') or ''}"
     available = "Unknown"
     for condition in status(svc).get("conditions") or []:
         if condition.get("type") == "Available":
