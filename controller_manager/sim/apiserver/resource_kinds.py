@@ -10,7 +10,8 @@ Guarantees:
   (count > 0); device tolerations' operator and effect. Constraints and config name requests of the claim;
   a config's ``opaque`` needs a driver (a CSI driver name) and parameters.
 - A claim's spec is immutable (declarative validation's ``spec: Invalid value: null: field is immutable``); a
-  template's too (the handwritten check, which shows the new spec). A claim's status: each ``reservedFor`` entry
+  template's too (the handwritten check, which shows the new spec as ``json.Marshal`` writes the internal type: Go
+  field names, every field). A claim's status: each ``reservedFor`` entry
   names resource, name and uid and needs an allocation; an allocation, once set, may not change.
 - DeviceClass: selectors and config as a claim's.
 - ResourceSlice: a driver, a pool (name, ``resourceSliceCount`` > 0, ``generation`` >= 0), exactly one of
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller_manager.sim.apiserver import gojson, schema
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     GoRepr,
@@ -254,6 +256,47 @@ def claim_spec_errors(spec: Any, path: str) -> list[FieldError]:
     return errs
 
 
+# --- bad values as Go prints them -----------------------------------------------------------------------------
+
+
+def _internal_json(value: Any, t: schema.Type, pointer: bool) -> Any:
+    """``value`` (JSON form) as ``json.Marshal`` writes the internal Go type: API structs have no JSON tags there
+    (Go field names, every field, nil pointers/slices/maps as null); apimachinery's types keep their own form."""
+    if value is None:
+        if pointer or t.kind in ("list", "map", "wrapper", "raw", "bytes"):
+            return None
+        if t.kind == "struct":
+            return _internal_struct({}, t.name)
+        return {"string": "", "bool": False}.get(t.kind, 0 if t.kind.startswith(("int", "uint", "float")) else None)
+    if t.kind == "struct":
+        return _internal_struct(value, t.name)
+    if t.kind in ("list", "wrapper") and t.elem is not None and isinstance(value, list):
+        return [_internal_json(v, t.elem, t.elem_pointer) for v in value]
+    if t.kind == "map" and t.elem is not None and isinstance(value, dict):
+        return {k: _internal_json(v, t.elem, t.elem_pointer) for k, v in value.items()}
+    return value
+
+
+def _internal_struct(value: Any, name: str) -> Any:
+    st = schema.struct(name)
+    value = _dict(value)
+    if not name.startswith("io.k8s.api."):  # ObjectMeta and friends: tagged, as the wire writes them
+        return gojson.normalize(value, st)
+    out: Obj = {}
+    for f in st.fields:
+        if f.inline:
+            inner = _internal_struct(value, f.type.name)
+            out.update(inner if isinstance(inner, dict) else {})
+            continue
+        out[f.go] = _internal_json(value.get(f.json), f.type, f.pointer)
+    return out
+
+
+def internal_repr(value: Any, struct_name: str) -> GoRepr:
+    """A struct bad value of the internal API types (``field.Invalid(path, spec, ...)``), as the error shows it."""
+    return GoRepr(go_json(_internal_struct(value, struct_name), sort_keys=False))
+
+
 # --- kinds ---------------------------------------------------------------------------------------------------
 
 
@@ -304,7 +347,8 @@ def resource_claim_template_errors(obj: Obj, old: Obj | None) -> list[FieldError
     spec = _dict(obj.get("spec"))
     errs = claim_spec_errors(spec.get("spec"), "spec.spec")
     if old is not None and obj.get("spec") != old.get("spec"):
-        errs.append(invalid("spec", GoRepr(go_json(spec)), IMMUTABLE))
+        errs.append(invalid("spec", internal_repr(spec, "io.k8s.api.resource.v1.ResourceClaimTemplateSpec"),
+                            IMMUTABLE))
     return errs
 
 
