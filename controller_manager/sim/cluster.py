@@ -88,7 +88,7 @@ def _task_probe(task: asyncio.Task[None]) -> Probe:
     async def probe() -> Health:
         if not task.done():
             return Health("True", "ok")
-        return Health("Unknown", "", "the in-process component has stopped")
+        return Health("False", "the in-process component has stopped")
 
     return probe
 

@@ -7,8 +7,9 @@ Guarantees:
   ``serversToValidate`` does; the in-process scheduler of a SimCluster answers for itself) and ``etcd-0`` (kube-sim's
   own store, always reachable: ``ok``).
 - Each carries one ``Healthy`` condition: ``True`` with the body when the probe answered 2xx/3xx, ``False`` with the
-  body on another code, ``Unknown`` with an empty message and the probe's error when it could not connect
-  (``Get "https://127.0.0.1:10257/healthz": dial tcp 127.0.0.1:10257: connect: connection refused``).
+  body on another code, and ``False`` with the request's error as the message when it could not connect (the HTTP
+  prober's failure output: ``Get "https://127.0.0.1:10257/healthz": dial tcp 127.0.0.1:10257: connect: connection
+  refused``), so ``kubectl get cs`` shows it Unhealthy with that message.
 - A list is filtered by label and field selectors (``metadata.name``) as upstream's predicate does; items come in
   name order (upstream's come in the order the probes finish). A get of an unknown name is upstream's plain error:
   500 with an empty reason and ``Component not found: <name>``.
@@ -75,7 +76,8 @@ def http_probe(url: str, timeout: float = PROBE_TIMEOUT) -> Probe:
                     session.get(url, ssl=_INSECURE) as resp:
                 body = await resp.text(errors="replace")
         except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            return Health("Unknown", "", _dial_error(url, e))
+            # the HTTP prober reports a failed request as a failed probe whose output is the error
+            return Health("False", _dial_error(url, e))
         return Health("True" if 200 <= resp.status < 400 else "False", body)
 
     return probe

@@ -90,10 +90,10 @@ async def test_component_statuses_report_each_probe(api: ApiServer, client: Clie
     assert table["rows"][1]["cells"] == ["etcd-0", "Healthy", "ok", ""]
 
 
-async def test_an_unreachable_component_is_unknown() -> None:
+async def test_an_unreachable_component_is_unhealthy_with_the_dial_error() -> None:
     health = await http_probe("https://127.0.0.1:1/healthz")()
-    assert health == Health("Unknown", "", 'Get "https://127.0.0.1:1/healthz": dial tcp 127.0.0.1:1: '
-                                           "connect: connection refused")
+    assert health == Health("False", 'Get "https://127.0.0.1:1/healthz": dial tcp 127.0.0.1:1: connect: '
+                                     "connection refused")
 
 
 async def test_kubectl_get_cs(kubectl: Kubectl) -> None:
@@ -561,3 +561,11 @@ async def test_kubectl_api_services_and_resources(kubectl: Kubectl) -> None:
     assert "exactly" in explained
     assert "apiservice.apiregistration.k8s.io/v1.apps" in (await kubectl("get", "api-extensions", "-o",
                                                                        "name")).splitlines()
+
+
+async def test_a_sim_cluster_reports_its_own_scheduler() -> None:
+    from controller_manager.sim.cluster import SimCluster
+
+    async with SimCluster(nodes=0, kubelets=False) as cluster:
+        assert await cluster.api.component_probes["scheduler"]() == Health("True", "ok")
+        assert await cluster.api.component_probes["etcd-0"]() == Health("True", "ok")
