@@ -7,7 +7,8 @@ Guarantees:
 - A claim's (and a template's ``spec.spec``) requests: a DNS-label name, unique; exactly one of ``exactly`` or
   ``firstAvailable``; a required DNS-subdomain ``deviceClassName``; selectors with a ``cel`` expression (kube-sim
   does not compile CEL: an empty expression is the only error); ``allocationMode`` All (no count) or ExactCount
-  (count > 0); device tolerations' operator and effect. Constraints and config name requests of the claim;
+  (count > 0); device tolerations (label-name key; Exists without a value, Equal with a label value; effects
+  NoExecute, NoSchedule, None). Constraints and config name requests of the claim;
   a config's ``opaque`` needs a driver (a CSI driver name) and parameters.
 - A claim's spec is immutable (declarative validation's ``spec: Invalid value: null: field is immutable``); a
   template's too (the handwritten check, which shows the new spec as ``json.Marshal`` writes the internal type: Go
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller_manager.api.selectors import is_label_key, is_label_value
 from controller_manager.sim.apiserver import gojson, schema
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
@@ -40,8 +42,8 @@ Obj = dict[str, Any]
 
 IMMUTABLE = "field is immutable"
 _ALLOCATION_MODES = ("All", "ExactCount")
-_TOLERATION_OPERATORS = ("Exists", "Equal")
-_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+_TOLERATION_OPERATORS = ("Equal", "Exists")
+_TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
 _REQUEST_REF = "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
 _NODE_CHOICES = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
 
@@ -123,14 +125,24 @@ def _selectors(selectors: Any, path: str) -> list[FieldError]:
 
 
 def _tolerations(tolerations: Any, path: str) -> list[FieldError]:
+    """validateDeviceToleration: a label-name key, Exists without a value or Equal with a label value, and a
+    known effect (None included)."""
     errs: list[FieldError] = []
     for i, t in enumerate(_list(tolerations)):
         tol, tpath = _dict(t), f"{path}[{i}]"
-        operator = tol.get("operator") or "Equal"
-        if operator not in _TOLERATION_OPERATORS:
+        key, value = str(tol.get("key") or ""), str(tol.get("value") or "")
+        if key:
+            errs.extend(invalid(f"{tpath}.key", key, msg) for msg in is_label_key(key))
+        operator = tol.get("operator") or ""
+        if operator == "Exists":
+            if value:
+                errs.append(invalid(f"{tpath}.value", value, "must be empty for operator `Exists`"))
+        elif operator == "Equal":
+            errs.extend(invalid(f"{tpath}.value", value, msg) for msg in is_label_value(value))
+        elif not operator:
+            errs.append(required(f"{tpath}.operator"))
+        else:
             errs.append(not_supported(f"{tpath}.operator", operator, _TOLERATION_OPERATORS))
-        elif operator == "Exists" and tol.get("value"):
-            errs.append(invalid(f"{tpath}.value", tol["value"], "must be empty when `operator` is 'Exists'"))
         effect = tol.get("effect")
         if effect and effect not in _TAINT_EFFECTS:
             errs.append(not_supported(f"{tpath}.effect", effect, _TAINT_EFFECTS))

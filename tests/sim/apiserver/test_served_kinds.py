@@ -569,3 +569,21 @@ async def test_a_sim_cluster_reports_its_own_scheduler() -> None:
     async with SimCluster(nodes=0, kubelets=False) as cluster:
         assert await cluster.api.component_probes["scheduler"]() == Health("True", "ok")
         assert await cluster.api.component_probes["etcd-0"]() == Health("True", "ok")
+
+
+async def test_device_request_tolerations(client: Client) -> None:
+    claim = {**CLAIM, "metadata": {"name": "tolerating"}, "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.example.com",
+        "tolerations": [{"key": "dead", "operator": "Exists", "value": "x"}, {"key": "k", "value": "a b"},
+                        {"key": "k", "operator": "Exists", "effect": "Evict"}, {"key": "k", "effect": "None"}]}}]}}}
+    status, err = await client.post(f"{DRA}/namespaces/default/resourceclaims", claim)
+    assert status == 422
+    path = "spec.devices.requests[0].exactly.tolerations"
+    assert _causes(err) == [
+        (f"{path}[0].value", 'Invalid value: "x": must be empty for operator `Exists`'),
+        (f"{path}[1].value", 'Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric '
+                             "characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+                             "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+                             "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+        (f"{path}[2].effect", 'Unsupported value: "Evict": supported values: "NoExecute", "NoSchedule", "None"'),
+    ]
