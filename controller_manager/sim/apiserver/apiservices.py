@@ -71,6 +71,14 @@ _PLACEHOLDER_TIME = "1970-01-01T00:00:00Z"
 _PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
 
 
+def priority(group: str, version: str) -> tuple[int, int]:
+    """(groupPriorityMinimum, versionPriority) of a served group/version's APIService: kube-apiserver's table,
+    metrics-server's 100/100, the CRD registration controller's 1000/100 for anything else (custom resources)."""
+    if group == METRICS_GROUP:
+        return (100, 100)
+    return PRIORITIES.get((group, version), _CUSTOM_PRIORITIES)
+
+
 def _dict(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 

@@ -587,3 +587,25 @@ async def test_device_request_tolerations(client: Client) -> None:
                              "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
         (f"{path}[2].effect", 'Unsupported value: "Evict": supported values: "NoExecute", "NoSchedule", "None"'),
     ]
+
+
+async def test_groups_are_discovered_in_the_aggregators_order(client: Client) -> None:
+    """/apis lists groups as kube-aggregator sorts their APIServices: groupPriorityMinimum, highest first, then by
+    name; versions by versionPriority (autoscaling/v2 is preferred); custom resources at 1000, metrics-server at 100."""
+    status, _ = await client.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.stable.example.com"},
+        "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+    assert status == 201
+    status, apis = await client.get("/apis")
+    names = [g["name"] for g in apis["groups"]]
+    assert names[:8] == ["apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+                         "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io"]
+    assert names.index("admissionregistration.k8s.io") + 1 == names.index("apiextensions.k8s.io")
+    assert names[-3:] == ["flowcontrol.apiserver.k8s.io", "stable.example.com", "metrics.k8s.io"]
+    autoscaling = next(g for g in apis["groups"] if g["name"] == "autoscaling")
+    assert [v["version"] for v in autoscaling["versions"]] == ["v2", "v1"]
+    assert autoscaling["preferredVersion"]["version"] == "v2"
