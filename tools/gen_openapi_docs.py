@@ -16,7 +16,8 @@ kept as data. ``tools/gen_schema.py`` runs this after writing ``types.json``; al
 
     python tools/gen_openapi_docs.py --api /path/to/kubernetes/api.git \
         --apimachinery /path/to/apimachinery.git --apiextensions /path/to/apiextensions-apiserver.git \
-        [--rev HEAD] [--apiextensions-rev HEAD]
+        --aggregator /path/to/kube-aggregator.git \
+        [--rev HEAD] [--apiextensions-rev HEAD] [--aggregator-rev HEAD]
 """
 
 from __future__ import annotations
@@ -230,15 +231,17 @@ def _parse_fields(lines: list[Line], i: int, doc: TypeDoc) -> int:
 
 
 def generate(api: str, apimachinery: str, rev: str, apiextensions: str | None = None,
-             apiextensions_rev: str = "HEAD", wanted: set[str] | None = None) -> dict[str, dict[str, str]]:
+             apiextensions_rev: str = "HEAD", wanted: set[str] | None = None, aggregator: str | None = None,
+             aggregator_rev: str = "HEAD") -> dict[str, dict[str, str]]:
     """OpenAPI type name -> {"": its description, json name: each declared field's description}, for the
     types in ``wanted`` (every documented struct when None)."""
-    types, _groups, consts = gen_schema.load(api, apimachinery, rev, apiextensions, apiextensions_rev)
+    types, _groups, consts = gen_schema.load(api, apimachinery, rev, apiextensions, apiextensions_rev, aggregator,
+                                             aggregator_rev)
     resolver = gen_schema.Resolver(types, consts)
     docs: dict[str, TypeDoc] = {}
     const_docs: dict[str, list[str]] = {}
     for repo, repo_rev, directory, import_path in gen_schema.packages(api, apimachinery, rev, apiextensions,
-                                                                       apiextensions_rev):
+                                                                       apiextensions_rev, aggregator, aggregator_rev):
         for path in gen_schema.git_files(repo, repo_rev, directory):
             found, found_consts = parse_docs(gen_schema.git_show(repo, repo_rev, path), import_path)
             docs.update(found)
@@ -292,11 +295,14 @@ def main() -> int:
     parser.add_argument("--apiextensions", required=True, help="git directory of kubernetes/apiextensions-apiserver")
     parser.add_argument("--rev", default="HEAD")
     parser.add_argument("--apiextensions-rev", default="HEAD")
+    parser.add_argument("--aggregator", required=True, help="git directory of kubernetes/kube-aggregator")
+    parser.add_argument("--aggregator-rev", default="HEAD")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     schema = json.loads(gen_schema.OUT.read_text())
     wanted = set(schema["types"]) | {gen_schema.openapi_name(q) for q in gen_schema.CUSTOM}
-    doc = generate(args.api, args.apimachinery, args.rev, args.apiextensions, args.apiextensions_rev, wanted)
+    doc = generate(args.api, args.apimachinery, args.rev, args.apiextensions, args.apiextensions_rev, wanted,
+                   args.aggregator, args.aggregator_rev)
     size = write(doc, schema["source"], args.out)
     print(f"descriptions of {len(doc)} types, {size} bytes -> {args.out}", file=sys.stderr)
     return 0

@@ -1,8 +1,9 @@
 """Generate kube-sim's API schema from upstream's Go type definitions.
 
 Reads the ``types.go`` files of k8s.io/api, of the parts of k8s.io/apimachinery the API types use
-(meta/v1, runtime, intstr, resource) and of k8s.io/apiextensions-apiserver's apiextensions/v1 (the
-CustomResourceDefinition kind) from git directories, and writes
+(meta/v1, runtime, intstr, resource), of k8s.io/apiextensions-apiserver's apiextensions/v1 (the
+CustomResourceDefinition kind) and of k8s.io/kube-aggregator's apiregistration/v1 (APIService) from git
+directories, and writes
 ``controller_manager/sim/apiserver/schema/types.json``: for every struct, its fields in declaration
 order with JSON name, ``omitempty``, Go type (pointer, slice, map, named struct), inline embedding,
 protobuf field number and wire type, patch strategy and merge key, the ``+listType``/``+listMapKey``/
@@ -12,10 +13,11 @@ kind, its group, version and struct; then, beside it, the types' OpenAPI descrip
 (``descriptions.json.gz``, by ``tools/gen_openapi_docs.py``). A new Kubernetes release is one run:
 
     python tools/gen_schema.py --api /path/to/kubernetes/api.git --apimachinery /path/to/apimachinery.git \
-        --apiextensions /path/to/apiextensions-apiserver.git --version v1.37.0 [--rev HEAD] \
-        [--apiextensions-rev HEAD]
+        --apiextensions /path/to/apiextensions-apiserver.git --aggregator /path/to/kube-aggregator.git \
+        --version v1.37.0 [--rev HEAD] [--apiextensions-rev HEAD] [--aggregator-rev HEAD]
 
-(apiextensions-apiserver is a separate repository: its revision is the one of the same release branch.)
+(apiextensions-apiserver and kube-aggregator are separate repositories: their revisions are the ones of the same
+release branch.)
 
 Only facts are extracted (names, numbers, tags, markers); no upstream text or code is kept.
 """
@@ -57,6 +59,10 @@ CUSTOM = {
 APIEXTENSIONS_PACKAGES = {
     "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1": "pkg/apis/apiextensions/v1",
 }
+# The API packages of kube-aggregator, by import path (the APIService kind of apiregistration.k8s.io).
+AGGREGATOR_PACKAGES = {
+    "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1": "pkg/apis/apiregistration/v1",
+}
 # Types whose JSON form is written by hand upstream (a schema or a bool, a schema or a list) but whose
 # protobuf form is generated: their fields (protobuf numbers, no JSON names) are described; the codec
 # knows each by name for JSON.
@@ -78,7 +84,8 @@ _CONST = re.compile(r'^(?:const\s+)?(\w+)(?:\s+([\w.]+))?\s*=\s*(?:([\w.]+)\()?(
 
 def is_api_package(import_path: str) -> bool:
     """Whether a package holds API types (every struct described, kinds found), not machinery."""
-    return import_path.startswith("k8s.io/api/") or import_path in APIEXTENSIONS_PACKAGES
+    return (import_path.startswith("k8s.io/api/") or import_path in APIEXTENSIONS_PACKAGES
+            or import_path in AGGREGATOR_PACKAGES)
 
 
 def openapi_name(import_path: str) -> str:
@@ -466,7 +473,8 @@ def field_record(f: GoField, owner: GoType, resolver: Resolver) -> dict[str, Any
 
 
 def packages(api: str, apimachinery: str, rev: str, apiextensions: str | None = None,
-             apiextensions_rev: str = "HEAD") -> list[tuple[str, str, str, str]]:
+             apiextensions_rev: str = "HEAD", aggregator: str | None = None,
+             aggregator_rev: str = "HEAD") -> list[tuple[str, str, str, str]]:
     """The Go packages read: (repository, revision, directory, import path)."""
     packages: list[tuple[str, str, str, str]] = []
     for import_path, directory in APIMACHINERY_PACKAGES.items():
@@ -478,15 +486,20 @@ def packages(api: str, apimachinery: str, rev: str, apiextensions: str | None = 
     if apiextensions is not None:
         for import_path, directory in APIEXTENSIONS_PACKAGES.items():
             packages.append((apiextensions, apiextensions_rev, directory, import_path))
+    if aggregator is not None:
+        for import_path, directory in AGGREGATOR_PACKAGES.items():
+            packages.append((aggregator, aggregator_rev, directory, import_path))
     return packages
 
 
 def load(api: str, apimachinery: str, rev: str, apiextensions: str | None = None, apiextensions_rev: str = "HEAD",
+         aggregator: str | None = None, aggregator_rev: str = "HEAD",
          ) -> tuple[dict[str, GoType], dict[str, str], dict[str, GoConst]]:
     types: dict[str, GoType] = {}
     consts: dict[str, GoConst] = {}
     groups: dict[str, str] = {}  # import path -> API group
-    for repo, repo_rev, directory, import_path in packages(api, apimachinery, rev, apiextensions, apiextensions_rev):
+    for repo, repo_rev, directory, import_path in packages(api, apimachinery, rev, apiextensions, apiextensions_rev,
+                                                           aggregator, aggregator_rev):
         for path in git_files(repo, repo_rev, directory):
             src = git_show(repo, repo_rev, path)
             for t in parse_go(src, import_path):
@@ -500,8 +513,10 @@ def load(api: str, apimachinery: str, rev: str, apiextensions: str | None = None
 
 
 def generate(api: str, apimachinery: str, rev: str, apiextensions: str | None = None,
-             apiextensions_rev: str = "HEAD") -> dict[str, Any]:
-    types, groups, consts = load(api, apimachinery, rev, apiextensions, apiextensions_rev)
+             apiextensions_rev: str = "HEAD", aggregator: str | None = None,
+             aggregator_rev: str = "HEAD") -> dict[str, Any]:
+    types, groups, consts = load(api, apimachinery, rev, apiextensions, apiextensions_rev, aggregator,
+                                 aggregator_rev)
     resolver = Resolver(types, consts)
     out_types: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
@@ -577,16 +592,21 @@ def main() -> int:
     parser.add_argument("--rev", default="HEAD")
     parser.add_argument("--apiextensions-rev", default="HEAD",
                         help="the apiextensions-apiserver revision of the same release (its own repository)")
+    parser.add_argument("--aggregator", required=True, help="git directory of kubernetes/kube-aggregator")
+    parser.add_argument("--aggregator-rev", default="HEAD",
+                        help="the kube-aggregator revision of the same release (its own repository)")
     parser.add_argument("--version", required=True, help="the Kubernetes release the revision is, e.g. v1.37.0")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    doc = generate(args.api, args.apimachinery, args.rev, args.apiextensions, args.apiextensions_rev)
+    doc = generate(args.api, args.apimachinery, args.rev, args.apiextensions, args.apiextensions_rev,
+                   args.aggregator, args.aggregator_rev)
     commits = {name: subprocess.run(["git", "-C", repo, "rev-parse", rev], check=True, capture_output=True,
                                     text=True).stdout.strip()
                for name, repo, rev in (("kubernetes/api", args.api, args.rev),
                                        ("kubernetes/apimachinery", args.apimachinery, args.rev),
                                        ("kubernetes/apiextensions-apiserver", args.apiextensions,
-                                        args.apiextensions_rev))}
+                                        args.apiextensions_rev),
+                                       ("kubernetes/kube-aggregator", args.aggregator, args.aggregator_rev))}
     doc = {"source": {"kubernetes": args.version, "commits": commits}, **doc}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False) + "\n")
@@ -598,7 +618,7 @@ def main() -> int:
         import gen_openapi_docs  # type: ignore[no-redef,import-not-found]
     wanted = set(doc["types"]) | {openapi_name(q) for q in CUSTOM}
     docs = gen_openapi_docs.generate(args.api, args.apimachinery, args.rev, args.apiextensions,
-                                     args.apiextensions_rev, wanted)
+                                     args.apiextensions_rev, wanted, args.aggregator, args.aggregator_rev)
     docs_out = args.out.with_name(gen_openapi_docs.OUT.name)
     size = gen_openapi_docs.write(docs, doc["source"], docs_out)
     print(f"descriptions of {len(docs)} types, {size} bytes -> {docs_out}", file=sys.stderr)

@@ -137,6 +137,20 @@ VALIDATINGADMISSIONPOLICIES = Resource("admissionregistration.k8s.io", "v1", "va
 VALIDATINGADMISSIONPOLICYBINDINGS = Resource("admissionregistration.k8s.io", "v1",
                                              "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding",
                                              False)
+PODTEMPLATES = Resource("", "v1", "podtemplates", "PodTemplate", True)
+# Deprecated since 1.19 and computed on each read from the control plane's health (get and list only).
+COMPONENTSTATUSES = Resource("", "v1", "componentstatuses", "ComponentStatus", False, ("cs",), verbs=("get", "list"))
+RUNTIMECLASSES = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False)
+CSISTORAGECAPACITIES = Resource("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True)
+DEVICECLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCECLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, (), ("status",))
+RESOURCECLAIMTEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
+RESOURCESLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+FLOWSCHEMAS = Resource("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", False, (), ("status",))
+PRIORITYLEVELCONFIGURATIONS = Resource("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations",
+                                       "PriorityLevelConfiguration", False, (), ("status",))
+APISERVICES = Resource("apiregistration.k8s.io", "v1", "apiservices", "APIService", False, (), ("status",),
+                       categories=("api-extensions",))
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PODS, EVENTS, SERVICES, ENDPOINTS, CONFIGMAPS, SECRETS, SERVICEACCOUNTS,
@@ -149,7 +163,9 @@ BUILTIN: tuple[Resource, ...] = (
     VOLUMEATTRIBUTESCLASSES,
     CERTIFICATESIGNINGREQUESTS, VALIDATINGWEBHOOKCONFIGURATIONS, MUTATINGWEBHOOKCONFIGURATIONS,
     VALIDATINGADMISSIONPOLICIES, VALIDATINGADMISSIONPOLICYBINDINGS, SERVICECIDRS, IPADDRESSES,
-    CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS,
+    CLUSTERTRUSTBUNDLES, PODCERTIFICATEREQUESTS, PODTEMPLATES, COMPONENTSTATUSES,
+    RUNTIMECLASSES, CSISTORAGECAPACITIES, DEVICECLASSES, RESOURCECLAIMS, RESOURCECLAIMTEMPLATES, RESOURCESLICES,
+    FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS, APISERVICES,
 )
 
 _BY_GVR = {(r.group, r.version, r.plural): r for r in BUILTIN}

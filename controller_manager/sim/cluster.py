@@ -53,6 +53,7 @@ from controller_manager.clock import Clock, RealClock
 from controller_manager.sim import tls as tls_certs
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
 from controller_manager.sim.apiserver.audit import AuditLog
+from controller_manager.sim.apiserver.component_status import Health, Probe
 from controller_manager.sim.faults import FaultInjector
 from controller_manager.sim.kubeconfig import write_kubeconfig
 from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
@@ -79,6 +80,17 @@ def zone_names(count: int) -> list[str]:
                 break
         out.append(f"zone-{name}")
     return out
+
+
+def _task_probe(task: asyncio.Task[None]) -> Probe:
+    """componentstatuses' check of an in-process component: its /healthz says ``ok`` while its task runs."""
+
+    async def probe() -> Health:
+        if not task.done():
+            return Health("True", "ok")
+        return Health("False", "the in-process component has stopped")
+
+    return probe
 
 
 class SimCluster:
@@ -180,7 +192,9 @@ class SimCluster:
                 self.kubelets.add_node(f"node-{i + 1}", self._zones[i % len(self._zones)])
             self._tasks.append(asyncio.create_task(self.kubelets.run(), name="sim-kubelets"))
         if self.scheduler is not None:
-            self._tasks.append(asyncio.create_task(self.scheduler.run(), name="sim-scheduler"))
+            scheduler_task = asyncio.create_task(self.scheduler.run(), name="sim-scheduler")
+            self._tasks.append(scheduler_task)
+            self.api.component_probes["scheduler"] = _task_probe(scheduler_task)
         self._tasks.append(asyncio.create_task(self.resizer.run(), name="sim-resizer"))
         if self.kubelets is not None:
             names = self.kubelets.node_names

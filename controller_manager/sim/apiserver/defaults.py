@@ -34,10 +34,13 @@ import orjson
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import (
     admission_registration,
+    apiservices,
+    flowcontrol,
     hpa,
     limitranger,
     networking,
     priority,
+    resource_kinds,
     storage_kinds,
 )
 
@@ -450,6 +453,9 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     **networking.DEFAULTS,
     **admission_registration.DEFAULTS,
     **storage_kinds.DEFAULTS,
+    **resource_kinds.DEFAULTS,
+    **flowcontrol.DEFAULTS,
+    **apiservices.DEFAULTS,
 }
 
 

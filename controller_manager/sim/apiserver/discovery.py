@@ -1,7 +1,8 @@
 """Discovery documents, shaped as the apiserver serves them: /version, /api, /apis, the per-group and
 per-version lists, and the aggregated form (apidiscovery.k8s.io/v2) kubectl asks for first.
 
-Guarantees: every served resource is listed with its singular name, scope, kind, verbs, short names and
+Guarantees: groups and versions come in the aggregator's order (APIService priorities, see :mod:`apiservices`);
+every served resource is listed with its singular name, scope, kind, verbs, short names and
 categories; its subresources (``pods/status``, ``deployments/scale``, ``pods/eviction``, ...) are listed
 with their own kinds and verbs. Documents are pure functions of the resource table.
 """
@@ -9,10 +10,13 @@ with their own kinds and verbs. Documents are pure functions of the resource tab
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from typing import Any
 
 from controller_manager.api.resources import Resource
+from controller_manager.sim.apiserver import apiservices
+from controller_manager.sim.apiserver.crd.definition import version_priority
 
 Obj = dict[str, Any]
 
@@ -41,12 +45,23 @@ def version_info(git_version: str) -> Obj:
 
 
 def _groups(resources: tuple[Resource, ...]) -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
+    """Served groups and their versions in the aggregator's order (``SortedByGroupAndVersion``): APIServices by
+    groupPriorityMinimum, highest first, then by name; a group where its first APIService falls; a group's versions
+    by versionPriority, highest first, then kube-aware version order."""
+    served: list[tuple[str, str]] = []
     for r in resources:
-        versions = groups.setdefault(r.group, [])
-        if r.version not in versions:
-            versions.append(r.version)
-    return groups
+        if (r.group, r.version) not in served:
+            served.append((r.group, r.version))
+    priorities = {gv: apiservices.priority(*gv) for gv in served}
+    ranked = sorted(served, key=lambda gv: (-priorities[gv][0], f"{gv[1]}.{gv[0]}"))
+    groups: dict[str, list[str]] = {}
+    for group, version in ranked:
+        groups.setdefault(group, []).append(version)
+
+    def version_order(group: str, version: str) -> tuple[int, tuple[int, int, int, str]]:
+        return (-priorities[(group, version)][1], version_priority(version))
+
+    return {group: sorted(versions, key=functools.partial(version_order, group)) for group, versions in groups.items()}
 
 
 def api_versions(server_address: str) -> Obj:

@@ -74,6 +74,8 @@ _EXTRA: dict[tuple[str, str], dict[str, Getter]] = {
     ("", "replicationcontrollers"): {"status.replicas": _path("status", "replicas")},
     ("apps", "replicasets"): {"status.replicas": _path("status", "replicas")},
     ("batch", "jobs"): {"status.successful": _path("status", "succeeded")},
+    ("resource.k8s.io", "resourceslices"): {"spec.nodeName": _path("spec", "nodeName"),
+                                            "spec.driver": _path("spec", "driver")},
 }
 _META: dict[str, Getter] = {"metadata.name": _path("metadata", "name"),
                             "metadata.namespace": _path("metadata", "namespace")}

@@ -37,6 +37,7 @@ from controller_manager.sim.apiserver import (
     discovery,
     errors,
     fieldmanager,
+    health,
     openapi,
     pod_logs,
     protowire,
@@ -209,8 +210,10 @@ class _Handlers:
         if info.verb not in res.verbs and not (info.subresource and info.verb in ("get", "update", "patch",
                                                                                   "create")):
             raise errors.method_not_allowed()
-        if strategy_for(res).computed:  # (metrics.k8s.io) computed on each read, not stored
-            return self._computed(request, res, info, ns or None)
+        if strategy_for(res).deprecation_warning:  # the installer's, on every request of a deprecated kind
+            request[_AUTH_WARNINGS].append(strategy_for(res).deprecation_warning)
+        if strategy_for(res).computed:  # (metrics.k8s.io, componentstatuses) computed on each read, not stored
+            return await self._computed(request, res, info, ns or None, accept)
         if info.verb in ("watch", "list"):
             opts = request_options.list_options(request.query, watch=info.verb == "watch")
             if info.verb == "watch":
@@ -220,12 +223,17 @@ class _Handlers:
             return self._list(request, res, ns or None, accept)
         return await self._object(request, res, info, ns or None, accept)
 
-    def _computed(self, request: web.Request, res: Resource, info: RequestInfo,
-                  namespace: str | None) -> web.Response:
+    async def _computed(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str | None,
+                        accept: _Accept) -> web.Response:
         if info.subresource:
             raise errors.path_not_found()
-        return _response(encode(strategy_for(res).read(self.api, res, info.verb, namespace, info.name,
-                                                       request.query)))
+        answer = await strategy_for(res).read_async(self.api, res, info.verb, namespace, info.name, request.query)
+        if accept.table:
+            listed = info.verb == "list"
+            answer = tables.table(res, answer["items"] if listed else [answer], self.api.clock.now(),
+                                  str(answer["metadata"].get("resourceVersion") or "") if listed else None,
+                                  include_object=request.query.get("includeObject", "Metadata"))
+        return _response(encode(answer))
 
     # --- non-resource paths -----------------------------------------------------------------------
 
@@ -235,7 +243,11 @@ class _Handlers:
         if request.method not in ("GET", "HEAD"):
             raise errors.method_not_allowed() if path in ("/api", "/apis", "/version") else errors.path_not_found()
         if any(path == p or path.startswith(p + "/") for p in _HEALTH):
-            return web.Response(text="ok", content_type="text/plain")
+            text = health.answer(path, "verbose" in request.query, request.query.getall("exclude", []))
+            if text is None:
+                raise errors.path_not_found()
+            return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                                headers={"X-Content-Type-Options": "nosniff"})
         if path == "/version":
             return _response(encode(discovery.version_info(self.api.options.git_version)))
         oidc = self.auth.oidc(path, request.host)

@@ -33,13 +33,24 @@ import controller_manager.sim.apiserver.validation_errors as validation_errors
 from controller_manager.api import selectors
 from controller_manager.api.fields import FieldSelector, parse_field_selector
 from controller_manager.api.meta import format_time
-from controller_manager.api.resources import BUILTIN, CONFIGMAPS, NAMESPACES, PRIORITYCLASSES, Resource
+from controller_manager.api.resources import (
+    APISERVICES,
+    BUILTIN,
+    CONFIGMAPS,
+    FLOWSCHEMAS,
+    NAMESPACES,
+    PRIORITYCLASSES,
+    Resource,
+)
 from controller_manager.clock import Clock, RealClock
 from controller_manager.sim.apiserver import (
     admission,
+    apiservices,
     codec,
+    component_status,
     errors,
     fieldmanager,
+    flowcontrol,
     freshness,
     metrics_api,
     priority,
@@ -194,12 +205,18 @@ class ApiServer:
         self.crds = CustomResources(self)
         self.auth: Auth | None = None  # set once the bootstrap policy is in: its writes need no re-aggregation
         self.webhook_point: WebhookPoint | None = None  # set by webhooks.dispatch while it runs a write
+        # What componentstatuses report: name -> health probe (SimCluster answers for its own scheduler)
+        self.component_probes: dict[str, component_status.Probe] = component_status.default_probes()
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
             for pc in priority.SYSTEM_CLASSES:
                 self.create(PRIORITYCLASSES, pc)
         service_cidrs.install(self, format_time(self.clock.now()))
+        if self.lookup(FLOWSCHEMAS.group, FLOWSCHEMAS.version, FLOWSCHEMAS.plural) is not None:
+            flowcontrol.install(self)
+        if self.lookup(APISERVICES.group, APISERVICES.version, APISERVICES.plural) is not None:
+            apiservices.install(self)
         if "kube-system" in self.options.namespaces:
             # kube-apiserver's legacytokentracking controller: the date from which legacy token use is recorded
             self.create(CONFIGMAPS, legacy_tokens.tracking_config_map(self.clock.now()))
@@ -224,6 +241,7 @@ class ApiServer:
             self._by_gvr[(res.group, res.version, res.plural)] = res
             self._stores.setdefault(self._store_key(res), ResourceStore(res, self.options.watch_history_size,
                                                                         self.rv))
+        apiservices.sync_custom(self)  # the aggregator's CRD registration controller
 
     def unserve(self, removed: Sequence[Resource], *, keep_store: bool) -> None:
         """Stop serving resources; without ``keep_store`` their objects go too and their watches end."""
@@ -236,6 +254,7 @@ class ApiServer:
                 store = self._stores.pop(self._store_key(res), None)
                 for watcher in list(store.watchers) if store is not None else []:
                     watcher.close("resource no longer served")
+        apiservices.sync_custom(self)
 
     def store(self, res: Resource) -> ResourceStore:
         store = self._stores.get(self._store_key(res))
@@ -292,6 +311,16 @@ class ApiServer:
             store.put(stored)
             strategy_for(store.resource).after_write(self, store.resource, stored.obj)
         return stored
+
+    def store_prepared(self, res: Resource, obj: Obj) -> Obj:
+        """Store an object the server makes for itself at start-up, already in its stored form (defaulted, valid,
+        in Go's JSON form, metadata fields in place): only its resourceVersion is assigned here. Cheaper than a
+        create, for configuration every new server writes; the caller's tests hold it equal to a create's."""
+        store = self.store(res)
+        key = self.key(res, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if store.get(key) is not None:
+            raise errors.already_exists(res.group, res.plural, obj["metadata"]["name"])
+        return self._commit(store, key, obj, False, normalized=True).obj
 
     def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
         existing = store.objects[key]

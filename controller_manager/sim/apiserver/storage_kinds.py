@@ -17,6 +17,8 @@ Guarantees:
 - CSIDriver: attachRequired true, podInfoOnMount/requiresRepublish/storageCapacity/seLinuxMount false,
   fsGroupPolicy ReadWriteOnceWithFSType and volumeLifecycleModes [Persistent] by default.
 - CSINode: each driver named once, with a nodeID.
+- CSIStorageCapacity: a valid nodeTopology selector, a DNS-subdomain storageClassName (so required), non-negative
+  capacity and maximumVolumeSize; nodeTopology and storageClassName immutable.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from controller_manager.sim.apiserver.validation_errors import (
     forbidden,
     go_json,
     invalid,
+    label_selector_repr,
     not_supported,
     required,
 )
+from controller_manager.sim.apiserver.validation_pods import name_is_dns_subdomain, validate_labels
 
 Obj = dict[str, Any]
 
@@ -277,3 +281,44 @@ def _attachment_spec_repr(spec: Mapping[str, Any]) -> GoRepr:
              "Source": {"PersistentVolumeName": None if pv is None else str(pv), "InlineVolumeSpec": inline},
              "NodeName": str(spec.get("nodeName") or "")}
     return GoRepr(go_json(shown, sort_keys=False))
+
+
+def label_selector_errors(selector: Any, path: str) -> list[FieldError]:
+    """metav1validation.ValidateLabelSelector: valid matchLabels, and each expression's key, operator and
+    values (In/NotIn need values, Exists/DoesNotExist take none)."""
+    if not isinstance(selector, Mapping):
+        return []
+    errs = validate_labels(selector.get("matchLabels"), f"{path}.matchLabels")
+    for i, expression in enumerate(selector.get("matchExpressions") or ()):
+        e = expression if isinstance(expression, Mapping) else {}
+        epath = f"{path}.matchExpressions[{i}]"
+        operator, values = e.get("operator"), e.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                errs.append(required(f"{epath}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                errs.append(forbidden(f"{epath}.values",
+                                      "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        else:
+            errs.append(invalid(f"{epath}.operator", operator, "not a valid selector operator"))
+        key = str(e.get("key") or "")
+        errs.extend(invalid(f"{epath}.key", key, msg) for msg in is_label_key(key))
+    return errs
+
+
+def csi_storage_capacity_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateCSIStorageCapacity (and, on an update, the immutable inputs of the CSI GetCapacity call)."""
+    errs = label_selector_errors(obj.get("nodeTopology"), "nodeTopology")
+    class_name = str(obj.get("storageClassName") or "")
+    errs.extend(invalid("storageClassName", class_name, msg) for msg in name_is_dns_subdomain(class_name, False))
+    for field in ("capacity", "maximumVolumeSize"):
+        amount = parse_list({field: obj[field]}).get(field) if obj.get(field) is not None else None
+        if amount is not None and amount.value < 0:
+            errs.append(invalid(field, amount.text(), "must be greater than or equal to 0"))
+    if old is not None:
+        if obj.get("nodeTopology") != old.get("nodeTopology"):
+            errs.append(invalid("nodeTopology", label_selector_repr(obj.get("nodeTopology")), "field is immutable"))
+        if obj.get("storageClassName") != old.get("storageClassName"):
+            errs.append(invalid("storageClassName", obj.get("storageClassName"), "field is immutable"))
+    return errs

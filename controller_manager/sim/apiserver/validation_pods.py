@@ -274,7 +274,7 @@ def _container(c: Obj, path: str, names: set[str]) -> list[FieldError]:
     return errs
 
 
-def _tolerations(tolerations: Any, path: str) -> list[FieldError]:
+def validate_tolerations(tolerations: Any, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     for i, t in enumerate(_list(tolerations)):
         tol = _dict(t)
@@ -339,7 +339,7 @@ def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
     if sa:
         errs.extend(invalid(f"{path}.serviceAccountName", sa, m) for m in is_dns1123_subdomain(str(sa)))
     errs.extend(validate_labels(s.get("nodeSelector"), f"{path}.nodeSelector"))
-    errs.extend(_tolerations(s.get("tolerations"), f"{path}.tolerations"))
+    errs.extend(validate_tolerations(s.get("tolerations"), f"{path}.tolerations"))
     for key in ("hostname", "subdomain"):
         if s.get(key):
             errs.extend(invalid(f"{path}.{key}", s[key], m) for m in is_dns1123_label(str(s[key])))

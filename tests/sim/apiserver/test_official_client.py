@@ -125,6 +125,25 @@ OBJECTS: dict[str, dict[str, Any]] = {
                                        "nodeName": "n1", "nodeUID": "node-uid", "maxExpirationSeconds": 86400,
                                        "stubPKCS10Request": "AAAA"}},
     "IPAddress": {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}},
+    "PodTemplate": {"template": POD_TEMPLATE},
+    "ComponentStatus": {},  # computed, never created: read in test_official_client_reads_computed_kinds
+    "RuntimeClass": {"handler": "runc", "overhead": {"podFixed": {"cpu": "10m"}},
+                     "scheduling": {"nodeSelector": {"sandbox": "true"}}},
+    "CSIStorageCapacity": {"storageClassName": "standard", "capacity": "10Gi",
+                           "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}}},
+    "DeviceClass": {"spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}},
+    "ResourceClaim": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}},
+    "ResourceClaimTemplate": {"spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}},
+    "FlowSchema": {"spec": {"priorityLevelConfiguration": {"name": "workload-low"}, "matchingPrecedence": 5000,
+                            "rules": [{"subjects": [{"kind": "Group", "group": {"name": "team"}}],
+                                       "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}]}},
+    "PriorityLevelConfiguration": {"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}},
+    "APIService": {"spec": {"group": "custom.metrics.k8s.io", "version": "v1beta2", "groupPriorityMinimum": 100,
+                            "versionPriority": 200, "insecureSkipTLSVerify": True,
+                            "service": {"namespace": "monitoring", "name": "adapter"}}},
+    "ResourceSlice": {"spec": {"driver": "gpu.example.com", "pool": {"name": "n1", "resourceSliceCount": 1},
+                               "nodeName": "n1", "devices": [{"name": "gpu-0"}]}},
 }
 EVENTS_V1_OBJECT = {"eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
                     "reportingInstance": "i", "action": "Start", "reason": "Started", "type": "Normal",
@@ -152,20 +171,32 @@ STATUSES: dict[str, dict[str, Any]] = {
     "Ingress": {"loadBalancer": {}},
     "VolumeAttachment": {"attached": True},
     "CertificateSigningRequest": {"conditions": [{"type": "Approved", "status": "True", "reason": "R"}]},
+    "ResourceClaim": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                                              "pool": "n1", "device": "gpu-0"}]}},
+                      "reservedFor": [{"resource": "pods", "name": "p", "uid": "pod-uid"}]},
+    "FlowSchema": {"conditions": [{"type": "Dangling", "status": "False"}]},
+    "APIService": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]},
     "PodCertificateRequest": {"conditions": [{"type": "Denied", "status": "True", "reason": "Policy", "message": "no",
                                               "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
 }
+
+
+def list_model_name(res: Resource) -> str:
+    """The official client's list model (``V1ResourceClaimList``: only the item's name carries a group prefix)."""
+    return f"{res.version.capitalize()}{res.kind}List" if res.kind == "ResourceClaim" else f"{model_name(res)}List"
 
 
 def model_name(res: Resource) -> str:
     """The official client's model class for a resource's kind (``V1Deployment``, ``CoreV1Event``)."""
     if res.kind == "Event":
         return "CoreV1Event" if res.group == "" else "EventsV1Event"
+    if res.kind == "ResourceClaim":  # core/v1 has a ResourceClaim of its own (a pod's claim reference)
+        return "ResourceV1ResourceClaim"
     return f"{res.version.capitalize()}{res.kind}"
 
 
 # Kinds whose names have a form of their own (an IPAddress is named by its address).
-NAMES = {"IPAddress": "10.250.0.1"}
+NAMES = {"IPAddress": "10.250.0.1", "APIService": "v1beta2.custom.metrics.k8s.io"}
 
 # Access reviews must come with empty metadata (a real server answers 422 "must be empty").
 _NAMELESS = {"SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"}
@@ -226,7 +257,7 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
 
     status, listed = await client.get(path(res))
     assert status == 200, listed
-    typed(f"{model}List", listed)
+    typed(list_model_name(res), listed)
 
     if res.kind != "Namespace":  # a namespace's deletion is the namespace controller's to finish
         status, meta = await client.patch(path(res, name), {"metadata": {"finalizers": ["example.com/hold"]}})
@@ -243,6 +274,18 @@ async def test_official_client_reads_every_kind_in_every_state(client: Client, r
         assert resp.status == 200
         event = orjson.loads(await asyncio.wait_for(resp.content.readline(), 10))
     typed(model, event["object"])  # the watch from 0 replays the object first
+
+
+@pytest.mark.parametrize("res", [r for r in BUILTIN if "create" not in r.verbs and "get" in r.verbs],
+                         ids=lambda r: f"{r.group or 'core'}.{r.kind}")
+async def test_official_client_reads_computed_kinds(client: Client, res: Resource) -> None:
+    status, listed = await client.get(path(res))
+    assert status == 200, listed
+    typed(list_model_name(res), listed)
+    assert listed["items"]
+    status, got = await client.get(path(res, listed["items"][0]["metadata"]["name"]))
+    assert status == 200, got
+    typed(model_name(res), got)
 
 
 def test_the_schema_check_catches_what_go_would_have_written() -> None:

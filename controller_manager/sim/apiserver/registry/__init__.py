@@ -7,13 +7,15 @@ Where a kind's rules live:
 - core/v1 (Pod, Service, Namespace, Node, PersistentVolume[Claim], ReplicationController, ServiceAccount,
   Event, Endpoints, LimitRange, ResourceQuota, PodTemplate): :mod:`.core`
 - apps/v1: :mod:`.apps`; batch/v1: :mod:`.batch`; policy/v1: :mod:`.policy`; autoscaling: :mod:`.autoscaling`
-- discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; scheduling.k8s.io:
+- discovery.k8s.io: :mod:`.discovery`; networking.k8s.io: :mod:`.networking`; node.k8s.io: :mod:`.node`;
+  scheduling.k8s.io:
   :mod:`.scheduling`; coordination.k8s.io: :mod:`.coordination`; rbac.authorization.k8s.io: :mod:`.rbac`;
-  storage.k8s.io: :mod:`.storage`
+  storage.k8s.io: :mod:`.storage`; resource.k8s.io (dynamic resource allocation): :mod:`.resource`
+- flowcontrol.apiserver.k8s.io (API Priority and Fairness): :mod:`.flowcontrol`
 - admissionregistration.k8s.io: :mod:`.admissionregistration`; certificates.k8s.io: :mod:`.certificates`
 - events.k8s.io: :mod:`.events`; the review kinds of authentication/authorization.k8s.io:
   :mod:`.authentication`; metrics.k8s.io: :mod:`.metrics`
-- CustomResourceDefinitions and every custom resource: :mod:`.apiextensions`
+- CustomResourceDefinitions and every custom resource: :mod:`.apiextensions`; APIServices: :mod:`.apiregistration`
 
 A strategy names its kind's validation (name rule and field rules) and calls the functions that implement
 it, which stay beside the types they check (``validation``, ``validation_pods``, ``validation_workloads``,
@@ -32,6 +34,7 @@ from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.registry import (
     admissionregistration,
     apiextensions,
+    apiregistration,
     apps,
     authentication,
     autoscaling,
@@ -41,10 +44,13 @@ from controller_manager.sim.apiserver.registry import (
     core,
     discovery,
     events,
+    flowcontrol,
     metrics,
     networking,
+    node,
     policy,
     rbac,
+    resource,
     scheduling,
     storage,
 )
@@ -54,8 +60,9 @@ __all__ = ["GENERIC", "Strategy", "Write", "registered", "status_reset_meta", "s
 
 GENERIC = Strategy()
 _BY_KIND: dict[tuple[str, str], Strategy] = {}
-for _module in (core, apps, batch, policy, autoscaling, discovery, networking, scheduling, coordination, rbac,
-                storage, admissionregistration, certificates, events, authentication, metrics, apiextensions):
+for _module in (core, apps, batch, policy, autoscaling, discovery, networking, node, scheduling, coordination,
+                rbac, storage, resource, flowcontrol, admissionregistration, certificates, events, authentication,
+                metrics, apiextensions, apiregistration):
     for _strategy in _module.STRATEGIES:
         assert (_strategy.group, _strategy.kind) not in _BY_KIND, (_strategy.group, _strategy.kind)
         _BY_KIND[(_strategy.group, _strategy.kind)] = _strategy

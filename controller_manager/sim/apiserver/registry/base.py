@@ -110,6 +110,8 @@ class Strategy:
     go_type: ClassVar[bool] = True
     # Objects are computed on each read, not stored (metrics.k8s.io): see read.
     computed: ClassVar[bool] = False
+    # The warning every request of the kind gets (its Go type's APILifecycleDeprecated), or "".
+    deprecation_warning: ClassVar[str] = ""
 
     # --- storage and reads ----------------------------------------------------------------------
 
@@ -129,6 +131,12 @@ class Strategy:
              query: Any) -> Obj:
         """A computed kind's get (``verb`` "get") or list."""
         raise errors.method_not_allowed()
+
+    async def read_async(self, api: ApiServer, res: Resource, verb: str, namespace: str | None, name: str,
+                         query: Any) -> Obj:
+        """A computed kind's get or list as the HTTP face asks for it: :meth:`read` unless the kind awaits
+        something to answer (componentstatuses probe the control plane)."""
+        return self.read(api, res, verb, namespace, name, query)
 
     # --- create ------------------------------------------------------------------------------------
 

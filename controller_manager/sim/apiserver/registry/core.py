@@ -17,6 +17,8 @@
 - ReplicationController: tracks generation, serves ``/scale`` with a map selector.
 - ServiceAccount: ``/token`` (TokenRequest) is answered here.
 - Event, Endpoints, LimitRange, Service: PUT may create.
+- PodTemplate: tracks generation (a changed template bumps it); its template is validated as a pod template.
+- ComponentStatus: computed on each read from the control plane's health (:mod:`..component_status`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from controller_manager.api import selectors
 from controller_manager.api.quota import pod_qos
 from controller_manager.api.resources import LIMITRANGES, NAMESPACES, PRIORITYCLASSES, STORAGECLASSES, Resource
 from controller_manager.sim.apiserver import (
+    component_status,
     errors,
     limitranger,
     node_ports,
@@ -305,13 +308,30 @@ class ResourceQuotaStrategy(Strategy):
 
 class PodTemplateStrategy(Strategy):
     kind = "PodTemplate"
+    tracks_generation = True  # any change of the template bumps it (podtemplate PrepareForUpdate)
 
     def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
         return validation.pod_template_errors(obj, old)
+
+
+class ComponentStatusStrategy(Strategy):
+    """Computed on each read from the control plane's probes (:mod:`component_status`); get and list only."""
+
+    kind = "ComponentStatus"
+    computed = True
+    deprecation_warning = component_status.DEPRECATION_WARNING
+
+    async def read_async(self, api: ApiServer, res: Resource, verb: str, namespace: str | None, name: str,
+                         query: Any) -> Obj:
+        if verb == "get":
+            return await component_status.get(api.component_probes, name)
+        return await component_status.list_statuses(api.component_probes, query.get("labelSelector"),
+                                                     query.get("fieldSelector"))
 
 
 EVENT = EventStrategy()
 STRATEGIES: tuple[Strategy, ...] = (
     PodStrategy(), ServiceStrategy(), NamespaceStrategy(), NodeStrategy(), PersistentVolumeStrategy(),
     PersistentVolumeClaimStrategy(), ReplicationControllerStrategy(), ServiceAccountStrategy(), EVENT,
-    EndpointsStrategy(), LimitRangeStrategy(), ResourceQuotaStrategy(), PodTemplateStrategy())
+    EndpointsStrategy(), LimitRangeStrategy(), ResourceQuotaStrategy(), PodTemplateStrategy(),
+    ComponentStatusStrategy())

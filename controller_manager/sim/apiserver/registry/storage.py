@@ -1,5 +1,6 @@
-"""storage.k8s.io kinds: StorageClass, VolumeAttachment, CSIDriver, CSINode and VolumeAttributesClass, each
-validated by its rules in :mod:`controller_manager.sim.apiserver.storage_kinds` (VolumeAttributesClass in
+"""storage.k8s.io kinds: StorageClass, VolumeAttachment, CSIDriver, CSINode, CSIStorageCapacity and
+VolumeAttributesClass, each validated by its rules in :mod:`controller_manager.sim.apiserver.storage_kinds`
+(VolumeAttributesClass in
 :mod:`~controller_manager.sim.apiserver.storage_protection`; the core PersistentVolume kinds are in :mod:`.core`)."""
 
 from __future__ import annotations
@@ -52,5 +53,13 @@ class VolumeAttributesClassStrategy(Strategy):
         return storage_protection.volume_attributes_class_errors(obj, old)
 
 
+class CSIStorageCapacityStrategy(Strategy):
+    group = GROUP
+    kind = "CSIStorageCapacity"
+
+    def validate_kind(self, obj: Obj, old: Obj | None) -> list[FieldError]:
+        return storage_kinds.csi_storage_capacity_errors(obj, old)
+
+
 STRATEGIES: tuple[Strategy, ...] = (StorageClassStrategy(), VolumeAttachmentStrategy(), CSIDriverStrategy(),
-                                    CSINodeStrategy(), VolumeAttributesClassStrategy())
+                                    CSINodeStrategy(), VolumeAttributesClassStrategy(), CSIStorageCapacityStrategy())

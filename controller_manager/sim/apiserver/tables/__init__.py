@@ -17,6 +17,7 @@ from controller_manager.sim.apiserver.crd import printers as crd_printers
 from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.tables import (
     admissionregistration,
+    apiregistration,
     apiserverinternal,
     apps,
     autoscaling,
@@ -60,6 +61,7 @@ _BY_GROUP: dict[str, dict[str, Printer]] = {
     "resource.k8s.io": resource.PRINTERS,
     "storagemigration.k8s.io": storagemigration.PRINTERS,
     "events.k8s.io": events.PRINTERS,
+    "apiregistration.k8s.io": apiregistration.PRINTERS,
 }
 PRINTERS: dict[tuple[str, str], Printer] = {
     (group, kind): printer for group, printers in _BY_GROUP.items() for kind, printer in printers.items()}
