@@ -23,6 +23,8 @@ from controller_manager.clock import RealClock
 from controller_manager.runtime.informers import SharedInformerFactory
 from controller_manager.sim.cluster import SimCluster
 
+from .fakes import eventually
+
 pytestmark = pytest.mark.timeout(60)
 
 NAME = "v1/configmaps"
@@ -45,12 +47,6 @@ def _requests(path: Path) -> list[tuple[str, dict[str, list[str]], int]]:
 
 def _streaming(query: dict[str, list[str]]) -> bool:
     return query.get("sendInitialEvents") == ["true"] and query.get("resourceVersionMatch") == ["NotOlderThan"]
-
-
-async def _until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 def _configmap(name: str) -> dict[str, Any]:
@@ -89,14 +85,14 @@ async def test_syncs_and_resyncs_after_410_with_no_list_request(tmp_path: Path) 
             assert set(informer.store.keys()) == _expected(cluster)
             assert informer.store.get("default/cm-7")["data"] == {"k": "cm-7"}
             await client.create(CONFIGMAPS, _configmap("late"))  # through the stream, now a plain watch
-            await _until(lambda: informer.store.get("default/late") is not None)
+            await eventually(lambda: informer.store.get("default/late") is not None, timeout=15)
             # The watch is cut and the re-watch told its resourceVersion is too old: the informer re-lists.
             cluster.faults.fail(410, verbs=["watch"], resources=["configmaps"], count=1)
             cluster.faults.drop_watches()
             await client.create(CONFIGMAPS, _configmap("while-away"))
             await client.delete(CONFIGMAPS, "cm-3", "default")
-            await _until(lambda: _metric("reflector_relists_total") == relists + 1)
-            await _until(lambda: set(informer.store.keys()) == _expected(cluster))
+            await eventually(lambda: _metric("reflector_relists_total") == relists + 1, timeout=15)
+            await eventually(lambda: set(informer.store.keys()) == _expected(cluster), timeout=15)
             assert informer.store.get("default/cm-3") is None
 
         await _informer_run(client, body)
@@ -124,7 +120,7 @@ async def test_refused_streaming_list_falls_back_to_one_paged_list(tmp_path: Pat
         async def body(informer: Any) -> None:
             assert set(informer.store.keys()) == _expected(cluster)
             await client.create(CONFIGMAPS, _configmap("late"))
-            await _until(lambda: informer.store.get("default/late") is not None)
+            await eventually(lambda: informer.store.get("default/late") is not None, timeout=15)
 
         await _informer_run(client, body)
 
