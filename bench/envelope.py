@@ -248,11 +248,14 @@ class Sampler:
     def __init__(self, daemon: procs.Proc, sim: procs.Proc) -> None:
         self.daemon = daemon
         self.sim = sim
-        self.samples: list[tuple[float, float, int, float]] = []  # (t, daemon cpu s, daemon rss, sim cpu s)
+        # (t, daemon cpu s, daemon rss, sim cpu s, daemon run-queue wait s)
+        self.samples: list[tuple[float, float, int, float, float]] = []
         self._task: asyncio.Task[None] | None = None
 
     def _sample(self) -> None:
-        self.samples.append((time.perf_counter(), self.daemon.cpu(), procs.rss(self.daemon.pid), self.sim.cpu()))
+        pid = self.daemon.pid
+        self.samples.append((time.perf_counter(), self.daemon.cpu(), procs.rss(pid), self.sim.cpu(),
+                             procs.runqueue_wait_seconds(pid)))
 
     async def _loop(self) -> None:
         while True:
@@ -283,7 +286,9 @@ class Sampler:
                 "daemon_cpu_peak_cores": peak,
                 "daemon_rss_avg_mib": sum(x[2] for x in s) / len(s) / 2**20,
                 "daemon_rss_peak_mib": max(x[2] for x in s) / 2**20,
-                "sim_cpu_avg_cores": (s[-1][3] - s[0][3]) / wall}
+                "sim_cpu_avg_cores": (s[-1][3] - s[0][3]) / wall,
+                # Runnable but not running: above a few percent, the machine (not the daemon) set the latencies.
+                "daemon_runqueue_wait_share": (s[-1][4] - s[0][4]) / wall}
 
 
 _METRIC = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$')
@@ -460,6 +465,8 @@ def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], ov
                usage["sim_cpu_avg_cores"], "kube-sim's own CPU", "<= 1 core", at_most(1.0),
                {"peak_5s_cores": usage["daemon_cpu_peak_cores"]}),
         Figure("envelope", "daemon CPU, busiest 5 s of the churn", usage["daemon_cpu_peak_cores"], "cores"),
+        Figure("envelope", "daemon's main thread runnable but waiting for a CPU (share of the churn)",
+               usage["daemon_runqueue_wait_share"] * 100, "%", None, "", "", None),
     ]
     if p99:
         worst = max(p99, key=lambda k: p99[k])

@@ -66,6 +66,13 @@ def rss(pid: int) -> int:
     return 0
 
 
+def runqueue_wait_seconds(pid: int) -> float:
+    """Seconds the process's threads spent runnable but waiting for a CPU (``/proc/<pid>/schedstat``, main
+    thread): on a shared machine, how much of a latency was the scheduler's, not the program's."""
+    with open(f"/proc/{pid}/schedstat") as fh:
+        return int(fh.read().split()[1]) / 1e9
+
+
 def reset_peak_rss(pid: int) -> None:
     """Start ``VmHWM`` over from the current RSS (Linux: write 5 to clear_refs; needs to own the process)."""
     with open(f"/proc/{pid}/clear_refs", "w") as fh:
