@@ -348,6 +348,7 @@ class Reflector:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            metrics.WATCH_ERRORS.labels(self.name).inc()
             if _retry_watch_list_later(exc):
                 self._log.info("watch-list failed, backing off", error=repr(exc))
                 await self._backoff.wait()
