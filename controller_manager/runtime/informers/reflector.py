@@ -147,8 +147,9 @@ def shape_problem(obj: object, res: Resource, *, metadata_only: bool = False) ->
 
 
 def supports_watch_list(client: object) -> bool:
-    """Whether ``client`` says it can list through a watch (``ApiClient.supports_watch_list``)."""
-    return getattr(client, "supports_watch_list", False) is True
+    """Whether ``client``'s class says it can list through a watch (``ApiClient.supports_watch_list``). Read on
+    the class: test doubles that treat any attribute as an API call are not consulted."""
+    return getattr(type(client), "supports_watch_list", False) is True
 
 
 def _status(exc: BaseException) -> object:
