@@ -18,6 +18,7 @@ from controller_manager.api.resources import (
     PODS,
     STATEFULSETS,
 )
+from controller_manager.client.errors import NotFound
 from controller_manager.controllers.persistentvolume import PersistentVolumeBinderController
 from controller_manager.controllers.statefulset import StatefulSetController
 from tests.controllers.harness import Harness, controller_harness, wait_for
@@ -204,7 +205,10 @@ async def test_failed_pod_is_replaced_under_its_name() -> None:
         await h.client.update_status(PODS, {**old, "status": status})
 
         async def replaced() -> bool:
-            pod = await h.client.get(PODS, "web-1", "default")
+            try:
+                pod = await h.client.get(PODS, "web-1", "default")
+            except NotFound:  # between the failed pod's deletion and its replacement
+                return False
             return pod["metadata"]["uid"] != old["metadata"]["uid"] and is_pod_ready(pod)
 
         await wait_for(replaced, timeout=20, what="web-1 recreated")
