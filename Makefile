@@ -57,3 +57,11 @@ chaos-quick: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info chaos-run
+
+# The scalability envelope (bench/envelope.py): kube-sim at ENVELOPE_PROFILE's size (full: 5,000 nodes and
+# 150,000 pods; reduced: 1,000 and 30,000; smoke: 100 and 2,000), every default controller, churn, cache-sync
+# comparison (streaming vs paged lists). Hours at full size: never part of `make test`.
+.PHONY: bench-envelope
+ENVELOPE_PROFILE ?= reduced
+bench-envelope: $(STAMP)
+	$(BIN)/python -m bench.envelope --profile $(ENVELOPE_PROFILE)

@@ -5,7 +5,8 @@ Guarantees:
   ``start_daemon`` runs the ``controller-manager`` console script against a kubeconfig with the client-side QPS
   limit lifted and leader election off, and returns once ``/readyz`` answers 200. Both log to files in the work
   directory; ``stop`` sends SIGTERM, waits, and kills only if the process hangs.
-- ``cpu_seconds(pid)`` is user+system CPU from ``/proc/<pid>/stat``; ``peak_rss(pid)`` is ``VmHWM``.
+- ``cpu_seconds(pid)`` is user+system CPU from ``/proc/<pid>/stat``; ``peak_rss(pid)`` is ``VmHWM``, which
+  ``reset_peak_rss(pid)`` sets back to the current RSS (``/proc/<pid>/clear_refs``), to measure one phase's peak.
 - ``scrape`` reads the daemon's ``/metrics`` (HTTPS, delegated auth) with the kube-sim admin token.
 """
 
@@ -65,6 +66,19 @@ def rss(pid: int) -> int:
     return 0
 
 
+def runqueue_wait_seconds(pid: int) -> float:
+    """Seconds the process's threads spent runnable but waiting for a CPU (``/proc/<pid>/schedstat``, main
+    thread): on a shared machine, how much of a latency was the scheduler's, not the program's."""
+    with open(f"/proc/{pid}/schedstat") as fh:
+        return int(fh.read().split()[1]) / 1e9
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Start ``VmHWM`` over from the current RSS (Linux: write 5 to clear_refs; needs to own the process)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as fh:
+        fh.write("5")
+
+
 @dataclass
 class Proc:
     name: str
@@ -92,18 +106,18 @@ class Proc:
             await self.process.wait()
 
 
-async def start_sim(workdir: Path, nodes: int) -> Proc:
+async def start_sim(workdir: Path, nodes: int, *, zones: int = 1, ready_timeout: float = 120.0) -> Proc:
     kubeconfig = workdir / "kubeconfig"
     log = workdir / "kube-sim.log"
     with log.open("wb") as log_file:  # the child keeps its own descriptor
         proc = await asyncio.create_subprocess_exec(
-            tool("kube-sim"), "--nodes", str(nodes), "--port", "0", "--kubeconfig", str(kubeconfig),
-            "--log-level", "warning",
+            tool("kube-sim"), "--nodes", str(nodes), "--zones", str(zones), "--port", "0",
+            "--kubeconfig", str(kubeconfig), "--log-level", "warning",
             stdout=asyncio.subprocess.PIPE, stderr=log_file, start_new_session=True,
         )
     assert proc.stdout is not None
     try:
-        line = await asyncio.wait_for(proc.stdout.readline(), 120)
+        line = await asyncio.wait_for(proc.stdout.readline(), ready_timeout)
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -133,19 +147,21 @@ def _insecure() -> ssl.SSLContext:
     return ctx
 
 
-async def start_daemon(workdir: Path, kubeconfig: str, token: str, *, controllers: str = "*") -> Proc:
+async def start_daemon(workdir: Path, kubeconfig: str, token: str, *, controllers: str = "*",
+                       extra_args: tuple[str, ...] = (), log_name: str = "controller-manager.log",
+                       ready_timeout: float = 60.0) -> Proc:
     port = free_port()
-    log = workdir / "controller-manager.log"
+    log = workdir / log_name
     with log.open("wb") as log_file:
         proc = await asyncio.create_subprocess_exec(
             tool("controller-manager"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
             "--kube-api-qps=100000", "--kube-api-burst=100000", f"--controllers={controllers}",
-            f"--secure-port={port}", "--bind-address=127.0.0.1",
+            f"--secure-port={port}", "--bind-address=127.0.0.1", *extra_args,
             stdout=log_file, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
         )
     daemon = Proc("controller-manager", proc, log, url=f"https://127.0.0.1:{port}")
     daemon.extra["token"] = token
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_timeout
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=_insecure())) as http:
         while time.monotonic() < deadline:
             if proc.returncode is not None:
@@ -156,7 +172,7 @@ async def start_daemon(workdir: Path, kubeconfig: str, token: str, *, controller
                         return daemon
             await asyncio.sleep(0.1)
     await daemon.stop()
-    raise RuntimeError(f"controller-manager did not become ready in 60 s; see {log}")
+    raise RuntimeError(f"controller-manager did not become ready in {ready_timeout:.0f} s; see {log}")
 
 
 async def scrape(daemon: Proc) -> dict[str, float]:

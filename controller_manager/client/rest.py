@@ -104,6 +104,10 @@ class _FencedBody(aiohttp.payload.BytesPayload):
 class ApiClient:
     """Talks to one API server. Use ``async with ApiClient(config) as client`` or ``await client.close()``."""
 
+    # Streaming lists are understood (``watch(send_initial_events=True)``): informers may list through a watch.
+    # A client without this attribute (a test double, an in-process wrapper) is listed the paged way.
+    supports_watch_list: bool = True
+
     def __init__(
         self,
         config: ClientConfig,
@@ -394,13 +398,20 @@ class ApiClient:
         timeout_seconds: int | None = None,
         metadata_only: bool = False,
         decode: Decode | None = None,
+        send_initial_events: bool = False,
     ) -> WatchStream:
         """A stream of WatchEvents; the request is sent on first iteration (see :mod:`.watch`).
 
-        ``decode`` turns an event line into ``(type, object)`` (default: orjson, the object as sent)."""
+        ``decode`` turns an event line into ``(type, object)`` (default: orjson, the object as sent).
+        ``send_initial_events``: a streaming list (``sendInitialEvents=true``, ``resourceVersionMatch=
+        NotOlderThan``): the state at ``resource_version`` or newer as ADDED events first, then, with bookmarks
+        allowed, a BOOKMARK annotated ``k8s.io/initial-events-end``, then the watch goes on."""
         params: dict[str, str] = {"watch": "true"}
         if resource_version is not None:
             params["resourceVersion"] = resource_version
+        if send_initial_events:
+            params["sendInitialEvents"] = "true"
+            params["resourceVersionMatch"] = "NotOlderThan"
         params.update(_selector_params(label_selector, field_selector))
         if allow_bookmarks:
             params["allowWatchBookmarks"] = "true"

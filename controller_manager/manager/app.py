@@ -42,6 +42,7 @@ from controller_manager.clock import Clock, RealClock
 from controller_manager.manager import gctuning
 from controller_manager.manager.auth import DelegatingAuth
 from controller_manager.manager.certs import server_ssl_context
+from controller_manager.manager.features import WATCH_LIST_CLIENT
 from controller_manager.manager.health import HealthChecks, LoopLagProbe
 from controller_manager.manager.leader import Campaign, start_campaign
 from controller_manager.manager.logging import get_logger
@@ -285,7 +286,8 @@ class Manager:
         assert self.client is not None
         # Upstream's ResyncPeriod: random in [min, 2*min), so replicas don't resync in lockstep.
         resync = opts.min_resync_period * (1.0 + random.random())
-        self.factory = SharedInformerFactory(self.client, clock=self.clock, resync_period=resync)
+        self.factory = SharedInformerFactory(self.client, clock=self.clock, resync_period=resync,
+                                             watch_list=opts.feature_enabled(WATCH_LIST_CLIENT))
         assert self.events is not None
         mapping = asdict(opts)
         for info in self.selection.runnable:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NoReturn
 
+from controller_manager.manager import features
+
 # The Lease this daemon competes for. Deliberately not "kube-controller-manager": running beside the real
 # one must never steal or block its lease.
 DEFAULT_LEASE_NAME = "controller-manager-py"
@@ -117,6 +119,7 @@ def _float(text: str) -> float:
 _DURATION = _typed(parse_duration)
 _BOOL = _typed(parse_bool)
 _SLICE = _typed(parse_string_slice)
+_GATES = _typed(features.parse_feature_gates)
 _INT = _typed(_int)
 _FLOAT = _typed(_float)
 
@@ -132,6 +135,7 @@ class Options:
     kube_api_qps: float = 20.0
     kube_api_burst: int = 30
     min_resync_period: float = 12 * 3600.0
+    feature_gates: features.Overrides = ()  # only the gates given; features.enabled() adds the defaults
     # leader election
     leader_elect: bool = True
     leader_elect_lease_duration: float = 15.0
@@ -222,6 +226,10 @@ class Options:
     log_format: str = "json"
     v: int = 0
 
+    def feature_enabled(self, gate: str) -> bool:
+        """Whether a known feature gate (``features.KNOWN``) is on, by --feature-gates or by default."""
+        return features.enabled(self.feature_gates, gate)
+
     def value(self, flag: str) -> Any:
         """The value of a flag by its command-line name: ``value("concurrent-replicaset-syncs")``."""
         attr = flag.removeprefix("--").replace("-", "_")
@@ -245,7 +253,8 @@ class _Flag:
 
 
 def _flag(name: str, convert: Callable[[str], Any], default: str, help: str) -> _Flag:
-    metavar = {_DURATION: "duration", _BOOL: "bool", _SLICE: "strings", _INT: "int", _FLOAT: "float"}.get(
+    metavar = {_DURATION: "duration", _BOOL: "bool", _SLICE: "strings", _INT: "int", _FLOAT: "float",
+               _GATES: "mapStringBool"}.get(
         convert, "string"
     )
     return _Flag(name, convert, default, help, metavar)
@@ -273,6 +282,10 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
         _flag("min-resync-period", _DURATION, "12h",
               'Informers replay their whole cache to the controllers after a random period between this'
               ' and twice this.'),
+        _flag("feature-gates", _GATES, "",
+              'A set of key=value pairs that describe feature gates for alpha/experimental features. Options '
+              'are: ' + "; ".join(features.known_features()) + ". WatchListClient: informers list through a "
+              'watch (sendInitialEvents) instead of paged lists, falling back to pages when the server refuses.'),
     )),
     ("Leader election flags", (
         _flag("leader-elect", _BOOL, "true",
@@ -533,6 +546,10 @@ def build_parser(
             if flag.convert is _BOOL:
                 kwargs["nargs"] = "?"
                 kwargs["const"] = True  # a bare --leader-elect means true
+            if flag.convert is _GATES:
+                # Each --feature-gates adds its pairs to the earlier ones' (pflag calls Set per occurrence).
+                kwargs["action"] = "append"
+                kwargs["default"] = []
             names = [f"--{flag.name}"]
             if flag.name == "log-format":
                 kwargs["choices"] = ("json", "text")
@@ -558,6 +575,7 @@ def parse_options(
     values = vars(namespace)
     values["controllers"] = tuple(values["controllers"])
     values["authorization_always_allow_paths"] = tuple(values["authorization_always_allow_paths"])
+    values["feature_gates"] = features.merge(values["feature_gates"])
     options = Options(**values)
     errors = validate(options)
     if errors:

@@ -3,7 +3,8 @@
 Tokens: "admin" -> user admin (system:masters), "prometheus" and "viewer" -> those users, others unauthenticated.
 Access reviews: admin and prometheus are allowed everything, every other user is denied.
 Leases: get/create/update with resourceVersion conflicts (409), as leader election needs.
-Every other GET: an empty list, or a watch that stays open and silent (so every informer syncs).
+Every other GET: an empty list, or a watch that stays open and silent (so every informer syncs); a streaming
+list (sendInitialEvents=true) first gets its end bookmark, as the collection is empty.
 ``down = True`` answers every request 503, like an API server that went away.
 """
 
@@ -13,6 +14,7 @@ import asyncio
 from collections import Counter
 from typing import Any
 
+import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -80,6 +82,10 @@ class FakeApiServer:
         if request.query.get("watch") in ("1", "true"):
             resp = web.StreamResponse(headers={"Content-Type": "application/json"})
             await resp.prepare(request)
+            if request.query.get("sendInitialEvents") == "true":
+                # A bookmark's object: only its metadata is read.
+                end = {"metadata": {"resourceVersion": "1", "annotations": {"k8s.io/initial-events-end": "true"}}}
+                await resp.write(orjson.dumps({"type": "BOOKMARK", "object": end}) + b"\n")
             timeout = float(request.query.get("timeoutSeconds", "30"))
             try:
                 await asyncio.sleep(min(timeout, 30.0))

@@ -205,3 +205,31 @@ def test_attach_detach_flags_default_and_validate_as_upstream() -> None:
         parse_options(["--attach-detach-reconcile-sync-period=500ms"])
     assert str(info.value) == ("duration time must be greater than one second as set via command line option "
                                "reconcile-sync-loop-period")
+
+
+def test_feature_gates_parse_and_merge_as_component_base() -> None:
+    assert parse_options([]).feature_enabled("WatchListClient")  # on by default, as client-go 1.35+
+    off = parse_options(["--feature-gates=WatchListClient=false"])
+    assert off.feature_gates == (("WatchListClient", False),)
+    assert not off.feature_enabled("WatchListClient")
+    # Several flags merge, the later pair winning; blanks and empty entries are ignored; Go's bool forms.
+    merged = parse_options(["--feature-gates", "WatchListClient=F,", "--feature-gates", " WatchListClient = 1 "])
+    assert merged.feature_enabled("WatchListClient")
+    help_text = build_parser().format_help()
+    assert "WatchListClient=true|false (BETA - default=true)" in " ".join(help_text.split())
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("WatchListClient", "missing bool value for WatchListClient"),
+        ("WatchListClient=maybe",
+         'invalid value of WatchListClient=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax'),
+        ("NoSuchGate=true", "unrecognized feature gate: NoSuchGate"),
+        ("A=true,B=false", "[unrecognized feature gate: A, unrecognized feature gate: B]"),
+    ],
+)
+def test_feature_gates_refused_with_upstream_words(value: str, message: str) -> None:
+    with pytest.raises(OptionsError) as err:
+        parse_options([f"--feature-gates={value}"])
+    assert str(err.value) == f"argument --feature-gates: {message}"

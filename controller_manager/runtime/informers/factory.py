@@ -34,8 +34,12 @@ class SharedInformerFactory:
         resync_period: float = 0.0,
         *,
         rng: random.Random | None = None,
+        watch_list: bool = True,
     ) -> None:
         self._client = client
+        # The WatchListClient feature gate (on by default, as in client-go 1.35+): informers list through a watch
+        # when the client supports it.
+        self._watch_list = watch_list
         self._clock: Clock = clock or RealClock()
         self._resync_period = resync_period
         self._rng = rng or random.Random()
@@ -62,6 +66,7 @@ class SharedInformerFactory:
                 indexers=indexers,
                 resync_period=self._resync_period,
                 rng=random.Random(self._rng.random()),
+                watch_list=self._watch_list,
             )
             self._informers[key] = informer
             if self._task_group is not None:

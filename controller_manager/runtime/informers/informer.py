@@ -10,7 +10,9 @@ Guarantees (client-go ``tools/cache/shared_informer.go`` with a DeltaFIFO in fro
   their cached instance and produce no event.
 - A watch ADDED for a cached key is an ``Updated``; a MODIFIED for an unknown key is an ``Added``; a DELETED for
   an unknown key changes nothing and is logged at debug level (client-go drops it the same way).
-- ``has_synced`` turns True once the first list is in the store, and stays True.
+- ``has_synced`` turns True once the first list is in the store, and stays True. With ``watch_list`` the list is
+  streamed (see reflector.py): the cache keeps its previous contents until the stream's end bookmark, then
+  changes all at once, with the same events a paged list would give.
 - A handler added when objects are already cached first receives ``Added`` for each of them (client-go replays
   the cache to late handlers), then live events.
 - With a resync period, every period (jittered between 1x and 2x, as kube-controller-manager's
@@ -95,6 +97,7 @@ class SharedInformer:
         indexers: Mapping[str, IndexFunc] | None = None,
         resync_period: float = 0.0,
         rng: random.Random | None = None,
+        watch_list: bool = False,
     ) -> None:
         self.resource = res
         self.metadata_only = metadata_only
@@ -121,7 +124,7 @@ class SharedInformer:
         self._reflector = Reflector(
             client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng,
             decode=wire.decode if wire is not None else None,
-            decode_list=wire.decode_list if wire is not None else None,
+            decode_list=wire.decode_list if wire is not None else None, watch_list=watch_list,
         )
         metrics.track(self)
 

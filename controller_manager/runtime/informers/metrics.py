@@ -1,10 +1,12 @@
 """Prometheus metrics of the informers (default registry), labelled ``name`` = ``group/version/plural``.
 
 Guarantees:
-- Counters move as reflectors act: ``reflector_lists_total`` (list attempts), ``reflector_list_errors_total``,
-  ``reflector_watches_total`` (watch requests), ``reflector_watch_errors_total`` (watches that ended with an
-  error, 410 Gone included), ``reflector_relists_total`` (re-lists forced by 410 Gone) and
-  ``reflector_malformed_objects_total`` (objects skipped for an unexpected shape).
+- Counters move as reflectors act: ``reflector_lists_total`` (list attempts, paged or streamed),
+  ``reflector_list_errors_total``, ``reflector_watches_total`` (watch requests, streaming lists included),
+  ``reflector_watch_errors_total`` (watches that ended with an error, 410 Gone included),
+  ``reflector_relists_total`` (re-lists forced by 410 Gone), ``reflector_watch_list_fallbacks_total``
+  (streaming lists the server refused, listed in pages instead) and ``reflector_malformed_objects_total``
+  (objects skipped for an unexpected shape).
 - ``informer_cached_objects`` is computed at scrape time from the live informers (no bookkeeping on the hot
   path); informers that share a name (one per factory) are summed.
 """
@@ -27,6 +29,10 @@ WATCH_ERRORS = Counter(
     ["name"],
 )
 RELISTS = Counter("reflector_relists_total", "Re-lists forced by a 410 Gone (resourceVersion expired).", ["name"])
+WATCH_LIST_FALLBACKS = Counter(
+    "reflector_watch_list_fallbacks_total",
+    "Streaming lists (sendInitialEvents) the server would not serve, listed in pages instead.", ["name"],
+)
 MALFORMED = Counter(
     "reflector_malformed_objects_total", "Objects skipped by informer reflectors because of an unexpected shape.",
     ["name"],

@@ -177,11 +177,11 @@ async def test_a_pod_starts_only_once_its_volume_is_attached_and_deleting_it_det
     # ClusterRole allows; among them the VolumeAttachment writes and the node status patches.
     controller = [i for i in seen_requests if i.is_resource and (i.verb, i.resource) in {
         ("create", "volumeattachments"), ("delete", "volumeattachments"), ("patch", "nodes"), ("get", "nodes"),
-        ("watch", "volumeattachments"), ("list", "csidrivers"), ("list", "csinodes"), ("create", "events")}]
+        ("watch", "volumeattachments"), ("watch", "csidrivers"), ("watch", "csinodes"), ("create", "events")}]
     rules = rules_for([AttachDetachController.name])
     assert {(i.verb, i.resource, i.subresource) for i in controller} >= {
         ("create", "volumeattachments", ""), ("delete", "volumeattachments", ""), ("patch", "nodes", "status"),
-        ("watch", "volumeattachments", ""), ("list", "csidrivers", ""), ("list", "csinodes", ""),
+        ("watch", "volumeattachments", ""), ("watch", "csidrivers", ""), ("watch", "csinodes", ""),
         ("create", "events", "")}
     assert [i for i in controller if not allows(rules, i)] == []
 

@@ -41,6 +41,8 @@ class WatchEvent:
 class _Stream:
     queue: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
     held: bool = False
+    # end_watches() reached it: a streaming list then ends without its end bookmark.
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 _END = "__end__"
@@ -59,6 +61,9 @@ class FakeServer:
         self.watch_calls: list[dict[str, Any]] = []
         self.list_failures: list[Exception] = []  # raised by the next lists, in order
         self.watch_failures: list[Exception] = []  # raised by the next watches on open, in order
+        # Streaming lists (WatchListClient): the end bookmark waits while this is clear.
+        self.initial_events_end = asyncio.Event()
+        self.initial_events_end.set()
 
     # -- scripting --------------------------------------------------------------------------------
 
@@ -115,6 +120,7 @@ class FakeServer:
     def end_watches(self, error: Exception | None = None) -> None:
         """End every open watch: normally, or by raising ``error`` in the reader."""
         for s in self.streams:
+            s.ended.set()
             s.queue.put_nowait((_RAISE, error) if error is not None else (_END, None))
         self.streams.clear()
 
@@ -172,9 +178,8 @@ class FakeClient:
         s.watch_calls.append({"res": res, "resource_version": resource_version, "allow_bookmarks": allow_bookmarks,
                               "timeout_seconds": timeout_seconds, "metadata_only": metadata_only, **kw})
         decode = kw.get("decode")
-        if decode is None:
-            return self._stream(resource_version)
-        return self._decoded(self._stream(resource_version), decode)
+        events = self._stream(resource_version, initial=bool(kw.get("send_initial_events")))
+        return events if decode is None else self._decoded(events, decode)
 
     @staticmethod
     async def _decoded(events: AsyncIterator[WatchEvent], decode: Any) -> AsyncIterator[WatchEvent]:
@@ -182,20 +187,36 @@ class FakeClient:
         async for event in events:
             yield WatchEvent(*decode(orjson.dumps({"type": event.type, "object": event.object})))
 
-    async def _stream(self, resource_version: str | None) -> AsyncIterator[WatchEvent]:
+    async def _stream(self, resource_version: str | None, *, initial: bool = False) -> AsyncIterator[WatchEvent]:
         s = self.server
         if s.watch_failures:
             raise s.watch_failures.pop(0)
         since = int(resource_version or 0)
-        if since < s.compacted:
-            raise Gone(f"too old resource version: {since} ({s.compacted})")
+        if initial:
+            # A streaming list (NotOlderThan): the current state as ADDED, then the end bookmark, then live.
+            backlog = [("ADDED", copy.deepcopy(o)) for o in s.objects.values()]
+            end_rv = str(s.rv)
+        else:
+            if since < s.compacted:
+                raise Gone(f"too old resource version: {since} ({s.compacted})")
+            # Replay and subscribe with no await in between, so nothing falls between the two.
+            backlog = [(t, copy.deepcopy(o)) for rv, t, o in s.history if rv > since]
         stream = _Stream()
-        # Replay and subscribe with no await in between, so nothing falls between the two.
-        backlog = [(t, copy.deepcopy(o)) for rv, t, o in s.history if rv > since]
         s.streams.append(stream)
         try:
             for t, o in backlog:
                 yield WatchEvent(t, o)
+            if initial:
+                waits = [asyncio.ensure_future(e.wait()) for e in (s.initial_events_end, stream.ended)]
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waits:
+                        w.cancel()
+                if not stream.ended.is_set():
+                    yield WatchEvent("BOOKMARK", {"kind": s.res.kind, "apiVersion": s.res.api_version,
+                                                  "metadata": {"resourceVersion": end_rv,
+                                                               "annotations": {"k8s.io/initial-events-end": "true"}}})
             while True:
                 t, o = await stream.queue.get()
                 if t == _END:
@@ -206,6 +227,20 @@ class FakeClient:
         finally:
             if stream in s.streams:
                 s.streams.remove(stream)
+
+
+class WatchListFakeClient(FakeClient):
+    """A FakeClient that says it serves streaming lists (as ApiClient does)."""
+
+    supports_watch_list = True
+
+
+class Refused(Exception):
+    """An API error with a status (the reflector reads only ``status``): 422 from a server without WatchList."""
+
+    def __init__(self, status: int, message: str = "refused") -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Recorder:

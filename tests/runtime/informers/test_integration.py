@@ -176,7 +176,7 @@ async def test_relist_after_410_error_event_over_http(pod_server: PodServer, cli
     for name in ("a", "b", "c", "d", "e"):
         pod_server.add(name)
     clock = FakeClock()
-    factory = SharedInformerFactory(client, clock)
+    factory = SharedInformerFactory(client, clock, watch_list=False)  # a server without streaming lists
     informer = factory.informer(PODS)
     seen = Recorder()
     informer.add_handler(seen)
@@ -228,7 +228,7 @@ async def test_relist_after_http_410_on_rewatch(client: ApiClient, pod_server: P
     pod_server.add("a")
     pod_server.add("b")
     clock = FakeClock()
-    factory = SharedInformerFactory(client, clock)
+    factory = SharedInformerFactory(client, clock, watch_list=False)  # a server without streaming lists
     informer = factory.informer(PODS)
     seen = Recorder()
     informer.add_handler(seen)

@@ -1,0 +1,532 @@
+"""The scalability envelope: one daemon, every default controller, a cluster at Kubernetes' published limits.
+
+``python -m bench.envelope --profile full|reduced|smoke`` (``make bench-envelope``; not part of ``make test``).
+
+kube-sim runs N nodes in 3 zones in its own process; the ``controller-manager`` daemon runs every default
+controller in another (QPS limit lifted, leader election off); this process drives the cluster through the API,
+as clusterloader2's load test does:
+- fill: namespaces of at most 3,000 pods (sig-scalability's threshold), each with Deployments of three sizes
+  (250, 30 and 5 replicas; the big and medium ones behind a Service), and one DaemonSet on every node; until
+  every Deployment and the DaemonSet report their pods available;
+- churn, for the profile's minutes: ``rate`` pods/s created and as many deleted, half by scaling medium
+  Deployments up and others back down, half by Jobs (parallel pods that run a few seconds and succeed;
+  ``ttlSecondsAfterFinished: 0``, so the ttl-after-finished controller and the garbage collector delete them);
+- sync: the daemon is restarted on the settled cluster twice, with ``--feature-gates=WatchListClient=true``
+  (streaming lists) and ``=false`` (paged lists); each time, the time from "waiting for informer caches to
+  sync" to "informer caches synced" in its log, its peak RSS by then, and kube-sim's peak RSS and CPU meanwhile.
+
+Recorded: the daemon's RSS (average and peak) and CPU (average and the busiest 5-second window) during the
+churn, each controller's ``workqueue_queue_duration_seconds`` p99 over the churn (from the histogram's buckets,
+as ``histogram_quantile`` computes it), kube-sim's own CPU, and the sync figures. Goals are the issue's: RSS
+<= 1 GiB, CPU <= 1 core on average, every queue's p99 <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import math
+import random
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bench import procs
+from bench.report import Figure, at_most, markdown, table, write_json
+from controller_manager.api.meta import parse_time
+from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, JOBS, NAMESPACES, SERVICEACCOUNTS, SERVICES
+from controller_manager.client import ApiClient, ApiError, load_config
+
+HERE = Path(__file__).resolve().parent
+NAMESPACE_PODS = 3000  # sig-scalability: at most 3,000 pods per namespace
+SIZES = ((250, 0.5), (30, 0.3), (5, 0.2))  # Deployment replicas, share of a namespace's pods
+JOB_RUN_SECONDS = 5
+SYNC_WAITING = "waiting for informer caches to sync"
+SYNC_DONE = "informer caches synced"
+
+
+@dataclass(frozen=True)
+class Profile:
+    nodes: int
+    pods: int  # Deployment pods + one DaemonSet pod per node
+    rate: float  # pods/s created (and as many deleted) during the churn
+    minutes: float
+    zones: int = 3
+
+
+PROFILES = {
+    # sig-scalability's thresholds and clusterloader2's 5k-node load test throughput.
+    "full": Profile(nodes=5000, pods=150_000, rate=50.0, minutes=10.0),
+    # A fifth of the nodes and pods, the same churn.
+    "reduced": Profile(nodes=1000, pods=30_000, rate=50.0, minutes=10.0),
+    # Proves the harness on a small machine in a few minutes.
+    "smoke": Profile(nodes=100, pods=2000, rate=10.0, minutes=1.0),
+    # For tests/bench: the whole run well under 20 s.
+    "tiny": Profile(nodes=4, pods=40, rate=4.0, minutes=0.05),
+}
+
+
+# --- the workload -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    namespace: str
+    name: str
+    replicas: int
+    service: bool
+
+
+def plan(profile: Profile) -> list[Planned]:
+    """Deployments for ``pods - nodes`` pods, namespace by namespace (each at most 3,000 pods)."""
+    remaining = max(0, profile.pods - profile.nodes)
+    out: list[Planned] = []
+    n = 0
+    while remaining > 0:
+        budget = min(NAMESPACE_PODS, remaining)
+        remaining -= budget
+        ns = f"envelope-{n}"
+        n += 1
+        left = budget
+        for size, share in SIZES:
+            count = int(budget * share) // size
+            for i in range(count):
+                if left < size:
+                    break
+                out.append(Planned(ns, f"d{size}-{i}", size, service=size > SIZES[-1][0]))
+                left -= size
+        if left > 0:  # what the sizes did not divide: one more small Deployment
+            out.append(Planned(ns, "rest", left, service=False))
+    return out
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {"app": name}
+
+
+def _pod_spec() -> dict[str, Any]:
+    return {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}
+
+
+def deployment(p: Planned) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": p.name, "namespace": p.namespace, "labels": _labels(p.name)},
+            "spec": {"replicas": p.replicas, "selector": {"matchLabels": _labels(p.name)},
+                     "template": {"metadata": {"labels": _labels(p.name)}, "spec": _pod_spec()}}}
+
+
+def service(p: Planned) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": p.name, "namespace": p.namespace},
+            "spec": {"selector": _labels(p.name), "ports": [{"port": 80, "targetPort": 8080}]}}
+
+
+def daemonset(namespace: str) -> dict[str, Any]:
+    labels = _labels("node-agent")
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "node-agent", "namespace": namespace},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": _pod_spec()}}}
+
+
+def job(namespace: str, name: str, pods: int) -> dict[str, Any]:
+    template = {"metadata": {"annotations": {"sim.controller-manager.io/run-seconds": str(JOB_RUN_SECONDS)}},
+                "spec": {**_pod_spec(), "restartPolicy": "Never"}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"parallelism": pods, "completions": pods, "ttlSecondsAfterFinished": 0,
+                     "template": template}}
+
+
+async def ensure_namespace(client: ApiClient, name: str) -> None:
+    # The ServiceAccount too: kube-sim's ServiceAccount admission refuses pods until the daemon's controller
+    # has made it, and the fill need not wait for that.
+    with contextlib.suppress(ApiError):
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    with contextlib.suppress(ApiError):
+        await client.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                              "metadata": {"name": "default", "namespace": name}}, name)
+
+
+async def bounded(calls: list[Callable[[], Awaitable[Any]]], concurrency: int = 32) -> None:
+    """Run the calls with at most ``concurrency`` in flight."""
+    it = iter(calls)
+
+    async def worker() -> None:
+        for call in it:
+            await call()
+
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(concurrency):
+            tg.create_task(worker())
+
+
+async def fill(client: ApiClient, profile: Profile, planned: list[Planned], timeout: float) -> float:
+    """Create the workload; seconds until every pod of it is available."""
+    start = time.perf_counter()
+    for ns in sorted({p.namespace for p in planned} | {"envelope-system"}):
+        await ensure_namespace(client, ns)
+    await client.create(DAEMONSETS, daemonset("envelope-system"))
+    calls: list[Callable[[], Awaitable[Any]]] = []
+    for p in planned:
+        calls.append(functools.partial(client.create, DEPLOYMENTS, deployment(p)))
+        if p.service:
+            calls.append(functools.partial(client.create, SERVICES, service(p)))
+    await bounded(calls)
+    want = sum(p.replicas for p in planned)
+    deadline = time.perf_counter() + timeout
+    while True:
+        items, _ = await client.list_all(DEPLOYMENTS)
+        available = sum((d.get("status") or {}).get("availableReplicas", 0) for d in items
+                        if d["metadata"]["namespace"].startswith("envelope-"))
+        ds = await client.get(DAEMONSETS, "node-agent", "envelope-system")
+        st = ds.get("status") or {}
+        if available >= want and st.get("numberAvailable", 0) >= profile.nodes:
+            return time.perf_counter() - start
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"fill: {available}/{want} Deployment pods and {st.get('numberAvailable', 0)}/"
+                               f"{profile.nodes} DaemonSet pods available after {timeout:.0f} s")
+        await asyncio.sleep(1.0)
+
+
+class Churn:
+    """``rate`` pods/s created and deleted: half by Deployment scaling, half by Jobs that run and finish."""
+
+    def __init__(self, client: ApiClient, planned: list[Planned], rate: float, rng: random.Random) -> None:
+        self.client = client
+        self.rng = rng
+        self.rate = rate
+        medium = [p for p in planned if p.replicas == SIZES[1][0]] or planned
+        self.pool = list(medium)
+        self.scaled_up: list[tuple[Planned, int]] = []
+        self.jobs = 0
+        self.deployment_pods = 0
+        self.job_pods = 0
+        self.errors = 0
+
+    async def run(self, seconds: float) -> None:
+        step = max(1, round(self.rate / 2))  # pods per tick each way
+        period = step / (self.rate / 2)
+        ticks = max(1, int(seconds / period))
+        started = time.perf_counter()
+        for n in range(ticks):
+            await asyncio.sleep(max(0.0, started + n * period - time.perf_counter()))
+            try:
+                await self._tick(step)
+            except ApiError:
+                self.errors += 1
+
+    async def _tick(self, step: int) -> None:
+        if self.pool:
+            target = self.rng.choice(self.pool)
+            up = target.replicas + step + sum(k for p, k in self.scaled_up if p is target)
+            await self.client.update_scale(DEPLOYMENTS, target.name, target.namespace, up)
+            self.scaled_up.append((target, step))
+            self.deployment_pods += step
+            if len(self.scaled_up) > 1:  # a Deployment scaled up earlier goes back down: the deletes
+                back, _k = self.scaled_up.pop(0)
+                now = back.replicas + sum(j for p, j in self.scaled_up if p is back)
+                await self.client.update_scale(DEPLOYMENTS, back.name, back.namespace, now)
+        self.jobs += 1
+        await self.client.create(JOBS, job("envelope-system", f"churn-{self.jobs}", step))
+        self.job_pods += step
+
+
+# --- measuring ----------------------------------------------------------------------------------------------
+
+
+class Sampler:
+    """The daemon's RSS and CPU and kube-sim's CPU, every second, until stopped."""
+
+    def __init__(self, daemon: procs.Proc, sim: procs.Proc) -> None:
+        self.daemon = daemon
+        self.sim = sim
+        # (t, daemon cpu s, daemon rss, sim cpu s, daemon run-queue wait s)
+        self.samples: list[tuple[float, float, int, float, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def _sample(self) -> None:
+        pid = self.daemon.pid
+        self.samples.append((time.perf_counter(), self.daemon.cpu(), procs.rss(pid), self.sim.cpu(),
+                             procs.runqueue_wait_seconds(pid)))
+
+    async def _loop(self) -> None:
+        while True:
+            self._sample()
+            await asyncio.sleep(1.0)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._sample()
+
+    def summary(self, window: float = 5.0) -> dict[str, float]:
+        s = self.samples
+        wall = s[-1][0] - s[0][0]
+        peak = 0.0
+        j = 0
+        for i in range(len(s)):  # the busiest `window` seconds
+            while s[i][0] - s[j][0] > window:
+                j += 1
+            if s[i][0] - s[j][0] >= window * 0.8:
+                peak = max(peak, (s[i][1] - s[j][1]) / (s[i][0] - s[j][0]))
+        return {"wall_s": wall, "daemon_cpu_avg_cores": (s[-1][1] - s[0][1]) / wall,
+                "daemon_cpu_peak_cores": peak,
+                "daemon_rss_avg_mib": sum(x[2] for x in s) / len(s) / 2**20,
+                "daemon_rss_peak_mib": max(x[2] for x in s) / 2**20,
+                "sim_cpu_avg_cores": (s[-1][3] - s[0][3]) / wall,
+                # Runnable but not running: above a few percent, the machine (not the daemon) set the latencies.
+                "daemon_runqueue_wait_share": (s[-1][4] - s[0][4]) / wall}
+
+
+_METRIC = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def buckets(metrics: dict[str, float], family: str) -> dict[str, list[tuple[float, float]]]:
+    """``{name label: [(le, cumulative count), ...]}`` of a histogram family in a scrape."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for key, value in metrics.items():
+        m = _METRIC.match(key)
+        if m is None or m.group(1) != family + "_bucket":
+            continue
+        labels = dict(_LABEL.findall(m.group(2)))
+        out.setdefault(labels.get("name", ""), []).append((float(labels["le"]), value))
+    for series in out.values():
+        series.sort()
+    return out
+
+
+def quantile(q: float, series: list[tuple[float, float]]) -> float | None:
+    """Prometheus' histogram_quantile over cumulative buckets; None with no observations."""
+    if not series or series[-1][1] <= 0:
+        return None
+    rank = q * series[-1][1]
+    prev_le, prev_count = 0.0, 0.0
+    for le, count in series:
+        if count >= rank:
+            if math.isinf(le):
+                return prev_le  # the highest finite bound, as Prometheus answers
+            if count == prev_count:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
+        prev_le, prev_count = le, count
+    return series[-1][0]
+
+
+def queue_waits(before: dict[str, float], after: dict[str, float]) -> dict[str, list[tuple[float, float]]]:
+    """Each queue's workqueue_queue_duration_seconds buckets for what was observed between two scrapes."""
+    b0 = buckets(before, "workqueue_queue_duration_seconds")
+    out: dict[str, list[tuple[float, float]]] = {}
+    for name, series in buckets(after, "workqueue_queue_duration_seconds").items():
+        start = dict(b0.get(name, []))
+        delta = [(le, count - start.get(le, 0.0)) for le, count in series]
+        if delta and delta[-1][1] > 0:
+            out[name] = delta
+    return out
+
+
+def queue_p99s(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Each queue's p99 of workqueue_queue_duration_seconds over what was observed between two scrapes."""
+    out: dict[str, float] = {}
+    for name, delta in queue_waits(before, after).items():
+        p99 = quantile(0.99, delta)
+        if p99 is not None:
+            out[name] = p99
+    return out
+
+
+def share_over(limit: float, series: list[tuple[float, float]]) -> float:
+    """The share of observations above ``limit``, which must be a bucket bound: exact, unlike an interpolated
+    quantile (the work queue's buckets grow tenfold, so a p99 between 1 s and 10 s is only an estimate; a
+    share over 1 s of at most 1% is exactly "p99 <= 1 s")."""
+    total = series[-1][1]
+    under = dict(series)[limit]
+    return (total - under) / total if total else 0.0
+
+
+def sync_seconds(log: Path) -> float | None:
+    """From "waiting for informer caches to sync" to "informer caches synced" in a daemon's JSON log."""
+    waiting = done = None
+    for line in log.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if entry.get("event") == SYNC_WAITING:
+                waiting = parse_time(entry["timestamp"])
+            elif entry.get("event") == SYNC_DONE:
+                done = parse_time(entry["timestamp"])
+    return None if waiting is None or done is None else done - waiting
+
+
+async def measure_sync(workdir: Path, sim: procs.Proc, watch_list: bool, timeout: float) -> dict[str, float]:
+    """Start a daemon on the settled cluster; its cache sync time and memory, and kube-sim's cost meanwhile."""
+    procs.reset_peak_rss(sim.pid)
+    sim_cpu0 = sim.cpu()
+    mode = "watch-list" if watch_list else "paged"
+    daemon = await procs.start_daemon(
+        workdir, sim.extra["kubeconfig"], sim.extra["admin_token"], log_name=f"controller-manager-{mode}.log",
+        extra_args=(f"--feature-gates=WatchListClient={str(watch_list).lower()}",), ready_timeout=timeout)
+    try:
+        metrics = await procs.scrape(daemon)
+        seconds = sync_seconds(daemon.log)
+        return {"sync_s": seconds if seconds is not None else float("nan"),
+                "daemon_peak_rss_mib": procs.peak_rss(daemon.pid) / 2**20,
+                "daemon_cpu_s": daemon.cpu(),
+                "sim_peak_rss_mib": procs.peak_rss(sim.pid) / 2**20,
+                "sim_cpu_s": sim.cpu() - sim_cpu0,
+                "fallbacks": sum(v for k, v in metrics.items()
+                                 if k.startswith("reflector_watch_list_fallbacks_total")),
+                "lists": sum(v for k, v in metrics.items() if k.startswith("reflector_lists_total"))}
+    finally:
+        await daemon.stop()
+
+
+# --- the run ------------------------------------------------------------------------------------------------
+
+
+def _progress(started: float, what: str) -> None:
+    print(f"[envelope {time.perf_counter() - started:7.1f} s] {what}", flush=True)
+
+
+async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tuple[list[Figure], dict[str, Any]]:
+    planned = plan(profile)
+    timeout = 300 + profile.pods * 0.05
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="envelope-") as tmp:
+        workdir = Path(tmp)
+        _progress(started, f"kube-sim: {profile.nodes} nodes in {profile.zones} zones")
+        sim = await procs.start_sim(workdir, profile.nodes, zones=profile.zones,
+                                    ready_timeout=120 + profile.nodes * 0.1)
+        daemon: procs.Proc | None = None
+        try:
+            config = await load_config(sim.extra["kubeconfig"])
+            async with ApiClient(config, qps=0, burst=0) as client:
+                _progress(started, "controller-manager")
+                daemon = await procs.start_daemon(workdir, sim.extra["kubeconfig"], sim.extra["admin_token"],
+                                                  ready_timeout=timeout)
+                _progress(started, f"fill: {len(planned)} Deployments, {profile.pods} pods")
+                fill_s = await fill(client, profile, planned, timeout)
+                _progress(started, f"churn: {profile.rate:g} pods/s for {profile.minutes:g} min")
+                churn = Churn(client, planned, profile.rate, random.Random(seed))
+                sampler = Sampler(daemon, sim)
+                before = await procs.scrape(daemon)
+                sampler.start()
+                await churn.run(profile.minutes * 60)
+                await sampler.stop()
+                after = await procs.scrape(daemon)
+                usage = sampler.summary()
+                p99 = queue_p99s(before, after)
+                over_1s = {name: share_over(1.0, delta) for name, delta in queue_waits(before, after).items()}
+                usage["daemon_peak_rss_mib_lifetime"] = procs.peak_rss(daemon.pid) / 2**20
+                await daemon.stop()
+                daemon = None
+                synced = {}
+                for mode in ("watch-list", "paged"):
+                    _progress(started, f"cache sync, {mode}")
+                    synced[mode] = await measure_sync(workdir, sim, mode == "watch-list", timeout)
+                _progress(started, "done")
+        except BaseException:
+            for p in (daemon, sim):
+                if p is not None:
+                    with contextlib.suppress(OSError):
+                        print(f"--- last lines of {p.log}:\n" + "\n".join(p.log.read_text().splitlines()[-15:]))
+            raise
+        finally:
+            if daemon is not None:
+                await daemon.stop()
+            await sim.stop()
+    details = {"profile": label, **asdict(profile), "deployments": len(planned),
+               "namespaces": len({p.namespace for p in planned}), "fill_s": fill_s,
+               "churn": {"deployment_pods": churn.deployment_pods, "job_pods": churn.job_pods, "jobs": churn.jobs,
+                         "errors": churn.errors},
+               "usage": usage, "queue_p99_s": p99, "queue_share_over_1s": over_1s, "sync": synced}
+    return figures(profile, usage, p99, over_1s, synced), details
+
+
+def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], over_1s: dict[str, float],
+            synced: dict[str, dict[str, float]]) -> list[Figure]:
+    size = f"{profile.nodes} nodes, {profile.pods} pods, {profile.rate:g} pods/s"
+    out = [
+        Figure("envelope", f"daemon RSS, peak during churn ({size})", usage["daemon_rss_peak_mib"], "MiB",
+               None, "", "<= 1 GiB", at_most(1024.0), {"avg_mib": usage["daemon_rss_avg_mib"]}),
+        Figure("envelope", f"daemon CPU, average during churn ({size})", usage["daemon_cpu_avg_cores"], "cores",
+               usage["sim_cpu_avg_cores"], "kube-sim's own CPU", "<= 1 core", at_most(1.0),
+               {"peak_5s_cores": usage["daemon_cpu_peak_cores"]}),
+        Figure("envelope", "daemon CPU, busiest 5 s of the churn", usage["daemon_cpu_peak_cores"], "cores"),
+        Figure("envelope", "daemon's main thread runnable but waiting for a CPU (share of the churn)",
+               usage["daemon_runqueue_wait_share"] * 100, "%", None, "", "", None),
+    ]
+    if p99:
+        worst = max(p99, key=lambda k: p99[k])
+        out.append(Figure("envelope", f"workqueue queue time p99 (bucket-interpolated), worst queue ({worst})",
+                          p99[worst], "s", None, "", "<= 1 s", at_most(1.0), {"per_queue": p99}))
+    if over_1s:
+        worst = max(over_1s, key=lambda k: over_1s[k])
+        out.append(Figure("envelope", f"share of queue waits over 1 s, worst queue ({worst})", over_1s[worst] * 100,
+                          "%", None, "", "<= 1% (p99 <= 1 s)", at_most(1.0),
+                          {"per_queue_percent": {k: v * 100 for k, v in over_1s.items()}}))
+    wl, paged = synced["watch-list"], synced["paged"]
+    out += [
+        Figure("envelope", "initial cache sync, streaming lists (WatchListClient)", wl["sync_s"], "s",
+               paged["sync_s"], "paged lists", "", None, {"watch_list": wl, "paged": paged}),
+        Figure("envelope", "daemon peak RSS at cache sync, streaming lists", wl["daemon_peak_rss_mib"], "MiB",
+               paged["daemon_peak_rss_mib"], "paged lists"),
+        Figure("envelope", "kube-sim peak RSS while the daemon syncs, streaming lists", wl["sim_peak_rss_mib"],
+               "MiB", paged["sim_peak_rss_mib"], "paged lists"),
+        Figure("envelope", "kube-sim CPU while the daemon syncs, streaming lists", wl["sim_cpu_s"], "s",
+               paged["sim_cpu_s"], "paged lists"),
+    ]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.envelope",
+                                     description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="reduced")
+    parser.add_argument("--nodes", type=int, help="override the profile's node count")
+    parser.add_argument("--pods", type=int, help="override the profile's pod count")
+    parser.add_argument("--rate", type=float, help="override the churn, pods/s created (and deleted)")
+    parser.add_argument("--minutes", type=float, help="override the churn's duration")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--output", help="where to write the JSON (default bench/envelope-<profile>.json)")
+    args = parser.parse_args(argv)
+    profile = PROFILES[args.profile]
+    overrides = {k: getattr(args, k) for k in ("nodes", "pods", "rate", "minutes") if getattr(args, k) is not None}
+    profile = replace(profile, **overrides)
+    from bench.__main__ import quiet_logs
+
+    quiet_logs()
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:
+        runner = asyncio.Runner()
+    started = time.perf_counter()
+    with runner:
+        got, details = runner.run(run(profile, seed=args.seed, label=args.profile))
+    print(table(got))
+    print(f"\n(markdown)\n{markdown(got)}\n")
+    output = Path(args.output or HERE / f"envelope-{args.profile}.json")
+    write_json(output, got, quick=args.profile in ("smoke", "tiny"), errors={})
+    doc = json.loads(output.read_text())
+    doc["envelope"] = details
+    output.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"wrote {output}; {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

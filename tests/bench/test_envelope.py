@@ -1,0 +1,58 @@
+"""The envelope benchmark's harness end to end at its tiniest profile (kube-sim and the daemon as processes):
+every figure is produced, and the pieces that compute them give the right answers on known inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench import envelope
+
+
+def test_plan_respects_the_namespace_threshold_and_the_pod_count() -> None:
+    profile = envelope.PROFILES["full"]
+    planned = envelope.plan(profile)
+    per_namespace: dict[str, int] = {}
+    for p in planned:
+        per_namespace[p.namespace] = per_namespace.get(p.namespace, 0) + p.replicas
+    assert max(per_namespace.values()) <= envelope.NAMESPACE_PODS
+    assert sum(per_namespace.values()) + profile.nodes == profile.pods  # the DaemonSet has one pod per node
+    assert {p.replicas for p in planned} >= {250, 30, 5}
+    assert any(p.service for p in planned)
+    assert not all(p.service for p in planned)
+
+
+def test_quantile_interpolates_as_histogram_quantile() -> None:
+    # 100 observations: 90 under 0.1 s, 10 between 0.1 and 1 s.
+    series = [(0.01, 50.0), (0.1, 90.0), (1.0, 100.0), (math.inf, 100.0)]
+    assert envelope.quantile(0.5, series) == pytest.approx(0.01)
+    assert envelope.quantile(0.99, series) == pytest.approx(0.1 + 0.9 * 9 / 10)
+    assert envelope.quantile(0.99, [(0.1, 0.0), (math.inf, 0.0)]) is None
+    assert envelope.quantile(0.99, [(0.1, 0.0), (1.0, 0.0), (math.inf, 5.0)]) == 1.0  # past the last bound
+    before = {'workqueue_queue_duration_seconds_bucket{name="a",le="0.1"}': 5.0,
+              'workqueue_queue_duration_seconds_bucket{name="a",le="+Inf"}': 5.0}
+    after = {'workqueue_queue_duration_seconds_bucket{name="a",le="0.1"}': 5.0,
+             'workqueue_queue_duration_seconds_bucket{name="a",le="+Inf"}': 7.0}
+    assert envelope.queue_p99s(before, after) == {"a": 0.1}  # only what was observed in between counts
+
+
+@pytest.mark.timeout(120)
+async def test_tiny_profile_runs_end_to_end() -> None:
+    figures, details = await envelope.run(envelope.PROFILES["tiny"], label="tiny")
+    names = " | ".join(f.name for f in figures)
+    for part in ("daemon RSS", "daemon CPU, average", "workqueue queue time p99", "initial cache sync, streaming",
+                 "kube-sim peak RSS", "kube-sim CPU"):
+        assert part in names
+    assert all(f.value >= 0 and not math.isnan(f.value) for f in figures)
+    assert details["churn"]["job_pods"] > 0
+    assert details["churn"]["deployment_pods"] > 0
+    assert details["churn"]["errors"] == 0
+    assert details["sync"]["watch-list"]["fallbacks"] == 0
+    assert details["queue_p99_s"]  # queues saw work during the churn
+
+
+def test_share_over_a_bucket_bound_is_exact() -> None:
+    series = [(0.1, 90.0), (1.0, 98.0), (10.0, 100.0), (math.inf, 100.0)]
+    assert envelope.share_over(1.0, series) == pytest.approx(0.02)
+    assert envelope.share_over(0.1, series) == pytest.approx(0.10)
