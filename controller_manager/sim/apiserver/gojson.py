@@ -742,27 +742,34 @@ def _compile(plan: _StructPlan, report: bool) -> _StructWalk:
         emit('                w.strict_error("duplicate field", key)')
     emit("    decoded = {}")
     emit("    path = w.path")
-    emit("    for key, item in value.items():")
-    emit("        i = INDEX.get(key)")
-    emit("        if i is None:")
-    emit('            w.strict_error("unknown field", key)' if report else "            pass")
-    emit("            continue")
-    emit("        before = None")
-    emit("        if old is not None:")
-    emit("            before = old.get(key, OMIT)")
-    same = "(item == before and same_json(item, before))" if report else "item == before"
-    emit(f"            if item is before or {same}:")
-    emit("                decoded[key] = before")
-    emit("                continue")
-    emit("        other = None")
-    emit("        if like is not None:")
-    emit("            other = like.get(key, OMIT)")
-    emit("            if item is other or item == other:")
-    emit("                decoded[key] = other")
-    emit("                continue")
     fields = list(plan.fields.values())
-    if fields:
-        _emit_dispatch(fields, 0, len(fields), "        ", emit, const, report)
+    # Two loops: with nothing to compare against (a create's body, list items) and with old or like.
+    for compared in (False, True):
+        indent = "            "
+        emit("    else:" if compared else "    if old is None and like is None:")
+        if not compared:
+            emit("        before = other = None")
+        emit(f"{indent[4:]}for key, item in value.items():")
+        emit(f"{indent}i = INDEX.get(key)")
+        emit(f"{indent}if i is None:")
+        emit(f'{indent}    w.strict_error("unknown field", key)' if report else f"{indent}    pass")
+        emit(f"{indent}    continue")
+        if compared:
+            emit(f"{indent}before = None")
+            emit(f"{indent}if old is not None:")
+            emit(f"{indent}    before = old.get(key, OMIT)")
+            same = "(item == before and same_json(item, before))" if report else "item == before"
+            emit(f"{indent}    if item is before or {same}:")
+            emit(f"{indent}        decoded[key] = before")
+            emit(f"{indent}        continue")
+            emit(f"{indent}other = None")
+            emit(f"{indent}if like is not None:")
+            emit(f"{indent}    other = like.get(key, OMIT)")
+            emit(f"{indent}    if item is other or item == other:")
+            emit(f"{indent}        decoded[key] = other")
+            emit(f"{indent}        continue")
+        if fields:
+            _emit_dispatch(fields, 0, len(fields), indent, emit, const, report)
     for key, zero in plan.zeros:
         emit(f"    if {key!r} not in decoded:")
         emit(f"        decoded[{key!r}] = {const(zero)}")  # shared: stored objects are never mutated
