@@ -743,33 +743,29 @@ def _compile(plan: _StructPlan, report: bool) -> _StructWalk:
     emit("    decoded = {}")
     emit("    path = w.path")
     fields = list(plan.fields.values())
-    # Two loops: with nothing to compare against (a create's body, list items) and with old or like.
-    for compared in (False, True):
-        indent = "            "
-        emit("    else:" if compared else "    if old is None and like is None:")
-        if not compared:
-            emit("        before = other = None")
-        emit(f"{indent[4:]}for key, item in value.items():")
-        emit(f"{indent}i = INDEX.get(key)")
-        emit(f"{indent}if i is None:")
-        emit(f'{indent}    w.strict_error("unknown field", key)' if report else f"{indent}    pass")
-        emit(f"{indent}    continue")
-        if compared:
-            emit(f"{indent}before = None")
-            emit(f"{indent}if old is not None:")
-            emit(f"{indent}    before = old.get(key, OMIT)")
-            same = "(item == before and same_json(item, before))" if report else "item == before"
-            emit(f"{indent}    if item is before or {same}:")
-            emit(f"{indent}        decoded[key] = before")
-            emit(f"{indent}        continue")
-            emit(f"{indent}other = None")
-            emit(f"{indent}if like is not None:")
-            emit(f"{indent}    other = like.get(key, OMIT)")
-            emit(f"{indent}    if item is other or item == other:")
-            emit(f"{indent}        decoded[key] = other")
-            emit(f"{indent}        continue")
-        if fields:
-            _emit_dispatch(fields, 0, len(fields), indent, emit, const, report)
+    emit("    compared = old is not None or like is not None")
+    emit("    before = other = None")
+    emit("    for key, item in value.items():")
+    emit("        i = INDEX.get(key)")
+    emit("        if i is None:")
+    emit('            w.strict_error("unknown field", key)' if report else "            pass")
+    emit("            continue")
+    emit("        if compared:")  # (not a create's body, nor a list item)
+    emit("            before = None")
+    emit("            if old is not None:")
+    emit("                before = old.get(key, OMIT)")
+    same = "(item == before and same_json(item, before))" if report else "item == before"
+    emit(f"                if item is before or {same}:")
+    emit("                    decoded[key] = before")
+    emit("                    continue")
+    emit("            other = None")
+    emit("            if like is not None:")
+    emit("                other = like.get(key, OMIT)")
+    emit("                if item is other or item == other:")
+    emit("                    decoded[key] = other")
+    emit("                    continue")
+    if fields:
+        _emit_dispatch(fields, 0, len(fields), "        ", emit, const, report)
     for key, zero in plan.zeros:
         emit(f"    if {key!r} not in decoded:")
         emit(f"        decoded[{key!r}] = {const(zero)}")  # shared: stored objects are never mutated
@@ -836,8 +832,9 @@ def _emit_field(fp: _FieldPlan, indent: str, emit: Callable[[str], None], const:
     elif fp.empty == 1:
         emit(f"{indent}if item is not None:")
         emit(f"{indent}    decoded[{key}] = item")
-    elif fp.empty == 2:
-        emit(f"{indent}if item is not None and len(item) != 0:")
+    elif fp.empty == 2 or kind in _INT_RANGES or kind in ("bool", "float64"):
+        # Never None here (null was skipped above): a string, list, map or number, empty when falsy.
+        emit(f"{indent}if item:")
         emit(f"{indent}    decoded[{key}] = item")
     else:
         emit(f"{indent}if not (item is None or item is False or (item == 0 and item is not True)):")
