@@ -329,7 +329,7 @@ class _FieldPlan:
 
 
 class _StructPlan:
-    __slots__ = ("fields", "go", "index", "zeros")
+    __slots__ = ("decode", "fields", "go", "index", "normalize", "walks", "zeros")
 
     def __init__(self, st: Struct) -> None:
         self.go = st.go
@@ -337,6 +337,12 @@ class _StructPlan:
         self.index = {key: i for i, key in enumerate(self.fields)}  # Go's field order
         # The fields written even when absent (not omitempty): most structs have few.
         self.zeros = tuple((key, fp.zero) for key, fp in self.fields.items() if fp.zero is not OMIT)
+        # The struct's walk for decode (reporting unknown fields) and for normalize: interpreted from this
+        # plan until the struct has been walked often enough to be worth compiling (compiling costs about
+        # as much as a hundred walks, and most structs of most kinds are seldom written).
+        self.walks = [0, 0]
+        self.decode: _StructWalk = functools.partial(_warm_up, self, True)
+        self.normalize: _StructWalk = functools.partial(_warm_up, self, False)
 
 
 _PLANS: dict[int, _StructPlan] = {}  # id(Struct) -> plan; structs live as long as the schema cache
@@ -417,7 +423,13 @@ class _Walk:
     def _struct(self, value: dict[str, Any], plan: _StructPlan, old: dict[str, Any] | None,
                 like: dict[str, Any] | None = None) -> dict[str, Any]:
         """``like`` (normalize only): another version already written, e.g. the request body as decoded,
-        consulted after ``old``."""
+        consulted after ``old``. The walk itself is the struct's compiled one (see :func:`_compile`)."""
+        return (plan.decode if self.report else plan.normalize)(self, value, old, like)
+
+    def interpret(self, value: dict[str, Any], plan: _StructPlan, old: dict[str, Any] | None,
+                  like: dict[str, Any] | None) -> dict[str, Any]:
+        """A struct's walk read from its plan, field by field: what its compiled walk does (see
+        :func:`_compile`), for the structs walked too seldom to be worth compiling."""
         fields = plan.fields
         if isinstance(value, _DuplicateKeys):
             for key in value.duplicates:
@@ -530,6 +542,7 @@ class _Walk:
         elem_go = _elem_go_type(go_type, elem)
         struct_name = self.struct_name
         path = self.path
+        sub = _plan(elem.struct) if elem.kind == "struct" else None  # items read straight by its walk
         out: list[Any] = []
         for i, item in enumerate(value):
             if item is None and nullable:
@@ -542,7 +555,11 @@ class _Walk:
                 continue
             path.append(i)
             self.struct_name = struct_name
-            out.append(self.value(_null_to_zero(item, elem), elem, elem_go, before))
+            if sub is not None and type(item) is dict:
+                out.append((sub.decode if self.report else sub.normalize)(
+                    self, item, before if isinstance(before, dict) else None, None))
+            else:
+                out.append(self.value(_null_to_zero(item, elem), elem, elem_go, before))
             path.pop()
         return out
 
@@ -672,6 +689,156 @@ def _elem_go_type_of(go_type: str, elem: Type) -> str:
         parts = elem.name.rsplit(".", 2)
         return f"{parts[-2]}.{parts[-1]}"
     return {"quantity": "resource.Quantity", "bytes": "[]uint8"}.get(elem.kind, elem.kind)
+
+
+# --- the compiled walk of a struct ------------------------------------------------------------------------
+#
+# A struct's walk is Python source generated from its plan once (per mode: decode reports unknown and
+# duplicate fields, normalize drops them), so a body's walk runs straight-line code per field: the field's own
+# type check, empty test and zero value are constants in it, where a generic loop would look them up and
+# branch on the field's kind for every value. What is not the common case of a field (a value of an
+# unexpected type, a list, a map of non-strings, a custom type) goes to :meth:`_Walk.value`, with the path
+# kept exactly as a generic walk keeps it, so errors and strict reports read the same.
+
+_StructWalk = Callable[["_Walk", dict[str, Any], "dict[str, Any] | None", "dict[str, Any] | None"], dict[str, Any]]
+
+# Custom kinds whose conversion needs no path (their errors name no field): called directly.
+_DIRECT_CUSTOM = frozenset({"time", "microtime", "duration", "quantity", "intorstring"})
+_PASS_THROUGH = frozenset({"any", "raw", "fieldsv1"})
+
+
+_COMPILE_AFTER = 32  # walks of a struct in one mode
+
+
+def _warm_up(plan: _StructPlan, report: bool, walk: _Walk, value: dict[str, Any], old: dict[str, Any] | None,
+             like: dict[str, Any] | None) -> dict[str, Any]:
+    """A struct's walk before it is compiled: interpreted, counted, and compiled once walked often."""
+    plan.walks[report] += 1
+    if plan.walks[report] < _COMPILE_AFTER:
+        return walk.interpret(value, plan, old, like)
+    compiled = _compile(plan, report)
+    if report:
+        plan.decode = compiled
+    else:
+        plan.normalize = compiled
+    return compiled(walk, value, old, like)
+
+
+def _compile(plan: _StructPlan, report: bool) -> _StructWalk:
+    consts: dict[str, Any] = {"OMIT": OMIT, "DUPLICATES": _DuplicateKeys, "same_json": _same_json,
+                              "INDEX": plan.index, "GO": plan.go}
+
+    def const(value: Any) -> str:
+        name = f"c{len(consts)}"
+        consts[name] = value
+        return name
+
+    lines = ["def walk(w, value, old, like):"]
+    emit = lines.append
+    if report:
+        emit("    if type(value) is not dict and isinstance(value, DUPLICATES):")
+        emit("        for key in value.duplicates:")
+        emit("            if key in INDEX:")
+        emit('                w.strict_error("duplicate field", key)')
+    emit("    decoded = {}")
+    emit("    path = w.path")
+    fields = list(plan.fields.values())
+    emit("    compared = old is not None or like is not None")
+    emit("    before = other = None")
+    emit("    for key, item in value.items():")
+    emit("        i = INDEX.get(key)")
+    emit("        if i is None:")
+    emit('            w.strict_error("unknown field", key)' if report else "            pass")
+    emit("            continue")
+    emit("        if compared:")  # (not a create's body, nor a list item)
+    emit("            before = None")
+    emit("            if old is not None:")
+    emit("                before = old.get(key, OMIT)")
+    same = "(item == before and same_json(item, before))" if report else "item == before"
+    emit(f"                if item is before or {same}:")
+    emit("                    decoded[key] = before")
+    emit("                    continue")
+    emit("            other = None")
+    emit("            if like is not None:")
+    emit("                other = like.get(key, OMIT)")
+    emit("                if item is other or item == other:")
+    emit("                    decoded[key] = other")
+    emit("                    continue")
+    if fields:
+        _emit_dispatch(fields, 0, len(fields), "        ", emit, const, report)
+    for key, zero in plan.zeros:
+        emit(f"    if {key!r} not in decoded:")
+        emit(f"        decoded[{key!r}] = {const(zero)}")  # shared: stored objects are never mutated
+    emit("    keys = list(decoded)")
+    emit("    ordered = sorted(keys, key=INDEX.__getitem__)")
+    emit("    return decoded if ordered == keys else {key: decoded[key] for key in ordered}")
+    namespace = dict(consts)
+    exec(compile("\n".join(lines), f"<gojson walk of {plan.go}>", "exec"), namespace)
+    walker: _StructWalk = namespace["walk"]
+    return walker
+
+
+def _emit_dispatch(fields: list[_FieldPlan], lo: int, hi: int, indent: str, emit: Callable[[str], None],
+                   const: Callable[[Any], str], report: bool) -> None:
+    """Branch on the field's index (a binary tree of comparisons) to each field's own code."""
+    if hi - lo == 1:
+        _emit_field(fields[lo], indent, emit, const, report)
+        return
+    mid = (lo + hi) // 2
+    emit(f"{indent}if i < {mid}:")
+    _emit_dispatch(fields, lo, mid, indent + "    ", emit, const, report)
+    emit(f"{indent}else:")
+    _emit_dispatch(fields, mid, hi, indent + "    ", emit, const, report)
+
+
+def _emit_field(fp: _FieldPlan, indent: str, emit: Callable[[str], None], const: Callable[[Any], str],
+                report: bool) -> None:
+    """One field's code: ``item`` (the body's value, not equal to ``old``'s or ``like``'s) into ``decoded``."""
+    key = repr(fp.key)
+    kind = fp.kind
+    if not fp.null_aware:
+        emit(f"{indent}if item is None:")
+        emit(f"{indent}    continue")  # null leaves the field at its zero value
+    generic = (f"path.append({key}); w.struct_name = GO; "
+               f"item = w.value(item, {const(fp.type)}, {const(fp.go_type)}, "
+               "before if isinstance(before, (dict, list)) else None); path.pop()")
+    if kind == "struct":
+        sub = const(_plan(fp.type.struct))  # (a plan compiles on its first walk: recursive types end)
+        walk = "decode" if report else "normalize"
+        emit(f"{indent}if type(item) is dict:")
+        emit(f"{indent}    path.append({key}); w.struct_name = GO")
+        emit(f"{indent}    item = {sub}.{walk}(w, item, before if isinstance(before, dict) else None, "
+             "other if isinstance(other, dict) else None)")
+        emit(f"{indent}    path.pop()")
+        emit(f"{indent}else:")
+        emit(f"{indent}    {generic}")
+    elif kind in ("string", "bool"):
+        emit(f"{indent}if type(item) is not {kind if kind == 'bool' else 'str'}:")
+        emit(f"{indent}    {generic}")
+    elif kind in _INT_RANGES:
+        emit(f"{indent}if type(item) is not int or not {fp.lo} <= item <= {fp.hi}:")
+        emit(f"{indent}    {generic}")
+    elif kind == "map" and fp.type.elem is not None and fp.type.elem.kind == "string":
+        emit(f"{indent}if type(item) is not dict or not all(type(v) is str for v in item.values()):")
+        emit(f"{indent}    {generic}")
+    elif kind in _DIRECT_CUSTOM:
+        emit(f"{indent}item = {const(_CUSTOM[kind])}(item)")
+    elif kind in _PASS_THROUGH:
+        pass
+    else:
+        emit(f"{indent}{generic}")
+    if fp.empty == 0:
+        emit(f"{indent}decoded[{key}] = item")
+    elif fp.empty == 1:
+        emit(f"{indent}if item is not None:")
+        emit(f"{indent}    decoded[{key}] = item")
+    elif fp.empty == 2 or kind in _INT_RANGES or kind in ("bool", "float64"):
+        # Never None here (null was skipped above): a string, list, map or number, empty when falsy.
+        emit(f"{indent}if item:")
+        emit(f"{indent}    decoded[{key}] = item")
+    else:
+        emit(f"{indent}if not (item is None or item is False or (item == 0 and item is not True)):")
+        emit(f"{indent}    decoded[{key}] = item")
 
 
 def decode(body: Any, st: Struct, go_name: str, old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:

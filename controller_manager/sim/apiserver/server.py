@@ -580,7 +580,13 @@ class ApiServer:
             # The status strategy replaces everything but status and metadata with the stored values before
             # anything reads them: the defaults of the spec sent would be thrown away.
             obj = {k: v for k, v in obj.items() if k in _STATUS_WRITE_KEEPS}
-        obj = defaults.apply_defaults(res, obj)
+            if not typed:
+                obj = defaults.apply_defaults(res, obj)  # (a private copy: the caller keeps its dict)
+            # else the body this request decoded, which nobody else holds, and whose parts nothing below edits
+            # in place (the status strategy, validation and admission build new dicts): defaulting would only
+            # copy it and add a spec to discard.
+        else:
+            obj = defaults.apply_defaults(res, obj)
         old = existing.obj
         stored_res = kind.storage(res)
         if self.webhook_point is not None:
