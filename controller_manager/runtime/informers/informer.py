@@ -77,8 +77,10 @@ class SharedInformer:
         indexers: Mapping[str, IndexFunc] | None = None,
         resync_period: float = 0.0,
         rng: random.Random | None = None,
+        label_selector: str | None = None,
     ) -> None:
         self.resource = res
+        self.label_selector = label_selector
         self.metadata_only = metadata_only
         self._name = resource_name(res) + (":metadata" if metadata_only else "")
         self.transform: Transform = transform or default_transform
@@ -102,7 +104,7 @@ class SharedInformer:
         self._reflector = Reflector(
             client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng,
             decode=wire.decode if wire is not None else None,
-            decode_list=wire.decode_list if wire is not None else None,
+            decode_list=wire.decode_list if wire is not None else None, label_selector=label_selector,
         )
         metrics.track(self)
 

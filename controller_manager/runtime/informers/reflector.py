@@ -58,6 +58,7 @@ class ListWatchClient(Protocol):
         *,
         metadata_only: bool = False,
         decode: Callable[[bytes], dict[str, Any]] | None = None,
+        label_selector: str | None = None,
     ) -> tuple[list[dict[str, Any]], str]: ...
 
     def watch(
@@ -70,6 +71,7 @@ class ListWatchClient(Protocol):
         timeout_seconds: int | None = None,
         metadata_only: bool = False,
         decode: Callable[[bytes | memoryview], tuple[str, Any]] | None = None,
+        label_selector: str | None = None,
     ) -> AsyncIterator[WatchEventLike]: ...
 
 
@@ -148,8 +150,12 @@ class Reflector:
         rng: random.Random | None = None,
         decode: Callable[[bytes | memoryview], tuple[str, Any]] | None = None,
         decode_list: Callable[[bytes], dict[str, Any]] | None = None,
+        label_selector: str | None = None,
     ) -> None:
         self._client = client
+        # Only objects matching it are listed and watched (a shard's own objects); an object that stops
+        # matching arrives as DELETED, one that starts matching as ADDED. Passed to the client only when set.
+        self._selector: dict[str, str] = {"label_selector": label_selector} if label_selector else {}
         # Watch lines and list pages decoded straight into the sink's cached form (the sink is told, so it does
         # not transform them again).
         self._decode = decode
@@ -189,7 +195,7 @@ class Reflector:
         metrics.LISTS.labels(self.name).inc()
         try:
             items, rv = await self._client.list_all(self._res, metadata_only=self._metadata_only,
-                                                    decode=self._decode_list)
+                                                    decode=self._decode_list, **self._selector)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -229,6 +235,7 @@ class Reflector:
                 timeout_seconds=timeout,
                 metadata_only=self._metadata_only,
                 decode=self._decode,
+                **self._selector,
             )
             async for event in stream:
                 received += 1

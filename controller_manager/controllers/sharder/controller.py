@@ -1,0 +1,233 @@
+"""The sharder: runs on the leader, assigns every root object to a live shard member and moves it safely.
+
+Not one of kube-controller-manager's controllers (``--controllers`` does not list it): the manager starts it
+with the leader's controllers when ``--sharding=true``. Its queue holds ``ring`` (re-judge membership) and
+``<plural>|<namespace>/<name>`` of root objects (``runtime.sharding.kinds``); its informers are the shard Leases
+and metadata-only informers of the root kinds.
+
+Guarantees:
+- Membership: the live members are the ring's Leases judged by ``MembershipTracker`` on this process's
+  clock. An expired member is fenced first: the sharder writes its own identity into that member's Lease
+  (an update carrying the resourceVersion it judged, so a renewal that raced it wins and the member stays),
+  after which the member can never renew it (it exits) and has been refusing writes since its renew deadline.
+  Only then, or for a Lease released on a clean stop, is the member dead and are its objects moved.
+- Assignment: a root's shard is ``HashRing(live).owner("<namespace>/<name>")``. A root without a shard, or
+  whose shard is dead, is assigned at once. A root whose shard is live but no longer its owner in the ring is
+  marked with the drain label; its member acknowledges by removing both labels (after its syncs of the root
+  stopped and its expectations were forgotten); the root is then unassigned and assigned like a new one.
+- Assigning relabels the root's dependents first (read fresh from the API server, not a cache, so nothing the
+  previous member created is missed), deepest first, then the root, with the hand-over annotation naming the
+  last dependent resourceVersion per kind: the new member syncs nothing of the root before its informers
+  have caught up to them.
+- Metrics: ``sharding_members{ring}``, ``sharding_objects{ring,shard}`` (roots labelled per member),
+  ``sharding_handovers_total{ring,reason}`` (``assign``: a new or unassigned root; ``drain``: a drain started;
+  ``dead``: moved from a dead member).
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from prometheus_client import Counter, Gauge
+
+from controller_manager.api.meta import key_of, meta, split_key
+from controller_manager.api.resources import LEASES, Resource
+from controller_manager.client import ApiError, Conflict
+from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.informers import Deleted, Event, Updated
+from controller_manager.runtime.sharding.kinds import (
+    DEPENDENT_KINDS,
+    ROOT_KINDS,
+    format_handover,
+    hash_key,
+    is_root,
+)
+from controller_manager.runtime.sharding.membership import (
+    HANDOVER_ANNOTATION,
+    RING_LABEL,
+    SHARDER_IDENTITY,
+    MembershipTracker,
+    MemberState,
+    drain_label,
+    shard_label,
+)
+from controller_manager.runtime.sharding.ring import HashRing
+
+Obj = Mapping[str, Any]
+RING_KEY = "ring"
+MAX_DEPTH = 4
+
+MEMBERS = Gauge("sharding_members", "Live shard members in the ring, as the sharder sees them.", ["ring"])
+OBJECTS = Gauge("sharding_objects", "Root objects labelled with each shard member.", ["ring", "shard"])
+HANDOVERS = Counter("sharding_handovers_total",
+                    "Roots assigned to a member: reason assign (new or unassigned), drain (a drain started), "
+                    "dead (moved from a dead member).", ["ring", "reason"])
+
+
+class Sharder(Controller):
+    name: ClassVar[str] = "sharder"
+    alias: ClassVar[str] = "sharder"
+    default_workers: ClassVar[int] = 5
+    workers_option: ClassVar[str | None] = "sharding-sharder-workers"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        options = ctx.options
+        self.ring_name = str(options.get("sharding_ring_name") or "")
+        self.namespace = str(options.get("leader_elect_resource_namespace") or "kube-system")
+        self.label = shard_label(self.ring_name)
+        self.drain = drain_label(self.ring_name)
+        self.tracker = MembershipTracker(self.ring_name)
+        self.ring = HashRing(())
+        self.leases = ctx.informers.informer(LEASES)
+        self.leases.add_handler(self._on_lease)
+        self.roots = {res.plural: ctx.informers.informer(res, metadata_only=True) for res in ROOT_KINDS}
+        self._kinds = {res.plural: res for res in ROOT_KINDS}
+        for plural, informer in self.roots.items():
+            informer.add_handler(self._root_handler(plural))
+        self._known: dict[str, str] = {}  # shard label value -> gauge child made, to zero gone members
+        MEMBERS.labels(self.ring_name).set(0)
+
+    # -- handlers -----------------------------------------------------------------------------------------
+
+    def _on_lease(self, event: Event) -> None:
+        obj = event.new if isinstance(event, Updated) else event.obj
+        if ((meta(obj).get("labels") or {}).get(RING_LABEL)) != self.ring_name:
+            return
+        if isinstance(event, Deleted):
+            self.tracker.forget(str(meta(obj).get("name") or ""))
+        else:
+            self.tracker.observe(obj, self.ctx.clock.monotonic())
+        self.queue.add(RING_KEY)
+
+    def _root_handler(self, plural: str) -> Callable[[Event], None]:
+        return lambda event: self._on_root(plural, event)
+
+    def _on_root(self, plural: str, event: Event) -> None:
+        if isinstance(event, Deleted):
+            return
+        obj = event.new if isinstance(event, Updated) else event.obj
+        if (isinstance(event, Updated) and event.old is not event.new
+                and (meta(event.old).get("labels") or {}) == (meta(obj).get("labels") or {})
+                and meta(event.old).get("ownerReferences") == meta(obj).get("ownerReferences")):
+            return  # a spec or status change: the assignment cannot have changed
+        self.queue.add(f"{plural}|{key_of(obj)}")
+
+    # -- sync -------------------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> Result | None:
+        if key == RING_KEY:
+            return await self._sync_ring()
+        plural, _, obj_key = key.partition("|")
+        return await self._sync_root(self._kinds[plural], obj_key)
+
+    async def _sync_ring(self) -> Result | None:
+        now = self.ctx.clock.monotonic()
+        for member in self.tracker.expired(now):
+            await self._fence(member)
+        live = self.tracker.live(self.ctx.clock.monotonic())
+        MEMBERS.labels(self.ring_name).set(len(live))
+        if live != self.ring.members:
+            self.log.info("shard ring changed", ring=self.ring_name, members=sorted(live),
+                          joined=sorted(live - self.ring.members), left=sorted(self.ring.members - live))
+            self.ring = HashRing(live)
+            for plural, informer in self.roots.items():
+                for obj_key in list(informer.store.keys()):
+                    self.queue.add(f"{plural}|{obj_key}")
+        self._count_objects()
+        wait = self.tracker.next_change(self.ctx.clock.monotonic())
+        return Result(requeue_after=wait + 0.05) if wait is not None else None
+
+    async def _fence(self, member: str) -> None:
+        lease = self.leases.store.get(f"{self.namespace}/{member}")
+        if lease is None:
+            return
+        spec = {**(lease.get("spec") or {}), "holderIdentity": SHARDER_IDENTITY}
+        try:
+            updated = await self.ctx.client.update(LEASES, {**lease, "spec": spec})
+        except Conflict:
+            return  # it renewed (or someone wrote) since we judged it: judged again on that event
+        self.tracker.observe(updated, self.ctx.clock.monotonic())
+        self.log.info("shard member expired: its Lease is now the sharder's, its objects move", member=member)
+
+    def _count_objects(self) -> None:
+        counts: Tally[str] = Tally()
+        for res in ROOT_KINDS:
+            for obj in self.roots[res.plural].store.list():
+                shard = (meta(obj).get("labels") or {}).get(self.label)
+                if shard and is_root(res, obj):
+                    counts[shard] += 1
+        for shard in set(self._known) | set(counts):
+            OBJECTS.labels(self.ring_name, shard).set(counts.get(shard, 0))
+            self._known[shard] = shard
+
+    async def _sync_root(self, res: Resource, key: str) -> Result | None:
+        obj = self.roots[res.plural].store.get(key)
+        if obj is None or not is_root(res, obj) or meta(obj).get("deletionTimestamp"):
+            return None
+        desired = self.ring.owner(hash_key(obj))
+        if desired is None:
+            return None  # no live member: nobody to give it to
+        labels = meta(obj).get("labels") or {}
+        current = labels.get(self.label) or None
+        draining = self.drain in labels
+        if current == desired and not draining:
+            return None
+        state = self.tracker.state(current, self.ctx.clock.monotonic()) if current else MemberState.DEAD
+        if current is not None and state is MemberState.READY:
+            if not draining:
+                namespace, name = split_key(key)
+                await self.ctx.client.patch(res, name, {"metadata": {"labels": {self.drain: "true"}}}, namespace)
+                HANDOVERS.labels(self.ring_name, "drain").inc()
+                self.log.info("draining root for its new shard", root=f"{res.plural}/{key}", shard=current,
+                              to=desired)
+            return None  # its member acknowledges by removing both labels; that event brings it back
+        if current is not None and state is MemberState.EXPIRED:
+            return Result(requeue_after=1.0)  # fenced by the ring sync first
+        await self._assign(res, obj, desired)
+        HANDOVERS.labels(self.ring_name, "dead" if current is not None else "assign").inc()
+        return None
+
+    async def _assign(self, res: Resource, root: Obj, member: str) -> None:
+        namespace = str(meta(root).get("namespace") or "")
+        children: dict[str, list[tuple[Resource, dict[str, Any]]]] = {}
+        for kind in DEPENDENT_KINDS:
+            items, _ = await self.ctx.client.list_all(kind, namespace, metadata_only=True)
+            for item in items:
+                for ref in meta(item).get("ownerReferences") or ():
+                    if ref.get("controller") is True:
+                        children.setdefault(str(ref.get("uid") or ""), []).append((kind, item))
+        # The subtree, level by level; relabelled deepest level first.
+        levels: list[list[tuple[Resource, dict[str, Any]]]] = []
+        frontier = [str(meta(root).get("uid") or "")]
+        for _ in range(MAX_DEPTH):
+            level = [child for uid in frontier for child in children.get(uid, ())]
+            if not level:
+                break
+            levels.append(level)
+            frontier = [str(meta(obj).get("uid") or "") for _, obj in level]
+        handover: dict[str, int] = {}
+        relabel = {"metadata": {"labels": {self.label: member, self.drain: None}}}
+        for level in reversed(levels):
+            for kind, obj in level:
+                if (meta(obj).get("labels") or {}).get(self.label) == member:
+                    continue
+                try:
+                    written = await self.ctx.client.patch(kind, str(meta(obj).get("name")), relabel, namespace)
+                except ApiError as err:
+                    if err.status == 404:
+                        continue  # deleted meanwhile
+                    raise
+                rv = str(meta(written).get("resourceVersion") or "")
+                if rv.isdigit():
+                    handover[kind.plural] = max(handover.get(kind.plural, 0), int(rv))
+        patch: dict[str, Any] = {"metadata": {
+            "resourceVersion": meta(root).get("resourceVersion"),  # nobody moved it meanwhile
+            "labels": {self.label: member, self.drain: None},
+            "annotations": {HANDOVER_ANNOTATION: format_handover(handover) if handover else None},
+        }}
+        await self.ctx.client.patch(res, str(meta(root).get("name")), patch, namespace)
+        self.log.info("assigned root to shard", root=f"{res.plural}/{key_of(root)}", shard=member,
+                      dependents=sum(len(level) for level in levels))
