@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint test test-fast test-image demo image bench bench-quick chaos chaos-quick clean
+.PHONY: install lint test test-fast test-image demo image bench bench-quick chaos chaos-quick clean test-sharding
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: $(STAMP)
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not image and not chaos"
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not image and not chaos and not sharding"
 
 # The Dockerfile's image built (buildah) and run (podman) against kube-sim: ~9 minutes from an empty image
 # store, so not part of `make test`. Needs root and Debian (installs buildah, podman, runc, debootstrap).
@@ -56,3 +56,8 @@ chaos-quick: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist *.egg-info chaos-run
+
+# Sharding end to end (tests/e2e/test_sharding.py): kube-sim and four replicas with --sharding=true (spread,
+# SIGKILL hand-over, join by draining, no duplicate pod); about a minute, so outside `make test`.
+test-sharding: $(STAMP)
+	$(BIN)/pytest -m sharding tests/e2e/test_sharding.py
