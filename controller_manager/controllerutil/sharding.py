@@ -16,7 +16,8 @@ Guarantees:
   happen, later); a dependent of a root handed away is never synced here again while it stays cached.
 - Drain: when a root of this member is marked to drain, no new sync of its subtree starts; once every sync of
   it in flight has finished, the expectations the controllers hold for its subtree are forgotten and the root's
-  shard and drain labels are removed (the acknowledgement the sharder waits for). The duration is observed.
+  shard and drain labels are removed, and it is annotated with this member's name (the acknowledgement the
+  sharder waits for; it finds the dependents to relabel by that name). The duration is observed.
 - What controllers create inherits the owner's shard label: :func:`inherit_shard_labels`, called by the
   template-to-object helpers (``pod_from_template``, and where ReplicaSets, Jobs and ControllerRevisions are
   built), so no second write is ever needed for them.
@@ -28,7 +29,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import Gauge, Histogram
 
@@ -53,6 +54,7 @@ from controller_manager.runtime.sharding.kinds import (
 )
 from controller_manager.runtime.sharding.membership import (
     HANDOVER_ANNOTATION,
+    PREVIOUS_ANNOTATION,
     SHARD_LABEL_PREFIX,
     drain_label,
     shard_label,
@@ -94,10 +96,6 @@ class Verdict(Enum):
     ALLOW = "allow"
     WAIT = "wait"  # not this member's now (draining, not yet caught up, handed away)
     OWNER_MISSING = "owner-missing"  # a sharded owner is not cached (still arriving, or deleted)
-
-
-class HoldsExpectations(Protocol):
-    def delete_expectations(self, key: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +265,8 @@ class ShardGate:
             self._forget_expectations(root)
             self._released[uid] = self._clock.monotonic()
             namespace, name = str(meta(root).get("namespace") or ""), str(meta(root).get("name") or "")
-            patch = {"metadata": {"labels": {self.label: None, self.drain: None}}}
+            patch = {"metadata": {"labels": {self.label: None, self.drain: None},
+                                  "annotations": {PREVIOUS_ANNOTATION: self.member}}}
             delay = 0.05
             while True:
                 current = store.store.get(key) if store is not None else None

@@ -15,10 +15,12 @@ Guarantees:
   whose shard is dead, is assigned at once. A root whose shard is live but no longer its owner in the ring is
   marked with the drain label; its member acknowledges by removing both labels (after its syncs of the root
   stopped and its expectations were forgotten); the root is then unassigned and assigned like a new one.
-- Assigning relabels the root's dependents first (read fresh from the API server, not a cache, so nothing the
-  previous member created is missed), deepest first, then the root, with the hand-over annotation naming the
-  last dependent resourceVersion per kind: the new member syncs nothing of the root before its informers
-  have caught up to them.
+- Assigning relabels the root's dependents first, deepest first, then the root, with the hand-over annotation
+  naming the last dependent resourceVersion per kind: the new member syncs nothing of the root before its
+  informers have caught up to them. A root that had a member (dead, or it acknowledged a drain and named
+  itself in :data:`PREVIOUS_ANNOTATION`) has its dependents read fresh from the API server by that member's
+  label, so nothing it created just before is missed; a root that never had one (new, or from before
+  sharding) has no member creating dependents, and they are found in this process's caches.
 - Metrics: ``sharding_members{ring}``, ``sharding_objects{ring,shard}`` (roots labelled per member),
   ``sharding_handovers_total{ring,reason}`` (``assign``: a new or unassigned root; ``drain``: a drain started;
   ``dead``: moved from a dead member).
@@ -32,11 +34,11 @@ from typing import Any, ClassVar
 
 from prometheus_client import Counter, Gauge
 
-from controller_manager.api.meta import key_of, meta, split_key
+from controller_manager.api.meta import controller_ref, key_of, meta, split_key
 from controller_manager.api.resources import LEASES, Resource
 from controller_manager.client import ApiError, Conflict
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.informers import Deleted, Event, Updated
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Deleted, Event, Updated
 from controller_manager.runtime.sharding.kinds import (
     DEPENDENT_KINDS,
     ROOT_KINDS,
@@ -46,6 +48,7 @@ from controller_manager.runtime.sharding.kinds import (
 )
 from controller_manager.runtime.sharding.membership import (
     HANDOVER_ANNOTATION,
+    PREVIOUS_ANNOTATION,
     RING_LABEL,
     SHARDER_IDENTITY,
     MembershipTracker,
@@ -57,6 +60,7 @@ from controller_manager.runtime.sharding.ring import HashRing
 
 Obj = Mapping[str, Any]
 RING_KEY = "ring"
+COUNT_PERIOD = 5.0  # seconds between counts of the roots per shard (renewals trigger a ring sync each)
 MAX_DEPTH = 4
 
 MEMBERS = Gauge("sharding_members", "Live shard members in the ring, as the sharder sees them.", ["ring"])
@@ -84,6 +88,11 @@ class Sharder(Controller):
         self.leases = ctx.informers.informer(LEASES)
         self.leases.add_handler(self._on_lease)
         self.roots = {res.plural: ctx.informers.informer(res, metadata_only=True) for res in ROOT_KINDS}
+        # Dependents of never-assigned roots are looked up here: a full informer another controller of the leader
+        # runs (pods: podgc, the endpoint controllers) is shared, as the garbage collector shares them.
+        self.dependents = {res.plural: ctx.informers.existing(res) or ctx.informers.informer(res, metadata_only=True)
+                           for res in DEPENDENT_KINDS}
+        self._counted_at = float("-inf")
         self._kinds = {res.plural: res for res in ROOT_KINDS}
         for plural, informer in self.roots.items():
             informer.add_handler(self._root_handler(plural))
@@ -136,7 +145,9 @@ class Sharder(Controller):
             for plural, informer in self.roots.items():
                 for obj_key in list(informer.store.keys()):
                     self.queue.add(f"{plural}|{obj_key}")
-        self._count_objects()
+            self._count_objects()
+        elif self.ctx.clock.monotonic() - self._counted_at >= COUNT_PERIOD:
+            self._count_objects()
         wait = self.tracker.next_change(self.ctx.clock.monotonic())
         return Result(requeue_after=wait + 0.05) if wait is not None else None
 
@@ -153,6 +164,7 @@ class Sharder(Controller):
         self.log.info("shard member expired: its Lease is now the sharder's, its objects move", member=member)
 
     def _count_objects(self) -> None:
+        self._counted_at = self.ctx.clock.monotonic()
         counts: Tally[str] = Tally()
         for res in ROOT_KINDS:
             for obj in self.roots[res.plural].store.list():
@@ -186,36 +198,20 @@ class Sharder(Controller):
             return None  # its member acknowledges by removing both labels; that event brings it back
         if current is not None and state is MemberState.EXPIRED:
             return Result(requeue_after=1.0)  # fenced by the ring sync first
-        await self._assign(res, obj, desired)
+        previous = current or (meta(obj).get("annotations") or {}).get(PREVIOUS_ANNOTATION) or None
+        await self._assign(res, obj, desired, previous)
         HANDOVERS.labels(self.ring_name, "dead" if current is not None else "assign").inc()
         return None
 
-    async def _assign(self, res: Resource, root: Obj, member: str) -> None:
+    async def _assign(self, res: Resource, root: Obj, member: str, previous: str | None) -> None:
         namespace = str(meta(root).get("namespace") or "")
-        children: dict[str, list[tuple[Resource, dict[str, Any]]]] = {}
-        for kind in DEPENDENT_KINDS:
-            items, _ = await self.ctx.client.list_all(kind, namespace, metadata_only=True)
-            for item in items:
-                for ref in meta(item).get("ownerReferences") or ():
-                    if ref.get("controller") is True:
-                        children.setdefault(str(ref.get("uid") or ""), []).append((kind, item))
-        # The subtree, level by level; relabelled deepest level first.
-        levels: list[list[tuple[Resource, dict[str, Any]]]] = []
-        frontier = [str(meta(root).get("uid") or "")]
-        for _ in range(MAX_DEPTH):
-            level = [child for uid in frontier for child in children.get(uid, ())]
-            if not level:
-                break
-            levels.append(level)
-            frontier = [str(meta(obj).get("uid") or "") for _, obj in level]
+        levels = await self._subtree(root, namespace, previous)
         handover: dict[str, int] = {}
         relabel = {"metadata": {"labels": {self.label: member, self.drain: None}}}
         for level in reversed(levels):
-            for kind, obj in level:
-                if (meta(obj).get("labels") or {}).get(self.label) == member:
-                    continue
+            for kind, name in level:
                 try:
-                    written = await self.ctx.client.patch(kind, str(meta(obj).get("name")), relabel, namespace)
+                    written = await self.ctx.client.patch(kind, name, relabel, namespace)
                 except ApiError as err:
                     if err.status == 404:
                         continue  # deleted meanwhile
@@ -226,8 +222,38 @@ class Sharder(Controller):
         patch: dict[str, Any] = {"metadata": {
             "resourceVersion": meta(root).get("resourceVersion"),  # nobody moved it meanwhile
             "labels": {self.label: member, self.drain: None},
-            "annotations": {HANDOVER_ANNOTATION: format_handover(handover) if handover else None},
+            "annotations": {HANDOVER_ANNOTATION: format_handover(handover) if handover else None,
+                            PREVIOUS_ANNOTATION: None},
         }}
         await self.ctx.client.patch(res, str(meta(root).get("name")), patch, namespace)
-        self.log.info("assigned root to shard", root=f"{res.plural}/{key_of(root)}", shard=member,
+        self.log.info("assigned root to shard", root=f"{res.plural}/{key_of(root)}", shard=member, previous=previous,
                       dependents=sum(len(level) for level in levels))
+
+    async def _subtree(self, root: Obj, namespace: str, previous: str | None) -> list[list[tuple[Resource, str]]]:
+        """The root's dependents level by level (kind, name): read from the API server by the previous member's
+        label when there was one, else from the caches."""
+        children: dict[str, list[tuple[Resource, Obj]]] = {}
+        if previous is not None:
+            for kind in DEPENDENT_KINDS:
+                items, _ = await self.ctx.client.list_all(kind, namespace, metadata_only=True,
+                                                          label_selector=f"{self.label}={previous}")
+                for item in items:
+                    ref = controller_ref(item)
+                    if ref is not None:
+                        children.setdefault(str(ref.get("uid") or ""), []).append((kind, item))
+        levels: list[list[tuple[Resource, str]]] = []
+        frontier = [str(meta(root).get("uid") or "")]
+        for _ in range(MAX_DEPTH):
+            level: list[tuple[Resource, Obj]] = []
+            for uid in frontier:
+                if previous is not None:
+                    level.extend(children.get(uid, ()))
+                else:
+                    for kind in DEPENDENT_KINDS:
+                        level.extend((kind, obj) for obj in self.dependents[kind.plural].store.by_index(
+                            CONTROLLER_UID_INDEX, uid) if meta(obj).get("namespace") == namespace)
+            if not level:
+                break
+            levels.append([(kind, str(meta(obj).get("name"))) for kind, obj in level])
+            frontier = [str(meta(obj).get("uid") or "") for _, obj in level]
+        return levels

@@ -9,6 +9,8 @@ Label and annotation keys (``<ring>`` is ``--sharding-ring-name``, by default th
 - ``sharding.controller-manager.io/handover: "<plural>=<resourceVersion>,..."`` on a root, written with its
   new shard label: the resourceVersions of the last relabelled dependents per kind, which the new owner's
   informers must have reached before it syncs anything of that root.
+- ``sharding.controller-manager.io/previous-shard: <member>`` on a root, written by the member acknowledging its
+  drain: the sharder finds the dependents to relabel by that member's label.
 
 Liveness (:class:`MembershipTracker`) is judged as leader election judges another holder: a member is live
 while its Lease names itself and its record has changed within ``leaseDurationSeconds`` on the *observer's*
@@ -35,6 +37,7 @@ RING_LABEL = "controller-manager.io/ring"
 SHARD_LABEL_PREFIX = "shard.controller-manager.io/"
 DRAIN_LABEL_PREFIX = "drain.controller-manager.io/"
 HANDOVER_ANNOTATION = "sharding.controller-manager.io/handover"
+PREVIOUS_ANNOTATION = "sharding.controller-manager.io/previous-shard"  # written by a drain's acknowledgement
 SHARDER_IDENTITY = "controller-manager.io/sharder"  # written into an expired member's Lease to fence it
 MEMBER_NAME_MAX = 63  # a label value
 
