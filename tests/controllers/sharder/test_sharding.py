@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import DEPLOYMENTS, LEASES, REPLICASETS
 from controller_manager.client import ApiClient
@@ -103,6 +104,10 @@ def _log(name: str) -> Any:
     import structlog
 
     return structlog.get_logger("test.sharding").bind(member=name)
+
+
+def _sample(metric: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(metric, {"ring": RING, **labels}) or 0.0
 
 
 def deployment(name: str, replicas: int) -> dict[str, Any]:
@@ -206,6 +211,8 @@ async def test_work_spreads_a_joiner_gets_roots_by_draining_and_no_pod_is_duplic
     for pod in await h.pods():
         assert pod["metadata"]["labels"][LABEL] == owners[pod["metadata"]["labels"]["app"]][LABEL]
 
+    drains_before = _sample("sharding_handovers_total", reason="drain")
+    acks_before = sum(_sample("sharding_drain_duration_seconds_count", shard=m) for m in ("m1", "m2"))
     await cluster.add("m3")
 
     async def rebalanced() -> bool:
@@ -215,6 +222,11 @@ async def test_work_spreads_a_joiner_gets_roots_by_draining_and_no_pod_is_duplic
 
     await wait_for(rebalanced, timeout=20, what="roots to move to m3")
     moved = {n for n, ls in (await cluster.owners()).items() if ls[LABEL] == "m3"}
+    # Every move to m3 was a drain, acknowledged by its old member.
+    assert _sample("sharding_handovers_total", reason="drain") - drains_before == len(moved)
+    assert sum(_sample("sharding_drain_duration_seconds_count", shard=m) for m in ("m1", "m2")) - acks_before \
+        == len(moved)
+    assert _sample("sharding_members") == 3
     for name in moved:
         d = await h.client.get(DEPLOYMENTS, name, "default")
         # Acknowledged by its previous member, then assigned: the annotation is cleared by the assignment.
