@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint test test-fast test-image demo image bench bench-quick chaos chaos-quick clean test-sharding
+.PHONY: install lint test test-fast test-image demo image bench bench-quick chaos chaos-quick clean test-sharding bench-sharding
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,3 +61,8 @@ clean:
 # SIGKILL hand-over, join by draining, no duplicate pod); about a minute, so outside `make test`.
 test-sharding: $(STAMP)
 	$(BIN)/pytest -m sharding tests/e2e/test_sharding.py
+
+# Sharding's scale-out (bench/sharding.py): the same Deployments created and rolled out with 1, 2 and 3 replicas
+# running --sharding=true; pods/s, and CPU, RSS and syncs per replica.
+bench-sharding: $(STAMP)
+	$(BIN)/python -m bench.sharding
