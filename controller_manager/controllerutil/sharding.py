@@ -270,8 +270,8 @@ class ShardGate:
             delay = 0.05
             while True:
                 current = store.store.get(key) if store is not None else None
-                labels = meta(current).get("labels") or {} if current is not None else {}
-                if current is None or meta(current).get("uid") != uid or labels.get(self.label) != self.member:
+                if current is None or meta(current).get("uid") != uid or \
+                        (meta(current).get("labels") or {}).get(self.label) != self.member:
                     return  # gone, or no longer ours: nothing to acknowledge
                 try:
                     await self._client.patch(res, name, patch, namespace, patch_type="merge")
