@@ -64,6 +64,7 @@ from controller_manager.runtime.workqueue import WorkQueue
 Obj = Mapping[str, Any]
 
 RECHECK_PERIOD = 0.1  # seconds between looks at parked keys
+COUNT_PERIOD = 5.0  # seconds between counts of the roots cached (a walk over the root caches)
 OWNER_GRACE = 30.0
 RELEASED_MEMORY = 600.0  # seconds a handed-away root's uid is remembered
 MAX_OWNER_DEPTH = 4  # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob: never deeper
@@ -131,6 +132,7 @@ class ShardGate:
         self._released: dict[str, float] = {}
         self._drain_seconds = DRAIN_DURATION.labels(ring, member)
         self._roots_gauge = MEMBER_ROOTS.labels(ring, member)
+        self._counted_at = float("-inf")
 
     # -- what the runner asks ---------------------------------------------------------------------------------
 
@@ -326,9 +328,11 @@ class ShardGate:
             for uid, at in list(self._released.items()):
                 if now - at > RELEASED_MEMORY:
                     del self._released[uid]
-            self._roots_gauge.set(sum(
-                1 for res in ROOT_KINDS if (s := self._store(res)) is not None
-                for obj in s.store.list() if is_root(res, obj)))
+            if now - self._counted_at >= COUNT_PERIOD:
+                self._counted_at = now
+                self._roots_gauge.set(sum(
+                    1 for res in ROOT_KINDS if (s := self._store(res)) is not None
+                    for obj in s.store.list() if is_root(res, obj)))
 
     def in_flight(self) -> int:
         return sum(self._in_flight.values())

@@ -127,6 +127,7 @@ class Manager:
         # --sharding: this replica's shard Lease, the client and informers of its sharded controllers, their gate.
         self.shard: ShardMembership | None = None
         self.shard_client: ApiClient | None = None
+        self.shard_lease_client: ApiClient | None = None  # renewals of the shard Lease, apart as the leader's are
         self.shard_factory: SharedInformerFactory | None = None
         self.gate: ShardGate | None = None
         self._shard_task: asyncio.Task[Any] | None = None
@@ -195,9 +196,9 @@ class Manager:
         events_client = self.client
         if opts.sharding:
             # Every replica's sharded controllers write events: fenced by the shard Lease, not the leader's.
-            assert self.election_client is not None
+            assert self.shard_lease_client is not None
             assert self.shard_client is not None
-            self.shard = ShardMembership(self.election_client, opts, self.clock)
+            self.shard = ShardMembership(self.shard_lease_client, opts, self.clock)
             self.shard_client.fence_writes(self.shard.elector.may_write)
             events_client = self.shard_client
         self.events = EventBroadcaster(events_client, self.clock, host=socket.gethostname())
@@ -251,6 +252,8 @@ class Manager:
         if opts.sharding:
             self.shard_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock,
                                           user_agent=agent())
+            self.shard_lease_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst,
+                                                clock=self.clock, user_agent=agent("sharding"))
         self.auth_client = ApiClient(config, qps=AUTH_CLIENT_QPS, burst=AUTH_CLIENT_BURST, clock=self.clock,
                                      user_agent=agent())
         version = await self._wait_for_api_server(config)
@@ -467,7 +470,7 @@ class Manager:
             self.server = None
         while self.controller_clients:
             await self.controller_clients.pop().close()
-        for attr in ("client", "election_client", "auth_client", "shard_client"):
+        for attr in ("client", "election_client", "auth_client", "shard_client", "shard_lease_client"):
             client: ApiClient | None = getattr(self, attr)
             if client is not None:
                 await client.close()
