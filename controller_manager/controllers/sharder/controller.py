@@ -48,6 +48,7 @@ from controller_manager.runtime.sharding.kinds import (
 )
 from controller_manager.runtime.sharding.membership import (
     HANDOVER_ANNOTATION,
+    MOVING_ANNOTATION,
     PREVIOUS_ANNOTATION,
     RING_LABEL,
     SHARDER_IDENTITY,
@@ -205,55 +206,77 @@ class Sharder(Controller):
 
     async def _assign(self, res: Resource, root: Obj, member: str, previous: str | None) -> None:
         namespace = str(meta(root).get("namespace") or "")
-        levels = await self._subtree(root, namespace, previous)
+        name = str(meta(root).get("name"))
+        # Members whose label the dependents may carry: the previous owner, and the target of an assignment a
+        # sharder began and did not finish (it died between relabelling dependents and the root).
+        annotations = meta(root).get("annotations") or {}
+        sources = {m for m in (previous, annotations.get(MOVING_ANNOTATION)) if m}
+        levels = await self._subtree(root, namespace, sources | {member} if sources else set(),
+                                     cached=previous is None)
+        pending = [(kind, obj) for level in reversed(levels) for kind, obj in level
+                   if (meta(obj).get("labels") or {}).get(self.label) != member]
+        version = meta(root).get("resourceVersion")  # nobody moved it meanwhile
+        if pending:
+            mark = {"metadata": {"resourceVersion": version, "annotations": {MOVING_ANNOTATION: member}}}
+            version = meta(await self.ctx.client.patch(res, name, mark, namespace)).get("resourceVersion")
         handover: dict[str, int] = {}
+        for level in levels:  # those already labelled (by an unfinished assignment) count too
+            for kind, obj in level:
+                _note(handover, kind, meta(obj).get("resourceVersion"))
         relabel = {"metadata": {"labels": {self.label: member, self.drain: None}}}
-        for level in reversed(levels):
-            for kind, name in level:
-                try:
-                    written = await self.ctx.client.patch(kind, name, relabel, namespace)
-                except ApiError as err:
-                    if err.status == 404:
-                        continue  # deleted meanwhile
-                    raise
-                rv = str(meta(written).get("resourceVersion") or "")
-                if rv.isdigit():
-                    handover[kind.plural] = max(handover.get(kind.plural, 0), int(rv))
+        for kind, obj in pending:
+            try:
+                written = await self.ctx.client.patch(kind, str(meta(obj).get("name")), relabel, namespace)
+            except ApiError as err:
+                if err.status == 404:
+                    continue  # deleted meanwhile
+                raise
+            _note(handover, kind, meta(written).get("resourceVersion"))
         patch: dict[str, Any] = {"metadata": {
-            "resourceVersion": meta(root).get("resourceVersion"),  # nobody moved it meanwhile
+            "resourceVersion": version,
             "labels": {self.label: member, self.drain: None},
             "annotations": {HANDOVER_ANNOTATION: format_handover(handover) if handover else None,
-                            PREVIOUS_ANNOTATION: None},
+                            PREVIOUS_ANNOTATION: None, MOVING_ANNOTATION: None},
         }}
-        await self.ctx.client.patch(res, str(meta(root).get("name")), patch, namespace)
+        await self.ctx.client.patch(res, name, patch, namespace)
         self.log.info("assigned root to shard", root=f"{res.plural}/{key_of(root)}", shard=member, previous=previous,
-                      dependents=sum(len(level) for level in levels))
+                      dependents=sum(len(level) for level in levels), relabelled=len(pending))
 
-    async def _subtree(self, root: Obj, namespace: str, previous: str | None) -> list[list[tuple[Resource, str]]]:
-        """The root's dependents level by level (kind, name): read from the API server by the previous member's
-        label when there was one, else from the caches."""
-        children: dict[str, list[tuple[Resource, Obj]]] = {}
-        if previous is not None:
+    async def _subtree(self, root: Obj, namespace: str, labelled: set[str],
+                       cached: bool) -> list[list[tuple[Resource, Obj]]]:
+        """The root's dependents level by level: those carrying one of the ``labelled`` members' labels, read fresh
+        from the API server, and (``cached``: the root never had a member) those in this process's caches."""
+        children: dict[str, dict[str, tuple[Resource, Obj]]] = {}  # owner uid -> uid -> dependent
+
+        def add(kind: Resource, item: Obj) -> None:
+            ref = controller_ref(item)
+            if ref is not None:
+                children.setdefault(str(ref.get("uid") or ""), {})[str(meta(item).get("uid") or "")] = (kind, item)
+
+        if labelled:
+            selector = f"{self.label} in ({','.join(sorted(labelled))})"
             for kind in DEPENDENT_KINDS:
-                items, _ = await self.ctx.client.list_all(kind, namespace, metadata_only=True,
-                                                          label_selector=f"{self.label}={previous}")
+                items, _ = await self.ctx.client.list_all(kind, namespace, metadata_only=True, label_selector=selector)
                 for item in items:
-                    ref = controller_ref(item)
-                    if ref is not None:
-                        children.setdefault(str(ref.get("uid") or ""), []).append((kind, item))
-        levels: list[list[tuple[Resource, str]]] = []
+                    add(kind, item)
+        levels: list[list[tuple[Resource, Obj]]] = []
         frontier = [str(meta(root).get("uid") or "")]
         for _ in range(MAX_DEPTH):
-            level: list[tuple[Resource, Obj]] = []
+            level: dict[str, tuple[Resource, Obj]] = {}
             for uid in frontier:
-                if previous is not None:
-                    level.extend(children.get(uid, ()))
-                else:
+                if cached:
                     for kind in DEPENDENT_KINDS:
-                        level.extend((kind, obj) for obj in self.dependents[kind.plural].store.by_index(
-                            CONTROLLER_UID_INDEX, uid) if meta(obj).get("namespace") == namespace)
+                        for obj in self.dependents[kind.plural].store.by_index(CONTROLLER_UID_INDEX, uid):
+                            if meta(obj).get("namespace") == namespace:
+                                level.setdefault(str(meta(obj).get("uid") or ""), (kind, obj))
+                level.update(children.get(uid, {}))  # fresher than the caches
             if not level:
                 break
-            levels.append([(kind, str(meta(obj).get("name"))) for kind, obj in level])
-            frontier = [str(meta(obj).get("uid") or "") for _, obj in level]
+            levels.append(list(level.values()))
+            frontier = list(level)
         return levels
+
+
+def _note(handover: dict[str, int], kind: Resource, rv: object) -> None:
+    if isinstance(rv, str) and rv.isdigit():
+        handover[kind.plural] = max(handover.get(kind.plural, 0), int(rv))

@@ -11,6 +11,8 @@ Label and annotation keys (``<ring>`` is ``--sharding-ring-name``, by default th
   informers must have reached before it syncs anything of that root.
 - ``sharding.controller-manager.io/previous-shard: <member>`` on a root, written by the member acknowledging its
   drain: the sharder finds the dependents to relabel by that member's label.
+- ``sharding.controller-manager.io/moving-to: <member>`` on a root while the sharder relabels its dependents for
+  that member: a sharder that takes over after a crash in between finds them by that label too.
 
 Liveness (:class:`MembershipTracker`) is judged as leader election judges another holder: a member is live
 while its Lease names itself and its record has changed within ``leaseDurationSeconds`` on the *observer's*
@@ -38,6 +40,7 @@ SHARD_LABEL_PREFIX = "shard.controller-manager.io/"
 DRAIN_LABEL_PREFIX = "drain.controller-manager.io/"
 HANDOVER_ANNOTATION = "sharding.controller-manager.io/handover"
 PREVIOUS_ANNOTATION = "sharding.controller-manager.io/previous-shard"  # written by a drain's acknowledgement
+MOVING_ANNOTATION = "sharding.controller-manager.io/moving-to"  # an assignment in progress
 SHARDER_IDENTITY = "controller-manager.io/sharder"  # written into an expired member's Lease to fence it
 MEMBER_NAME_MAX = 63  # a label value
 
