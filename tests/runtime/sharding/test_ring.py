@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from controller_manager.runtime.sharding.ring import HashRing
 
-KEYS = [f"ns-{i % 7}/obj-{i}" for i in range(3000)]
+KEYS = [f"ns-{i % 7}/obj-{i}" for i in range(2000)]
 member_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=20)
 member_sets = st.sets(member_names, min_size=1, max_size=8)
 
@@ -30,7 +30,7 @@ def test_owner_is_the_same_in_another_process() -> None:
     assert out.stdout.strip().split(",") == here
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(members=member_sets, other=member_names)
 def test_a_join_moves_keys_only_to_the_newcomer(members: set[str], other: str) -> None:
     if other in members:
@@ -42,7 +42,7 @@ def test_a_join_moves_keys_only_to_the_newcomer(members: set[str], other: str) -
         assert new in (old, other)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(members=member_sets.filter(lambda s: len(s) >= 2), data=st.data())
 def test_a_leave_moves_only_the_leavers_keys(members: set[str], data: st.DataObject) -> None:
     leaver = data.draw(st.sampled_from(sorted(members)))
