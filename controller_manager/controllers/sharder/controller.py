@@ -21,6 +21,8 @@ Guarantees:
   itself in :data:`PREVIOUS_ANNOTATION`) has its dependents read fresh from the API server by that member's
   label, so nothing it created just before is missed; a root that never had one (new, or from before
   sharding) has no member creating dependents, and they are found in this process's caches.
+- A dead member's Lease is deleted once it has been dead for :attr:`Sharder.dead_lease_ttl` seconds (members never
+  create their Lease again, and a member name is never reused), so restarts leave no Leases behind.
 - Metrics: ``sharding_members{ring}``, ``sharding_objects{ring,shard}`` (roots labelled per member),
   ``sharding_handovers_total{ring,reason}`` (``assign``: a new or unassigned root; ``drain``: a drain started;
   ``dead``: moved from a dead member).
@@ -36,7 +38,7 @@ from prometheus_client import Counter, Gauge
 
 from controller_manager.api.meta import controller_ref, key_of, meta, split_key
 from controller_manager.api.resources import LEASES, Resource
-from controller_manager.client import ApiError, Conflict
+from controller_manager.client import ApiError, Conflict, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Deleted, Event, Updated
 from controller_manager.runtime.sharding.kinds import (
@@ -61,6 +63,7 @@ from controller_manager.runtime.sharding.ring import HashRing
 
 Obj = Mapping[str, Any]
 RING_KEY = "ring"
+DEAD_LEASE_TTL = 60.0  # seconds a dead member's Lease is kept before the sharder deletes it
 COUNT_PERIOD = 5.0  # seconds between counts of the roots per shard (renewals trigger a ring sync each)
 MAX_DEPTH = 4
 
@@ -76,6 +79,7 @@ class Sharder(Controller):
     alias: ClassVar[str] = "sharder"
     default_workers: ClassVar[int] = 5
     workers_option: ClassVar[str | None] = "sharding-sharder-workers"
+    dead_lease_ttl: float = DEAD_LEASE_TTL
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
@@ -149,8 +153,30 @@ class Sharder(Controller):
             self._count_objects()
         elif self.ctx.clock.monotonic() - self._counted_at >= COUNT_PERIOD:
             self._count_objects()
-        wait = self.tracker.next_change(self.ctx.clock.monotonic())
-        return Result(requeue_after=wait + 0.05) if wait is not None else None
+        waits = [w for w in (self.tracker.next_change(self.ctx.clock.monotonic()), await self._collect_dead())
+                 if w is not None]
+        return Result(requeue_after=min(waits) + 0.05) if waits else None
+
+    async def _collect_dead(self) -> float | None:
+        """Delete the Leases of members dead for long enough; seconds until the next one is due, if any."""
+        due: float | None = None
+        for name in self.tracker.names():
+            dead = self.tracker.dead_for(name, self.ctx.clock.monotonic())
+            if dead is None:
+                continue
+            if dead < self.dead_lease_ttl:
+                due = min(due, self.dead_lease_ttl - dead) if due is not None else self.dead_lease_ttl - dead
+                continue
+            lease = self.leases.store.get(f"{self.namespace}/{name}")
+            if lease is None:
+                continue
+            try:
+                await self.ctx.client.delete(LEASES, name, self.namespace,
+                                             resource_version=meta(lease).get("resourceVersion"))
+            except (NotFound, Conflict):
+                continue  # gone already, or changed since: judged again on its event
+            self.log.info("deleted the Lease of a dead shard member", member=name, dead_seconds=round(dead, 1))
+        return due
 
     async def _fence(self, member: str) -> None:
         lease = self.leases.store.get(f"{self.namespace}/{member}")

@@ -125,6 +125,14 @@ class MembershipTracker:
         """Members to fence (write :data:`SHARDER_IDENTITY` into their Lease) before their objects move."""
         return sorted(n for n in self._members if self.state(n, now) is MemberState.EXPIRED)
 
+    def dead_for(self, name: str, now: float) -> float | None:
+        """Seconds since a dead member's Lease last changed (its release, or the sharder's takeover); None if it is
+        not dead or has no Lease."""
+        seen = self._members.get(name)
+        if seen is None or self.state(name, now) is not MemberState.DEAD:
+            return None
+        return now - seen.since
+
     def next_change(self, now: float) -> float | None:
         """Seconds until a live member would expire if its Lease stays as it is (when to look again)."""
         waits = [seen.since + seen.record.lease_duration_seconds - now for n, seen in self._members.items()

@@ -23,7 +23,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import DEPLOYMENTS, LEASES, REPLICASETS
-from controller_manager.client import ApiClient
+from controller_manager.client import ApiClient, NotFound
 from controller_manager.clock import Clock
 from controller_manager.controllers.deployment.controller import DeploymentController
 from controller_manager.controllers.replicaset import ReplicaSetController
@@ -262,6 +262,20 @@ async def test_a_crashed_member_is_fenced_and_its_roots_move_at_once(cluster: Cl
     assert took < 2.0 + 1.5, took  # the lease duration, then the sharder's fence and relabel
     lease = await h.client.get(LEASES, "m2", NS)
     assert lease["spec"]["holderIdentity"] == SHARDER_IDENTITY
+    # Dead long enough, its Lease is deleted (a member never creates it again).
+    assert cluster.sharder is not None
+    cluster.sharder.dead_lease_ttl = 0.5
+    cluster.sharder.queue.add("ring")
+
+    async def lease_gone() -> bool:
+        try:
+            await h.client.get(LEASES, "m2", NS)
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(lease_gone, timeout=10, what="m2's Lease to be deleted")
+    assert (await h.client.get(LEASES, "m1", NS))["spec"]["holderIdentity"] == "m1"
     await scale_all(h, replicas, 3)
     await wait_for(lambda: cluster.converged(replicas), timeout=30, what="every Deployment scaled to 3")
     for pod in await h.pods():

@@ -61,6 +61,16 @@ def test_released_fenced_and_missing_leases_are_dead() -> None:
     assert t.expired(0.0) == []
 
 
+def test_dead_for_counts_from_the_release_or_takeover() -> None:
+    t = MembershipTracker(RING)
+    t.observe(lease("a"), now=0.0)
+    assert t.dead_for("a", 1.0) is None  # live
+    assert t.dead_for("a", 20.0) is None  # expired, not yet fenced
+    t.observe(lease("a", holder=SHARDER_IDENTITY), now=20.0)
+    assert t.dead_for("a", 25.0) == 5.0
+    assert t.dead_for("nobody", 25.0) is None
+
+
 def test_other_rings_and_unlabelled_leases_are_ignored() -> None:
     t = MembershipTracker(RING)
     t.observe(lease("a", ring="other"), now=0.0)
