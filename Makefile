@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install lint test test-fast test-image demo image bench bench-quick chaos chaos-quick clean
+.PHONY: install lint test test-fast test-image demo image bench bench-quick chaos chaos-quick clean test-sharding bench-sharding
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: $(STAMP)
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not image and not chaos"
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not image and not chaos and not sharding"
 
 # The Dockerfile's image built (buildah) and run (podman) against kube-sim: ~9 minutes from an empty image
 # store, so not part of `make test`. Needs root and Debian (installs buildah, podman, runc, debootstrap).
@@ -65,3 +65,12 @@ clean:
 ENVELOPE_PROFILE ?= reduced
 bench-envelope: $(STAMP)
 	$(BIN)/python -m bench.envelope --profile $(ENVELOPE_PROFILE)
+# Sharding end to end (tests/e2e/test_sharding.py): kube-sim and four replicas with --sharding=true (spread,
+# SIGKILL hand-over, join by draining, no duplicate pod); about a minute, so outside `make test`.
+test-sharding: $(STAMP)
+	$(BIN)/pytest -m sharding tests/e2e/test_sharding.py
+
+# Sharding's scale-out (bench/sharding.py): the same Deployments created and rolled out with 1, 2 and 3 replicas
+# running --sharding=true; pods/s, and CPU, RSS and syncs per replica.
+bench-sharding: $(STAMP)
+	$(BIN)/python -m bench.sharding

@@ -21,6 +21,9 @@ Invariants (each violation is recorded with the objects' JSON):
 - ``two-controllers``: no pod has two controller ownerReferences.
 - ``holder-writes``: every write a replica sends (any resource but the Lease itself) is received while the
   last successful Lease write was its own: a replica that lost the Lease writes nothing, however it lost it.
+  With ``--sharding`` (every replica runs the workload controllers on its own shard) a write is also allowed
+  while the last successful write of one of the replica's shard Leases was its own (not yet taken over by the
+  sharder): a member fenced by the sharder writes nothing more.
 With ``--calm-minutes`` (``CHAOS_CALM_MINUTES=``) the churn, API faults and watch-cache restarts go on after the
 chaos for that long with no replica touched, and the RSS trend of every replica process that lived through it is
 reported (a leak shows as a slope; under the chaos no process lives long enough to show one).
@@ -96,6 +99,7 @@ class Profile:
     # After the chaos: minutes of the same churn, API faults and watch-cache restarts with no replica killed,
     # stopped or terminated, so that one leader (and its standbys) live long enough to show an RSS trend.
     calm_minutes: float = 0.0
+    sharding: bool = False  # replicas run with --sharding=true
 
 
 @dataclass
@@ -354,6 +358,10 @@ class Checker:
         self.replica_sets: dict[str, Obj] = {}
         self.deployments: dict[str, Obj] = {}
         self.lease_writes: list[tuple[str, str]] = []  # (stageTimestamp, user) of successful Lease writes
+        # --sharding: successful writes of each shard Lease (by its member, or by the sharder fencing it), and
+        # the shard Leases each replica user wrote first (its own).
+        self.shard_writes: dict[str, list[tuple[str, str]]] = {}
+        self.shards_of: dict[str, set[str]] = {}
         self._audit_offset = 0
         self.ordered_sets: set[tuple[str, str]] = set()  # (namespace, name) of OrderedReady StatefulSets
 
@@ -483,20 +491,38 @@ class Checker:
             return
         ref = e.get("objectRef") or {}
         code = e["responseStatus"]["code"]
+        # A create names no object in the audit log: a shard Lease's is told by its client ("/sharding").
+        shard_create = ref.get("name") is None and str(e.get("userAgent") or "").endswith("/sharding")
         if ref.get("resource") == "leases" and ref.get("namespace") == LEASE_NAMESPACE \
-                and ref.get("name") in (LEASE_NAME, None):
+                and ref.get("name") in (LEASE_NAME, None) and not shard_create:
             if 200 <= code < 300:
                 if self.lease_writes and self.lease_writes[-1][1] != user:
                     self.report.leader_changes += 1
                 bisect.insort(self.lease_writes, (e["stageTimestamp"], user))
             return
+        if ref.get("resource") == "leases" and ref.get("namespace") == LEASE_NAMESPACE:
+            name = str(ref.get("name") or "")
+            if 200 <= code < 300 and name:  # a shard Lease's create is followed at once by its member's renewal
+                writes = self.shard_writes.setdefault(name, [])
+                if not writes:  # a shard Lease is created by its own member
+                    self.shards_of.setdefault(user, set()).add(name)
+                bisect.insort(writes, (e["stageTimestamp"], user))
+            return
         self.report.writes_by_replicas += 1
         received = e["requestReceivedTimestamp"]
         at = bisect.bisect_left(self.lease_writes, (received, ""))
         holder = self.lease_writes[at - 1][1] if at else None
-        if holder != user:
+        if holder != user and not self._holds_shard(user, received):
             self.violation("holder-writes", f"{user} sent {e['verb']} {e['requestURI']} (answered {code}) while "
                            f"the last Lease write was {holder or 'nobody'}'s", e)
+
+    def _holds_shard(self, user: str, received: str) -> bool:
+        for name in self.shards_of.get(user, ()):
+            writes = self.shard_writes[name]
+            at = bisect.bisect_left(writes, (received, ""))
+            if at and writes[at - 1][1] == user:
+                return True
+        return False
 
     def longest_leaderless(self) -> float:
         stamps = [_parse_stamp(s) for s, _ in self.lease_writes]
@@ -767,7 +793,8 @@ class Soak:
                                f"--leader-elect-lease-duration={p.lease_duration}s",
                                f"--leader-elect-renew-deadline={p.renew_deadline}s",
                                f"--leader-elect-retry-period={p.retry_period}s",
-                               "--kube-api-qps=200", "--kube-api-burst=400"], r.log)
+                               "--kube-api-qps=200", "--kube-api-burst=400",
+                               *(["--sharding=true"] if p.sharding else [])], r.log)
         r.identity = ""
 
     def identity(self, r: Replica) -> str:
@@ -1022,9 +1049,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calm-minutes", type=float, default=float(os.environ.get("CHAOS_CALM_MINUTES", "0")),
                    help="then this many minutes of churn and API faults with no replica touched (RSS trend)")
     p.add_argument("--workdir", default="chaos-run")
+    p.add_argument("--sharding", action="store_true", help="run the replicas with --sharding=true")
     p.add_argument("--output", default=None, help="write the report as JSON here (default: <workdir>/report.json)")
     args = p.parse_args(argv)
-    profile = Profile(seed=args.seed, minutes=args.minutes, replicas=args.replicas, calm_minutes=args.calm_minutes)
+    profile = Profile(seed=args.seed, minutes=args.minutes, replicas=args.replicas, calm_minutes=args.calm_minutes,
+                      sharding=args.sharding)
     workdir = Path(args.workdir)
     report = asyncio.run(run_soak(profile, workdir))
     out = Path(args.output) if args.output else workdir / "report.json"

@@ -29,6 +29,7 @@ from controller_manager.api.selectors import is_dns1123_subdomain
 from controller_manager.client import ApiClient
 from controller_manager.client.errors import NAMESPACE_TERMINATING_CAUSE, ApiError, NotFound, has_status_cause
 from controller_manager.controllerutil.controller_ref import new_controller_ref, validate_controller_ref
+from controller_manager.controllerutil.sharding import inherit_shard_labels
 from controller_manager.runtime.events import EventRecorder
 
 __all__ = [
@@ -70,9 +71,10 @@ def pod_from_template(template: Obj, owner: Obj, ref: Mapping[str, Any] | None) 
     """A new pod for ``owner`` from its pod template (``GetPodFromTemplate``)."""
     tmeta = meta(template)
     metadata: dict[str, Any] = {"generateName": pods_prefix(str(meta(owner).get("name", "")))}
-    labels = tmeta.get("labels")
+    # Sharding: the pod belongs to its owner's shard from creation (no label without sharding).
+    labels = inherit_shard_labels(owner, tmeta.get("labels"))
     if labels:
-        metadata["labels"] = dict(labels)
+        metadata["labels"] = labels
     annotations = tmeta.get("annotations")
     if annotations:
         metadata["annotations"] = dict(annotations)

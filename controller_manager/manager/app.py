@@ -39,6 +39,8 @@ from controller_manager import __version__
 from controller_manager.client import ApiClient, ApiConnectionError, ApiError, ConfigError, load_config
 from controller_manager.client.wire import kube_controller_manager_user_agent
 from controller_manager.clock import Clock, RealClock
+from controller_manager.controllers.sharder import Sharder
+from controller_manager.controllerutil.sharding import ShardGate
 from controller_manager.manager import gctuning
 from controller_manager.manager.auth import DelegatingAuth
 from controller_manager.manager.certs import server_ssl_context
@@ -49,6 +51,7 @@ from controller_manager.manager.logging import get_logger
 from controller_manager.manager.options import Options
 from controller_manager.manager.registry import ControllerInfo, Selection
 from controller_manager.manager.serving import SecureServer
+from controller_manager.manager.sharding import SHARDED_CONTROLLERS, ShardMembership
 from controller_manager.runtime.controller import Controller, ControllerContext, run_controller
 from controller_manager.runtime.events import EventBroadcaster
 from controller_manager.runtime.informers import SharedInformerFactory
@@ -122,6 +125,14 @@ class Manager:
         self._controller_tasks: dict[str, asyncio.Task[None]] = {}
         self._event_task: asyncio.Task[Any] | None = None
         self._campaign_task: asyncio.Task[Any] | None = None
+        # --sharding: this replica's shard Lease, the client and informers of its sharded controllers, their gate.
+        self.shard: ShardMembership | None = None
+        self.shard_client: ApiClient | None = None
+        self.shard_lease_client: ApiClient | None = None  # renewals of the shard Lease, apart as the leader's are
+        self.shard_factory: SharedInformerFactory | None = None
+        self.gate: ShardGate | None = None
+        self._shard_task: asyncio.Task[Any] | None = None
+        self._shard_synced = False
 
     # --- entry ------------------------------------------------------------------------------------------
 
@@ -145,7 +156,8 @@ class Manager:
 
     @property
     def role(self) -> str:
-        return "leader" if self._leading else "standby"
+        role = "leader" if self._leading else "standby"
+        return role if self.shard is None else f"{role}, {self.shard.describe()}"
 
     async def _run(self) -> int:
         opts = self.options
@@ -182,8 +194,23 @@ class Manager:
         opts = self.options
         assert self.client is not None
         self._spawn(tg, self.probe.run(), "event-loop-lag-probe")
-        self.events = EventBroadcaster(self.client, self.clock, host=socket.gethostname())
+        events_client = self.client
+        if opts.sharding:
+            # Every replica's sharded controllers write events: fenced by the shard Lease, not the leader's.
+            assert self.shard_lease_client is not None
+            assert self.shard_client is not None
+            self.shard = ShardMembership(self.shard_lease_client, opts, self.clock)
+            self.shard_client.fence_writes(self.shard.elector.may_write)
+            events_client = self.shard_client
+        self.events = EventBroadcaster(events_client, self.clock, host=socket.gethostname())
         self._event_task = self._spawn(tg, self.events.run(), "event-broadcaster")
+        if self.shard is not None:
+            self.checks.add("shard", self.shard.health)
+            self._shard_task = self._spawn(tg, self._hold_shard(self.shard), "shard-lease")
+            self.log.info("acquiring the shard lease", shard=self.shard.member, ring=self.shard.ring)
+            if await self._until_stopped(self.shard.wait_held()):
+                self.log.info("holding the shard lease", shard=self.shard.member, ring=self.shard.ring)
+                await self._start_sharded(tg)
         if opts.leader_elect:
             assert self.election_client is not None
             self.campaign = start_campaign(self.election_client, opts, self.clock,
@@ -202,7 +229,7 @@ class Manager:
         await self._graceful_stop()
         # In order: controllers and informers, then the event sender (cancelled, it flushes what is
         # buffered), then the campaign (cancelled, it releases the Lease), so the hand-over comes last.
-        last = [t for t in (self._event_task, self._campaign_task) if t is not None]
+        last = [t for t in (self._event_task, self._campaign_task, self._shard_task) if t is not None]
         await _cancel_all([t for t in self._tasks if t not in last])
         for task in last:
             await _cancel_all([task])
@@ -223,6 +250,11 @@ class Manager:
                                 user_agent=agent())
         self.election_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock,
                                          user_agent=agent("leader-election"))
+        if opts.sharding:
+            self.shard_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst, clock=self.clock,
+                                          user_agent=agent())
+            self.shard_lease_client = ApiClient(config, qps=opts.kube_api_qps, burst=opts.kube_api_burst,
+                                                clock=self.clock, user_agent=agent("sharding"))
         self.auth_client = ApiClient(config, qps=AUTH_CLIENT_QPS, burst=AUTH_CLIENT_BURST, clock=self.clock,
                                      user_agent=agent())
         version = await self._wait_for_api_server(config)
@@ -260,6 +292,8 @@ class Manager:
         self.checks.add("ping", _ok, groups=("healthz", "livez", "readyz"))
         self.checks.add("event-loop", self.probe.check, groups=("healthz", "livez"))
         self.checks.add("informer-sync", self._informer_sync_check, groups=("readyz",))
+        if opts.sharding:
+            self.checks.add("shard-informer-sync", self._shard_sync_check, groups=("readyz",))
         if opts.secure_port == 0:
             self.log.info("secure serving disabled (--secure-port=0)")
             return
@@ -291,7 +325,11 @@ class Manager:
         assert self.events is not None
         mapping = asdict(opts)
         for info in self.selection.runnable:
+            if self.shard is not None and info.name in SHARDED_CONTROLLERS:
+                continue  # running on this replica's own objects already
             self.controllers.append(self._build(info, self.events, mapping))
+        if self.shard is not None:
+            self.controllers.append(self._build_sharder(self.events, mapping))
         self._spawn(tg, self.factory.run(), "informers")
         self.log.info("waiting for informer caches to sync", informers=len(self.factory.informers()))
         if not await self._until_stopped(self.factory.wait_for_cache_sync()):
@@ -299,14 +337,68 @@ class Manager:
         self._synced = True
         gctuning.freeze_cache()  # the synced caches are long-lived: keep them out of every later collection
         self.log.info("informer caches synced")
-        for ctrl in self.controllers:
+        self._start_workers(tg, self.controllers if self.shard is None else
+                            [c for c in self.controllers if c.name not in SHARDED_CONTROLLERS])
+
+    def _start_workers(self, tg: asyncio.TaskGroup, controllers: list[Controller]) -> None:
+        for ctrl in controllers:
             workers = ctrl.workers()
             if workers < 1:
                 self.log.info("controller has no workers, not started", controller=ctrl.name, workers=workers)
                 continue
             task = self._spawn(tg, run_controller(ctrl, workers), f"controller:{ctrl.name}")
             self._controller_tasks[ctrl.name] = task
-        self.log.info("started controllers", controllers=[c.name for c in self.controllers])
+        self.log.info("started controllers", controllers=[c.name for c in controllers])
+
+    async def _start_sharded(self, tg: asyncio.TaskGroup) -> None:
+        """This replica's sharded controllers, on informers that see only its shard's objects."""
+        shard = self.shard
+        assert shard is not None
+        assert self.shard_client is not None
+        assert self.events is not None
+        resync = self.options.min_resync_period * (1.0 + random.random())
+        factory = SharedInformerFactory(self.shard_client, clock=self.clock, resync_period=resync,
+                                        selector_for=shard.selector)
+        self.shard_factory = factory
+        self.gate = ShardGate(ring=shard.ring, member=shard.member, informers=factory, client=self.shard_client,
+                              clock=self.clock, log=get_logger("sharding", shard=shard.member))
+        mapping = asdict(self.options)
+        sharded: list[Controller] = []
+        for info in self.selection.runnable:
+            if info.name not in SHARDED_CONTROLLERS:
+                continue
+            assert info.implementation is not None
+            ctx = ControllerContext(client=self.shard_client, informers=factory, clock=self.clock, events=self.events,
+                                    options=mapping, logger=get_logger("controller", controller=info.name),
+                                    intake=shard.elector.wait_for_intake)
+            try:
+                ctrl = info.implementation(ctx)
+            except Exception as exc:
+                raise StartupError(f"error starting controller {info.name}: {type(exc).__name__}: {exc}") from exc
+            res, prefixed = SHARDED_CONTROLLERS[info.name]
+            ctx.admission = self.gate.admission(ctrl, res, prefixed)
+            self.checks.add(info.name, ctrl.health)
+            sharded.append(ctrl)
+        self.controllers.extend(sharded)
+        self._spawn(tg, factory.run(), "shard-informers")
+        self.log.info("waiting for the shard's informer caches to sync", informers=len(factory.informers()))
+        if not await self._until_stopped(factory.wait_for_cache_sync()):
+            return
+        self._shard_synced = True
+        self._spawn(tg, self.gate.run(), "shard-gate")
+        self._start_workers(tg, sharded)
+
+    def _build_sharder(self, events: EventBroadcaster, options: dict[str, Any]) -> Controller:
+        assert self.client is not None
+        assert self.factory is not None
+        elector = self.campaign.elector if self.campaign is not None else None
+        ctx = ControllerContext(client=self.client, informers=self.factory, clock=self.clock, events=events,
+                                options={**options, "sharding_ring_name": self.shard.ring if self.shard else ""},
+                                logger=get_logger("controller", controller=Sharder.name),
+                                intake=elector.wait_for_intake if elector is not None else None)
+        sharder = Sharder(ctx)
+        self.checks.add(Sharder.name, sharder.health)
+        return sharder
 
     def _build(self, info: ControllerInfo, events: EventBroadcaster, options: dict[str, Any]) -> Controller:
         assert info.implementation is not None
@@ -334,6 +426,17 @@ class Manager:
             raise StartupError(f"error starting controller {info.name}: {type(exc).__name__}: {exc}") from exc
         self.checks.add(info.name, ctrl.health)
         return ctrl
+
+    async def _hold_shard(self, shard: ShardMembership) -> None:
+        try:
+            await shard.run()
+        except LeadershipLost:
+            # The sharder fenced us (or we could not renew): our objects move to others; nothing this process
+            # does from now on may race their new owners, so exit as on losing the leader Lease.
+            if self._hard_exit is not None:
+                self.log.error("shard lease lost", shard=shard.member)
+                self._hard_exit(1)
+            raise
 
     async def _campaign(self, campaign: Campaign) -> None:
         try:
@@ -369,7 +472,7 @@ class Manager:
             self.server = None
         while self.controller_clients:
             await self.controller_clients.pop().close()
-        for attr in ("client", "election_client", "auth_client"):
+        for attr in ("client", "election_client", "auth_client", "shard_client", "shard_lease_client"):
             client: ApiClient | None = getattr(self, attr)
             if client is not None:
                 await client.close()
@@ -399,6 +502,9 @@ class Manager:
         if exc is not None:
             raise exc
         return True
+
+    def _shard_sync_check(self) -> str | None:
+        return None if self._shard_synced else "shard informer caches not synced yet"
 
     def _informer_sync_check(self) -> str | None:
         if not self._leading or self._synced:

@@ -144,6 +144,10 @@ class Options:
     leader_elect_resource_lock: str = "leases"
     leader_elect_resource_name: str = DEFAULT_LEASE_NAME
     leader_elect_resource_namespace: str = "kube-system"
+    # sharding (not upstream: horizontal scale of the workload controllers, docs/sharding.md)
+    sharding: bool = False
+    sharding_ring_name: str = ""
+    sharding_sharder_workers: int = 5
     # secure serving and delegated auth
     secure_port: int = 10257
     bind_address: str = "0.0.0.0"
@@ -306,6 +310,17 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               "controller-manager' to take turns with it on one Lease."),
         _flag("leader-elect-resource-namespace", _str, "kube-system",
               'Namespace of the Lease.'),
+    )),
+    ("Sharding flags", (
+        _flag("sharding", _BOOL, "false",
+              'Spread the workload controllers (deployment, replicaset, statefulset, daemonset, job, cronjob) '
+              'over every replica: each holds a shard Lease, the leader assigns objects to shards by consistent '
+              'hashing, and each replica watches and syncs only its own. Off: one leader runs everything.'),
+        _flag("sharding-ring-name", _str, "",
+              'Name of the ring the replicas share (label values on shard Leases and objects); empty: the leader '
+              "Lease's name."),
+        _flag("sharding-sharder-workers", _INT, "5",
+              'Workers of the sharder (on the leader), which labels and moves objects between shards.'),
     )),
     ("Secure serving flags", (
         _flag("secure-port", _INT, "10257",
@@ -595,6 +610,10 @@ def validate(options: Options) -> list[str]:
             errors.append("renewDeadline must be greater than retryPeriod*JitterFactor")
         if options.leader_elect_retry_period <= 0:
             errors.append("retryPeriod must be greater than zero")
+    if options.sharding and not options.leader_elect:
+        errors.append("--sharding requires --leader-elect")
+    if options.sharding_sharder_workers < 1:
+        errors.append("--sharding-sharder-workers must be at least 1")
     if not 0 <= options.secure_port <= 65535:
         errors.append(f"--secure-port {options.secure_port} must be between 0 and 65535, inclusive. 0 for turning "
                       "off secure port")

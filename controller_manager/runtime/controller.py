@@ -25,6 +25,9 @@ Guarantees of :func:`run_controller`:
 - ``Controller.run_background()`` (long-lived work beside the workers: other queues, a periodic loop; none by
   default) runs as one more task, started with the workers and cancelled once they have all returned. An
   exception from it is logged and reported by :meth:`Controller.health`; the workers keep going.
+- With a :class:`SyncAdmission` in the context (a shard member's sharded controllers), a key taken off the
+  controller's own queue is synced only if ``admit(queue, key)`` says so (else it is forgotten: the admission
+  adds it back when it may sync); ``release(key)`` follows every admitted sync.
 - Prometheus: ``controller_sync_duration_seconds{controller}`` (histogram) and
   ``controller_sync_errors_total{controller}`` (counter), on the default registry.
 """
@@ -35,7 +38,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import structlog
 from prometheus_client import Counter, Histogram
@@ -60,6 +63,7 @@ __all__ = [
     "Controller",
     "ControllerContext",
     "Result",
+    "SyncAdmission",
     "TerminalError",
     "run_controller",
 ]
@@ -105,6 +109,17 @@ class TerminalError(Exception):
     only when an event adds it back."""
 
 
+class SyncAdmission(Protocol):
+    """Which keys a controller may sync now (sharding: only those whose root this member owns, not draining)."""
+
+    def admit(self, queue: WorkQueue[str], key: str) -> bool:
+        """True: sync ``key`` now (it counts as in flight until :meth:`release`). False: skip it; the admission
+        adds it back to ``queue`` once it may be synced."""
+
+    def release(self, key: str) -> None:
+        """The admitted sync of ``key`` has finished."""
+
+
 @dataclass(eq=False)
 class _Loop(Generic[T]):
     """One queue and the sync that drains it, with what the runner logs and counts against."""
@@ -123,6 +138,7 @@ class _Loop(Generic[T]):
     yield_between: bool = False
     timed: bool = True
     gate: Callable[[], Awaitable[None]] | None = None  # awaited before each sync (the leader's intake fence)
+    admission: SyncAdmission | None = None  # asked before each sync of the controller's own queue (sharding)
 
 
 @dataclass
@@ -138,6 +154,8 @@ class ControllerContext:
     # Awaited by every worker before it starts a sync: with leader election, returns only while the Lease's
     # renewal is not overdue (LeaderElector.wait_for_intake), so a leader that may have lost it starts nothing.
     intake: Callable[[], Awaitable[None]] | None = None
+    # Sharding: which of this controller's keys this member may sync now (None: all of them).
+    admission: SyncAdmission | None = None
 
     def new_queue(self, name: str) -> RateLimitingQueue[str]:
         """A rate-limited queue named ``name`` (its metrics' label), on this context's clock."""
@@ -208,7 +226,7 @@ class Controller(ABC):
             return _Loop(name=self.name, label="worker ", queue=queue, sync=sync, clock=self.ctx.clock, log=self.log,
                          duration=SYNC_DURATION.labels(self.name), errors=SYNC_ERRORS.labels(self.name),
                          dead=self._dead_workers, describe=describe, max_retries=self.max_retries,
-                         yield_between=yield_between, gate=self.ctx.intake)
+                         yield_between=yield_between, gate=self.ctx.intake, admission=self.ctx.admission)
         label = f"{self.name}/{queue.name}"
         return _Loop(name=label, label=f"{queue.name} worker ", queue=queue, sync=sync, clock=self.ctx.clock,
                      log=self.log.bind(queue=queue.name), duration=SYNC_DURATION.labels(label),
@@ -319,7 +337,16 @@ async def _process_next(loop: _Loop[T]) -> bool:
     try:
         if loop.gate is not None:
             await loop.gate()
-        await _process(loop, key)
+        admission = loop.admission
+        if admission is None:
+            await _process(loop, key)
+        elif admission.admit(queue, key):  # type: ignore[arg-type]  # only set on a controller's str-keyed queue
+            try:
+                await _process(loop, key)
+            finally:
+                admission.release(key)  # type: ignore[arg-type]
+        else:
+            _forget(queue, key)
     finally:
         queue.done(key)
     if loop.yield_between:

@@ -36,7 +36,7 @@ import random
 import socket
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import structlog
@@ -95,6 +95,11 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = True
+    # Labels the Lease carries (written at creation and kept on every update): shard Leases name their ring.
+    labels: Mapping[str, str] = field(default_factory=dict)
+    # False: once this elector has held the Lease, finding it gone is a loss, never a reason to create it again
+    # (a shard Lease the sharder deleted must not come back under a member that missed the hand-over).
+    recreate_after_loss: bool = True
 
     def __post_init__(self) -> None:
         # client-go's NewLeaderElector checks, same messages.
@@ -307,6 +312,10 @@ class LeaderElector:
         try:
             lease = await self._client.get(LEASES, self.config.name, self.config.namespace)
         except NotFound:
+            if self._lease is not None and not self.config.recreate_after_loss:
+                self._log.info(f"lease {self._describe} is gone and is not created again")
+                self._set_observed(LeaderElectionRecord())
+                return False
             sent = self._clock.monotonic()
             try:
                 self._lease = await self._client.create(LEASES, self._new_lease(record), self.config.namespace)
@@ -384,13 +393,21 @@ class LeaderElector:
 
     async def _update(self, record: LeaderElectionRecord) -> None:
         assert self._lease is not None
-        self._lease = await self._client.update(LEASES, {**self._lease, "spec": record.to_spec()})
+        lease = {**self._lease, "spec": record.to_spec()}
+        labels = self.config.labels
+        if labels:
+            metadata = lease.get("metadata") or {}
+            current = metadata.get("labels") or {}
+            if any(current.get(k) != v for k, v in labels.items()):
+                lease["metadata"] = {**metadata, "labels": {**current, **labels}}
+        self._lease = await self._client.update(LEASES, lease)
 
     def _new_lease(self, record: LeaderElectionRecord) -> dict[str, Any]:
         return {
             "apiVersion": LEASES.api_version,
             "kind": LEASES.kind,
-            "metadata": {"name": self.config.name, "namespace": self.config.namespace},
+            "metadata": {"name": self.config.name, "namespace": self.config.namespace,
+                         **({"labels": dict(self.config.labels)} if self.config.labels else {})},
             "spec": record.to_spec(),
         }
 

@@ -28,6 +28,7 @@ from controller_manager.api.cron import ZERO, Schedule, load_location
 from controller_manager.api.meta import controller_ref, deep_copy, format_time, meta, parse_time
 from controller_manager.api.resources import CRONJOBS, JOBS
 from controller_manager.controllerutil.controller_ref import new_controller_ref
+from controller_manager.controllerutil.sharding import inherit_shard_labels
 
 __all__ = [
     "CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION",
@@ -230,7 +231,7 @@ def job_from_template(cj: Obj, scheduled: datetime) -> dict[str, Any]:
     """The Job to create for the activation at ``scheduled`` (raises UnknownTimeZone for a bad timeZone)."""
     template = (cj.get("spec") or {}).get("jobTemplate") or {}
     tmeta = template.get("metadata") or {}
-    labels = dict(tmeta.get("labels") or {})
+    labels = inherit_shard_labels(cj, tmeta.get("labels")) or {}
     annotations = dict(tmeta.get("annotations") or {})
     zone = load_location(str((cj.get("spec") or {}).get("timeZone") or ""))
     annotations[CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION] = format_rfc3339(scheduled.astimezone(zone))

@@ -35,6 +35,7 @@ from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists
 from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
 from controller_manager.controllerutil.controller_utils import compute_hash
+from controller_manager.controllerutil.sharding import inherit_shard_labels
 from controller_manager.runtime.informers import NAMESPACE_INDEX, SharedInformer
 
 from .util import CONTROLLER_REVISION_HASH_LABEL
@@ -243,7 +244,7 @@ class History:
         metadata: dict[str, Any] = {
             "name": name,
             "namespace": namespace,
-            "labels": {**template_labels, CONTROLLER_REVISION_HASH_LABEL: hash_},
+            "labels": inherit_shard_labels(ds, {**template_labels, CONTROLLER_REVISION_HASH_LABEL: hash_}),
             "ownerReferences": [new_controller_ref(ds, DAEMONSETS)],
         }
         if m.get("annotations"):

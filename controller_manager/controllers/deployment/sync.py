@@ -106,6 +106,7 @@ from controller_manager.controllers.deployment.util_strategy import (
 )
 from controller_manager.controllerutil.controller_ref import new_controller_ref
 from controller_manager.controllerutil.controller_utils import compute_hash
+from controller_manager.controllerutil.sharding import inherit_shard_labels
 
 from .control import DeploymentControl, Obj, status_of, with_status
 
@@ -265,7 +266,7 @@ def _new_replica_set_object(d: Obj) -> dict[str, Any]:
             "name": generate_replica_set_name(str(m.get("name", "")), template_hash),
             "namespace": m.get("namespace"),
             "ownerReferences": [new_controller_ref(d, DEPLOYMENTS)],
-            "labels": dict(template_meta["labels"]),
+            "labels": inherit_shard_labels(d, template_meta["labels"]),
         },
         "spec": rs_spec,
     }

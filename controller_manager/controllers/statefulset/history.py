@@ -27,6 +27,7 @@ from controller_manager.client import ApiClient
 from controller_manager.client.errors import AlreadyExists, Conflict
 from controller_manager.controllerutil.controller_ref import CanAdopt, ControllerRefManager, new_controller_ref
 from controller_manager.controllerutil.controller_utils import compute_hash
+from controller_manager.controllerutil.sharding import inherit_shard_labels
 from controller_manager.runtime.informers import NAMESPACE_INDEX, SharedInformer
 
 from .util import REVISION_LABEL
@@ -84,7 +85,7 @@ def new_revision(sts: Obj, number: int, collision_count: int | None) -> dict[str
     metadata: dict[str, Any] = {
         "name": revision_name(str(m.get("name") or ""), hash_),
         "namespace": m.get("namespace"),
-        "labels": {**template_labels, REVISION_LABEL: hash_},
+        "labels": inherit_shard_labels(sts, {**template_labels, REVISION_LABEL: hash_}),
         "ownerReferences": [new_controller_ref(sts, STATEFULSETS)],
     }
     if m.get("annotations"):

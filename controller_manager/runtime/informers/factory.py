@@ -7,6 +7,8 @@ Guarantees (client-go ``informers.SharedInformerFactory``):
   cannot hold two shapes).
 - ``run()`` runs every informer made so far, and every informer made while it runs, each as a named task
   (``informer:<group/version/plural>``) in one ``asyncio.TaskGroup``; cancelling ``run()`` stops and awaits them.
+- ``selector_for(res)`` (optional) gives the label selector every informer of ``res`` lists and watches with
+  (None: everything): a shard member's factory sees only objects labelled with its shard.
 - ``wait_for_cache_sync(timeout)`` is True once every informer made so far has delivered its first list, False
   if the timeout (on the injected clock) passes first.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from controller_manager.api.resources import Resource
 from controller_manager.clock import Clock, RealClock
@@ -35,11 +37,13 @@ class SharedInformerFactory:
         *,
         rng: random.Random | None = None,
         watch_list: bool = True,
+        selector_for: Callable[[Resource], str | None] | None = None,
     ) -> None:
         self._client = client
         # The WatchListClient feature gate (on by default, as in client-go 1.35+): informers list through a watch
         # when the client supports it.
         self._watch_list = watch_list
+        self._selector_for = selector_for
         self._clock: Clock = clock or RealClock()
         self._resync_period = resync_period
         self._rng = rng or random.Random()
@@ -67,6 +71,7 @@ class SharedInformerFactory:
                 resync_period=self._resync_period,
                 rng=random.Random(self._rng.random()),
                 watch_list=self._watch_list,
+                label_selector=self._selector_for(res) if self._selector_for is not None else None,
             )
             self._informers[key] = informer
             if self._task_group is not None:

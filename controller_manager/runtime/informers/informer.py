@@ -98,8 +98,10 @@ class SharedInformer:
         resync_period: float = 0.0,
         rng: random.Random | None = None,
         watch_list: bool = False,
+        label_selector: str | None = None,
     ) -> None:
         self.resource = res
+        self.label_selector = label_selector
         self.metadata_only = metadata_only
         self._name = resource_name(res) + (":metadata" if metadata_only else "")
         self.transform: Transform = transform or default_transform
@@ -125,6 +127,7 @@ class SharedInformer:
             client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng,
             decode=wire.decode if wire is not None else None,
             decode_list=wire.decode_list if wire is not None else None, watch_list=watch_list,
+            label_selector=label_selector,
         )
         metrics.track(self)
 

@@ -78,6 +78,7 @@ class ListWatchClient(Protocol):
         *,
         metadata_only: bool = False,
         decode: Callable[[bytes], dict[str, Any]] | None = None,
+        label_selector: str | None = None,
     ) -> tuple[list[dict[str, Any]], str]: ...
 
     def watch(
@@ -91,6 +92,7 @@ class ListWatchClient(Protocol):
         metadata_only: bool = False,
         decode: Callable[[bytes | memoryview], tuple[str, Any]] | None = None,
         send_initial_events: bool = False,
+        label_selector: str | None = None,
     ) -> AsyncIterator[WatchEventLike]: ...
 
 
@@ -208,11 +210,15 @@ class Reflector:
         decode: Callable[[bytes | memoryview], tuple[str, Any]] | None = None,
         decode_list: Callable[[bytes], dict[str, Any]] | None = None,
         watch_list: bool = False,
+        label_selector: str | None = None,
     ) -> None:
         self._client = client
         self._watch_list = watch_list and supports_watch_list(client)
         # A streaming list refused for its resourceVersion (410, too large): the next one starts from "".
         self._rv_unavailable = False
+        # Only objects matching it are listed and watched (a shard's own objects); an object that stops
+        # matching arrives as DELETED, one that starts matching as ADDED. Passed to the client only when set.
+        self._selector: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
         # Watch lines and list pages decoded straight into the sink's cached form (the sink is told, so it does
         # not transform them again).
         self._decode = decode
@@ -260,7 +266,7 @@ class Reflector:
         metrics.LISTS.labels(self.name).inc()
         try:
             items, rv = await self._client.list_all(self._res, metadata_only=self._metadata_only,
-                                                    decode=self._decode_list)
+                                                    decode=self._decode_list, **self._selector)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -333,7 +339,7 @@ class Reflector:
         ticker = self._clock.call_later(BOOKMARK_WARNING, warn_if_stalled)
         stream = self._client.watch(
             self._res, resource_version=rv, allow_bookmarks=True, timeout_seconds=timeout,
-            metadata_only=self._metadata_only, decode=self._decode, send_initial_events=True,
+            metadata_only=self._metadata_only, decode=self._decode, send_initial_events=True, **self._selector,
         )
         keep_open = False
         try:
@@ -419,6 +425,7 @@ class Reflector:
                     timeout_seconds=timeout,
                     metadata_only=self._metadata_only,
                     decode=self._decode,
+                    **self._selector,
                 )
             async for event in stream:
                 received += 1

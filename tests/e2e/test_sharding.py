@@ -1,0 +1,180 @@
+"""Sharding (``--sharding=true``) end to end: three controller-manager processes share the workload controllers.
+
+Proven from outside, by the objects' labels and kube-sim's audit log (each replica authenticates as its own user):
+- the work spreads: every replica is assigned Deployments and creates their pods itself;
+- a replica killed with SIGKILL loses its Deployments to the others within its Lease's duration (plus the
+  sharder's look), and scaling them up afterwards is done by their new owners;
+- a replica that joins gets Deployments moved to it by draining (the old owner acknowledges);
+- through all of it, not one pod too many: the pods created (successful creates in the audit log) are exactly
+  the Deployments' final replicas and no replica ever deleted a pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import (
+    LEASE_DURATION,
+    Https,
+    Kube,
+    Manager,
+    Processes,
+    official_client,
+    read_audit_log,
+    start_kube_sim,
+    start_manager,
+    user_kubeconfig,
+    wait_until,
+    write_token_file,
+)
+
+# Four controller-manager processes and a kube-sim: about a minute on a busy 2-core machine, most of it process
+# start-up, so outside `make test` (`make test-sharding`).
+pytestmark = [pytest.mark.e2e, pytest.mark.sharding, pytest.mark.xdist_group("e2e")]
+
+USERS = ("replica-a", "replica-b", "replica-c", "replica-d")
+RING = "controller-manager-py"
+SHARD_LABEL = f"shard.controller-manager.io/{RING}"
+DRAIN_LABEL = f"drain.controller-manager.io/{RING}"
+DEPLOYMENTS = 12
+
+
+def deployment(name: str, replicas: int) -> dict[str, object]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }
+
+
+async def labels_of(kube: Kube, kind: str) -> dict[str, dict[str, str]]:
+    if kind == "deployments":
+        items = (await kube(kube.apps.list_namespaced_deployment, "default")).items
+    elif kind == "replicasets":
+        items = (await kube(kube.apps.list_namespaced_replica_set, "default")).items
+    else:
+        items = (await kube(kube.core.list_namespaced_pod, "default")).items
+    return {i.metadata.name: dict(i.metadata.labels or {}) for i in items}
+
+
+async def member_of(manager: Manager) -> str:
+    async def logged() -> str | None:
+        for record in manager.process.records():
+            if record.get("event") == "holding the shard lease":
+                return str(record["shard"])
+        return None
+
+    return await wait_until(logged, timeout=30, what=f"{manager.process.name} to hold its shard lease")
+
+
+async def all_ready(kube: Kube, replicas: dict[str, int]) -> bool:
+    items = (await kube(kube.apps.list_namespaced_deployment, "default")).items
+    have = {d.metadata.name: d for d in items}
+    return all(n in have and (have[n].status.ready_replicas or 0) == r and (have[n].status.replicas or 0) == r
+               for n, r in replicas.items())
+
+
+def pod_writes(audit: Path, users: set[str]) -> Counter[str]:
+    return Counter(f"{e.user}:{e.verb}" for e in read_audit_log(audit)
+                   if e.user in users and e.resource == "pods" and e.write and e.code < 400)
+
+
+async def test_three_replicas_share_the_work_hand_over_on_death_and_rebalance_on_join(
+        processes: Processes, https: Https, tmp_path: Path) -> None:
+    tokens = write_token_file(tmp_path / "tokens.csv", USERS)
+    audit = tmp_path / "audit.log"
+    sim = await start_kube_sim(processes, extra=("--token-auth-file", str(tmp_path / "tokens.csv"),
+                                                 "--audit-log-path", str(audit)))
+
+    async def start(user: str) -> Manager:
+        return await start_manager(processes, sim, "--sharding=true", name=f"manager-{user[-1]}", https=https,
+                                   kubeconfig=user_kubeconfig(sim, user, tokens[user]))
+
+    managers = list(await asyncio.gather(*(start(u) for u in USERS[:3])))
+    members = {await member_of(m): m for m in managers}
+    user_of = {member: USERS[managers.index(m)] for member, m in members.items()}
+    async with official_client(sim) as kube:
+        async def default_account() -> bool:
+            try:
+                await kube(kube.core.read_namespaced_service_account, "default", "default")
+            except Exception:
+                return False
+            return True
+
+        await wait_until(default_account, timeout=30, what='the "default" ServiceAccount')
+        replicas = {f"web-{i}": 2 for i in range(DEPLOYMENTS)}
+        for name, count in replicas.items():
+            await kube.retrying(kube.apps.create_namespaced_deployment, "default", deployment(name, count))
+        await wait_until(lambda: all_ready(kube, replicas), timeout=30, what="every Deployment ready")
+
+        # The work spreads: each replica owns Deployments and created their pods itself.
+        owners = {n: ls.get(SHARD_LABEL) for n, ls in (await labels_of(kube, "deployments")).items()}
+        assert set(owners.values()) == set(members), owners
+        pods = await labels_of(kube, "pods")
+        for name, labels in pods.items():
+            assert labels.get(SHARD_LABEL) == owners[labels["app"]], (name, labels)
+        creators = {user for key, n in pod_writes(audit, set(USERS)).items() for user in [key.split(":")[0]]
+                    if key.endswith(":create") and n > 0}
+        assert creators == set(USERS[:3]), creators
+
+        # Kill a replica that does not lead: its Deployments move to the others at once once its Lease expires.
+        roles = {m: await https.role(mgr) or "" for m, mgr in members.items()}
+        victim = next(m for m, role in roles.items() if role.startswith("standby"))
+        assert all(f"shard {m} in ring {RING}" in role for m, role in roles.items()), roles
+        members[victim].process.send(signal.SIGKILL)
+        await members[victim].process.wait(10)
+        killed_at = asyncio.get_running_loop().time()
+
+        async def moved() -> bool:
+            now = await labels_of(kube, "deployments")
+            return all(ls.get(SHARD_LABEL) not in (None, victim) for ls in now.values())
+
+        await wait_until(moved, timeout=LEASE_DURATION * 4, what=f"{victim}'s Deployments to move")
+        took = asyncio.get_running_loop().time() - killed_at
+        print(f"moved {sum(1 for o in owners.values() if o == victim)} Deployments off the killed replica "
+              f"in {took:.2f}s (lease {LEASE_DURATION}s)")
+        for name in replicas:
+            replicas[name] = 3
+            await kube.retrying(kube.apps.patch_namespaced_deployment_scale, name, "default",
+                                {"spec": {"replicas": 3}})
+        await wait_until(lambda: all_ready(kube, replicas), timeout=30, what="every Deployment scaled to 3")
+
+        # A fourth replica joins: some Deployments move to it by draining.
+        joiner = await start(USERS[3])
+        new_member = await member_of(joiner)
+
+        async def rebalanced() -> bool:
+            now = await labels_of(kube, "deployments")
+            return any(ls.get(SHARD_LABEL) == new_member for ls in now.values()) and \
+                all(DRAIN_LABEL not in ls and ls.get(SHARD_LABEL) for ls in now.values())
+
+        await wait_until(rebalanced, timeout=30, what="Deployments to move to the new replica")
+        drained = [r for mgr in members.values() if mgr is not members[victim]
+                   for r in mgr.process.records() if r.get("event") == "drained root for its new shard"]
+        assert drained, "no replica acknowledged a drain"
+        for name in replicas:
+            replicas[name] = 4
+            await kube.retrying(kube.apps.patch_namespaced_deployment_scale, name, "default",
+                                {"spec": {"replicas": 4}})
+        await wait_until(lambda: all_ready(kube, replicas), timeout=30, what="every Deployment scaled to 4")
+        joined_owns = {n for n, ls in (await labels_of(kube, "deployments")).items()
+                       if ls.get(SHARD_LABEL) == new_member}
+        pods = await labels_of(kube, "pods")
+        assert all(ls.get(SHARD_LABEL) == new_member for ls in pods.values() if ls["app"] in joined_owns)
+
+        # Not one pod too many across the hand-overs.
+        await asyncio.sleep(0.3)  # > the audit log's flush interval
+        writes = pod_writes(audit, set(USERS))
+        assert sum(n for k, n in writes.items() if k.endswith(":delete")) == 0, writes
+        assert sum(n for k, n in writes.items() if k.endswith(":create")) == sum(replicas.values()), writes
+        assert len(pods) == sum(replicas.values())
+        assert writes[f"{USERS[3]}:create"] > 0, writes
+        spread = Counter(user_of.get(str(o), str(o)) for o in owners.values())
+        print("pod writes per replica:", dict(writes), "first owners:", dict(spread))
