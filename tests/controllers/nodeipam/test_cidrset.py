@@ -16,6 +16,7 @@ from controller_manager.controllers.nodeipam.cidrset import (
     Network,
     parse_cidr,
 )
+from tests.prometheus import sample_value
 
 
 def new_set(cluster: str, node_mask: int) -> CIDRSet:
@@ -212,9 +213,8 @@ def test_allocations_never_overlap(scenario: tuple[str, int, list[tuple[str, int
 
 
 def sample(name: str, label: str) -> float:
-    from prometheus_client import REGISTRY
 
-    value = REGISTRY.get_sample_value(name, {"clusterCIDR": label})
+    value = sample_value(name, {"clusterCIDR": label})
     return 0.0 if value is None else value
 
 
