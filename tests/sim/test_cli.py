@@ -18,6 +18,8 @@ import aiohttp
 import pytest
 import yaml
 
+from controller_manager.sim.main import main
+
 BIN = Path(sys.executable).parent
 KUBE_SIM = str(BIN / "kube-sim")
 KUBECTL = str(BIN / "kubectl")
@@ -57,31 +59,45 @@ async def test_serves_until_signalled(tmp_path: Path, sig: signal.Signals) -> No
             await proc.wait()
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        pytest.param(["--nodes", "-1"], "--nodes", id="negative-nodes"),
-        pytest.param(["--port", "70000"], "--port", id="port-range"),
-        pytest.param(["--bogus"], "unrecognized arguments", id="unknown-flag"),
-        pytest.param(["--faults", "explode"], "--faults", id="bad-fault-spec"),
-        pytest.param(["--webhook-service", "hook.default:443=127.0.0.1:8443"], "--webhook-service",
-                     id="bad-webhook-service"),
-        pytest.param(["--service-account-key-file", "/nonexistent/sa.pub"], "--service-account-key-file",
-                     id="missing-service-account-key-file"),
-        pytest.param(["--service-account-key-file", __file__], "does not contain any valid RSA or ECDSA public keys",
-                     id="not-a-key-file"),
-        pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
-    ],
-)
-async def test_bad_flags_one_error_line(args: list[str], needle: str) -> None:
-    proc = await start(*args)
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 2
-    assert out == b""
-    lines = err.decode().splitlines()
+BAD_FLAGS = [
+    pytest.param(["--nodes", "-1"], "--nodes", id="negative-nodes"),
+    pytest.param(["--port", "70000"], "--port", id="port-range"),
+    pytest.param(["--bogus"], "unrecognized arguments", id="unknown-flag"),
+    pytest.param(["--faults", "explode"], "--faults", id="bad-fault-spec"),
+    pytest.param(["--webhook-service", "hook.default:443=127.0.0.1:8443"], "--webhook-service",
+                 id="bad-webhook-service"),
+    pytest.param(["--service-account-key-file", "/nonexistent/sa.pub"], "--service-account-key-file",
+                 id="missing-service-account-key-file"),
+    pytest.param(["--service-account-key-file", __file__], "does not contain any valid RSA or ECDSA public keys",
+                 id="not-a-key-file"),
+    pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
+]
+
+
+def assert_one_error_line(code: int | str | None, out: str, err: str, needle: str) -> None:
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("kube-sim: error:")
     assert needle in lines[0]
+
+
+# Every bad flag in-process: main() rejects it before anything starts, as the process does.
+@pytest.mark.parametrize(("args", "needle"), BAD_FLAGS)
+def test_bad_flags_one_error_line(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    out, err = capsys.readouterr()
+    assert_one_error_line(exited.value.code, out, err, needle)
+
+
+# And as the installed command: a parser error and one found after parsing.
+@pytest.mark.parametrize(("args", "needle"), [p for p in BAD_FLAGS if p.id in ("unknown-flag", "not-a-key-file")])
+async def test_bad_flags_one_error_line_from_the_command(args: list[str], needle: str) -> None:
+    proc = await start(*args)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert_one_error_line(proc.returncode, out.decode(), err.decode(), needle)
 
 
 # --- what real clients do with the kubeconfig kube-sim writes (the before-stop hook's smoke) ----------
