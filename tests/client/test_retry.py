@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
-from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import DEPLOYMENTS, PODS
 from controller_manager.client import (
@@ -27,6 +26,7 @@ from controller_manager.client import (
 )
 from controller_manager.clock import FakeClock
 from tests.client.conftest import FakeApiServer, fail, reply, run_on_fake_time, sequence
+from tests.prometheus import sample_value
 
 POD_PATH = "/api/v1/namespaces/ns/pods/web-1"
 POD = {"kind": "Pod", "metadata": {"name": "web-1", "namespace": "ns"}}
@@ -138,7 +138,7 @@ async def test_429_gives_up_after_the_bound(fake: FakeApiServer) -> None:
 
 
 def _requests_total(code: str, method: str, host: str) -> float:
-    return REGISTRY.get_sample_value("rest_client_requests_total", {"code": code, "method": method, "host": host}) or 0
+    return sample_value("rest_client_requests_total", {"code": code, "method": method, "host": host}) or 0
 
 
 def _free_port() -> int:
@@ -184,17 +184,17 @@ async def test_metrics_count_every_attempt(fake: FakeApiServer) -> None:
     host = fake.url.removeprefix("http://")
     ok_before = _requests_total("200", "GET", host)
     err_before = _requests_total("503", "GET", host)
-    dur_before = REGISTRY.get_sample_value("rest_client_request_duration_seconds_count",
+    dur_before = sample_value("rest_client_request_duration_seconds_count",
                                            {"verb": "GET", "host": host}) or 0
-    wait_before = REGISTRY.get_sample_value("rest_client_rate_limiter_duration_seconds_count",
+    wait_before = sample_value("rest_client_rate_limiter_duration_seconds_count",
                                             {"verb": "GET", "host": host}) or 0
     async with ApiClient(ClientConfig(host=fake.url), qps=100.0, burst=10, backoff_base=0.001) as api:
         await api.get(PODS, "web-1", "ns")
     assert _requests_total("200", "GET", host) - ok_before == 1
     assert _requests_total("503", "GET", host) - err_before == 1
-    assert REGISTRY.get_sample_value("rest_client_request_duration_seconds_count",
+    assert sample_value("rest_client_request_duration_seconds_count",
                                      {"verb": "GET", "host": host}) == dur_before + 2
-    assert REGISTRY.get_sample_value("rest_client_rate_limiter_duration_seconds_count",
+    assert sample_value("rest_client_rate_limiter_duration_seconds_count",
                                      {"verb": "GET", "host": host}) == wait_before + 2
 
 

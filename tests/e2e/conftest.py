@@ -11,7 +11,8 @@ Guarantees:
 - Clients are the ones users have: real ``kubectl`` (:class:`Kubectl`), the official ``kubernetes``
   Python client (:class:`Kube`, its blocking calls run in a thread), and aiohttp for the manager's
   HTTPS endpoints (:class:`Https`, certificate not verified: the manager's is self-signed).
-- Waiting is polling against a deadline (:func:`wait_until`), never a fixed sleep.
+- Waiting is polling against a deadline (:func:`wait_until`, polls growing from 50 ms to 0.5 s), never a fixed
+  sleep.
 
 Every test module here is marked ``e2e`` and put in an xdist group for ``--dist loadgroup``: "e2e" for the
 scale-ups that keep a core busy (one at a time), "e2e-light" for the rest. (pytest 9.2 with pytest-xdist 3.8
@@ -77,17 +78,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def wait_until(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0, interval: float = 0.05,
-                     what: str = "condition") -> T:
-    """Poll ``check`` until it returns something truthy, which is returned; fail after ``timeout`` seconds."""
+# Polls start often and slow down: most checks spawn kubectl (~0.1 CPU-second each), so a wait of tens of
+# seconds at a fixed 50 ms would keep a core busy with kubectl alone.
+FIRST_POLL = 0.05
+POLL_GROWTH = 1.5
+MAX_POLL = 0.5
+
+
+async def wait_until(check: Callable[[], Awaitable[T | None]], *, timeout: float = 30.0,
+                     interval: float | None = None, what: str = "condition") -> T:
+    """Poll ``check`` until it returns something truthy, which is returned; fail after ``timeout`` seconds.
+    ``interval`` fixes the pause between polls (for tests that time what they wait for); by default it grows
+    from 50 ms to 0.5 s."""
     deadline = time.monotonic() + timeout
+    pause = FIRST_POLL if interval is None else interval
     while True:
         last = await check()
         if last:
             return last
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-        await asyncio.sleep(interval)
+        await asyncio.sleep(pause)
+        if interval is None:
+            pause = min(pause * POLL_GROWTH, MAX_POLL)
 
 
 async def wait_for_default_service_account(kubectl: Kubectl, timeout: float = 30.0) -> None:

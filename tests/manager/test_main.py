@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from controller_manager.manager.main import main
 from tests.manager.fake_apiserver import FakeApiServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,26 +53,45 @@ def lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+# Flag errors and --help end before any runtime starts, so they are judged in-process (main() returns the exit
+# code; --help exits as argparse does); tests/e2e/test_startup.py runs the installed command for the same
+# feature as a process.
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         pytest.param(["--leader-elect-lease-duration=abc"],
                      'Error: argument --leader-elect-lease-duration: time: invalid duration "abc"', id="bad-duration"),
+        pytest.param(["--leader-elect-lease-duration=fifteen"],
+                     'Error: argument --leader-elect-lease-duration: time: invalid duration "fifteen"',
+                     id="bad-duration-word"),
+        pytest.param(["--concurrent-deployment-syncs=many"],
+                     'Error: argument --concurrent-deployment-syncs: strconv.ParseInt: parsing "many": invalid syntax',
+                     id="bad-int"),
         pytest.param(["--no-such-flag"], "Error: unrecognized arguments: --no-such-flag", id="unknown-flag"),
         pytest.param(["--controllers=*,-nosuch"], 'Error: "nosuch" is not in the list of known controllers',
                      id="unknown-controller"),
+        pytest.param(["--controllers=*,-bogus"], 'Error: "bogus" is not in the list of known controllers',
+                     id="unknown-disabled-controller"),
+        pytest.param(["--controllers=deployment,bogus"], 'Error: "bogus" is not in the list of known controllers',
+                     id="unknown-enabled-controller"),
     ],
 )
-async def test_bad_flag_is_one_line_and_exit_1(args: list[str], message: str) -> None:
-    code, out, err = await run_cli(*args)
+def test_bad_flag_is_one_line_and_exit_1(args: list[str], message: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # Flags are checked before any connection: the unreachable server is never what stops it.
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{free_port()}")
+    code = main([f"--kubeconfig={kubeconfig}", "--secure-port=0", *args])
+    out, err = capsys.readouterr()
     assert code == 1
     assert out == ""
     assert lines(err) == [message]
 
 
-async def test_help_lists_flags() -> None:
-    code, out, err = await run_cli("--help")
-    assert code == 0
+def test_help_lists_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 0
     assert err == ""
     for flag in ("--kubeconfig", "--controllers", "--leader-elect-lease-duration", "--secure-port",
                  "--concurrent-deployment-syncs", "--node-monitor-grace-period", "--terminated-pod-gc-threshold"):

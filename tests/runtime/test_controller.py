@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.clock import FakeClock
 from controller_manager.runtime.controller import (
@@ -18,6 +17,7 @@ from controller_manager.runtime.controller import (
     TerminalError,
     run_controller,
 )
+from tests.prometheus import sample_value
 
 DEADLINE = 5.0
 
@@ -70,7 +70,7 @@ async def stop(c: Controller, runner: asyncio.Task[None]) -> None:
 
 
 def metric(name: str, controller: str) -> float:
-    value = REGISTRY.get_sample_value(name, {"controller": controller})
+    value = sample_value(name, {"controller": controller})
     return value or 0.0
 
 

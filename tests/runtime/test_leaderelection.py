@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.api.meta import format_micro_time, parse_time
 from controller_manager.api.resources import LEASES, Resource
@@ -22,6 +21,7 @@ from controller_manager.runtime.leaderelection import (
     LeadershipLost,
     default_identity,
 )
+from tests.prometheus import sample_value
 
 NS, NAME = "kube-system", "controller-manager"
 START = 1_700_000_000.0
@@ -168,7 +168,7 @@ async def tasks(clock: FakeClock) -> AsyncIterator[Tasks]:
 
 
 def master_status(identity_name: str = NAME) -> float | None:
-    return REGISTRY.get_sample_value("leader_election_master_status", {"name": identity_name})
+    return sample_value("leader_election_master_status", {"name": identity_name})
 
 
 async def test_single_candidate_creates_the_lease_and_leads(store: LeaseStore, clock: FakeClock) -> None:
@@ -414,10 +414,10 @@ async def test_leader_renews_after_conflict_through_the_slow_path(store: LeaseSt
     # the re-read shows a still holds it, and the renewal goes through.
     store.put({**store.leases[(NS, NAME)], "metadata": {**store.leases[(NS, NAME)]["metadata"], "labels": {"x": "y"}}})
     clock.advance(2.0)
-    slow_before = REGISTRY.get_sample_value("leader_election_slowpath_total", {"name": NAME}) or 0.0
+    slow_before = sample_value("leader_election_slowpath_total", {"name": NAME}) or 0.0
     assert await a.try_acquire_or_renew()
     assert store.spec()["renewTime"] == format_micro_time(START + 2.0)
-    assert REGISTRY.get_sample_value("leader_election_slowpath_total", {"name": NAME}) == slow_before + 1
+    assert sample_value("leader_election_slowpath_total", {"name": NAME}) == slow_before + 1
 
 
 async def test_events_and_new_leader_hook(store: LeaseStore, clock: FakeClock) -> None:

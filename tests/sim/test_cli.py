@@ -17,6 +17,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
+
+from controller_manager.sim.main import main
 
 BIN = Path(sys.executable).parent
 KUBE_SIM = str(BIN / "kube-sim")
@@ -57,51 +62,68 @@ async def test_serves_until_signalled(tmp_path: Path, sig: signal.Signals) -> No
             await proc.wait()
 
 
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        pytest.param(["--nodes", "-1"], "--nodes", id="negative-nodes"),
-        pytest.param(["--port", "70000"], "--port", id="port-range"),
-        pytest.param(["--bogus"], "unrecognized arguments", id="unknown-flag"),
-        pytest.param(["--faults", "explode"], "--faults", id="bad-fault-spec"),
-        pytest.param(["--webhook-service", "hook.default:443=127.0.0.1:8443"], "--webhook-service",
-                     id="bad-webhook-service"),
-        pytest.param(["--service-account-key-file", "/nonexistent/sa.pub"], "--service-account-key-file",
-                     id="missing-service-account-key-file"),
-        pytest.param(["--service-account-key-file", __file__], "does not contain any valid RSA or ECDSA public keys",
-                     id="not-a-key-file"),
-        pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
-    ],
-)
-async def test_bad_flags_one_error_line(args: list[str], needle: str) -> None:
-    proc = await start(*args)
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 2
-    assert out == b""
-    lines = err.decode().splitlines()
+BAD_FLAGS = [
+    pytest.param(["--nodes", "-1"], "--nodes", id="negative-nodes"),
+    pytest.param(["--port", "70000"], "--port", id="port-range"),
+    pytest.param(["--bogus"], "unrecognized arguments", id="unknown-flag"),
+    pytest.param(["--faults", "explode"], "--faults", id="bad-fault-spec"),
+    pytest.param(["--webhook-service", "hook.default:443=127.0.0.1:8443"], "--webhook-service",
+                 id="bad-webhook-service"),
+    pytest.param(["--service-account-key-file", "/nonexistent/sa.pub"], "--service-account-key-file",
+                 id="missing-service-account-key-file"),
+    pytest.param(["--service-account-key-file", __file__], "does not contain any valid RSA or ECDSA public keys",
+                 id="not-a-key-file"),
+    pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
+]
+
+
+def assert_one_error_line(code: int | str | None, out: str, err: str, needle: str) -> None:
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("kube-sim: error:")
     assert needle in lines[0]
 
 
+# Every bad flag in-process: main() rejects it before anything starts, as the process does.
+@pytest.mark.parametrize(("args", "needle"), BAD_FLAGS)
+def test_bad_flags_one_error_line(args: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    out, err = capsys.readouterr()
+    assert_one_error_line(exited.value.code, out, err, needle)
+
+
+# And as the installed command: a parser error and one found after parsing.
+@pytest.mark.parametrize(("args", "needle"), [p for p in BAD_FLAGS if p.id in ("unknown-flag", "not-a-key-file")])
+async def test_bad_flags_one_error_line_from_the_command(args: list[str], needle: str) -> None:
+    proc = await start(*args)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert_one_error_line(proc.returncode, out.decode(), err.decode(), needle)
+
+
 # --- what real clients do with the kubeconfig kube-sim writes (the before-stop hook's smoke) ----------
 
 _CONFIGMAP_YAML = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: smoke}\ndata: {a: b}\n"
-_OFFICIAL_CLIENT = """
-import os, sys
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
-config.load_kube_config(os.environ["KUBECONFIG"])
-apps = client.AppsV1Api()
-try:
-    apps.create_namespaced_replica_set("default", {"metadata": {"name": "smoke-rs"}, "spec": {"replicas": 0,
-        "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
-        "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
-    print(apps.read_namespaced_replica_set("smoke-rs", "default").status.replicas)
-    print(client.CoreV1Api().read_namespaced_config_map("smoke", "default").data["a"])
-except ApiException as e:
-    print(e.status, e.body)
-"""
+def _official_client(kubeconfig: Path) -> str:
+    """What the official ``kubernetes`` client does with the kubeconfig: create and read a ReplicaSet, read the
+    ConfigMap; its answers one a line (or the refusal's status and body). Run in a thread of this process: the
+    same loader and client as a script of its own, without a Python start-up and import of the client."""
+    api = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        apps = k8s.AppsV1Api(api)
+        try:
+            apps.create_namespaced_replica_set("default", {"metadata": {"name": "smoke-rs"}, "spec": {
+                "replicas": 0, "selector": {"matchLabels": {"a": "b"}}, "template": {
+                    "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+            replicas = apps.read_namespaced_replica_set("smoke-rs", "default").status.replicas
+            data = k8s.CoreV1Api(api).read_namespaced_config_map("smoke", "default").data["a"]
+            return f"{replicas}\n{data}\n"
+        except ApiException as e:
+            return f"{e.status} {e.body}\n"
+    finally:
+        api.close()
 
 
 async def _ready(*args: str) -> tuple[asyncio.subprocess.Process, str]:
@@ -135,8 +157,7 @@ async def test_kubectl_and_the_official_client_use_the_kubeconfig_over_https(tmp
         env = {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path)}
         code, out = await _run(KUBECTL, "create", "-f", str(tmp_path / "cm.yaml"), env=env)
         assert (code, out) == (0, "configmap/smoke created\n")
-        code, out = await _run(sys.executable, "-c", _OFFICIAL_CLIENT, env=env)
-        assert (code, out) == (0, "0\nb\n")
+        assert await asyncio.to_thread(_official_client, kubeconfig) == "0\nb\n"
         config = yaml.safe_load(kubeconfig.read_text())
         assert config["clusters"][0]["cluster"]["server"] == url
         ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
@@ -147,9 +168,7 @@ async def test_kubectl_and_the_official_client_use_the_kubeconfig_over_https(tmp
         for user in config["users"]:
             user["user"] = {}
         (tmp_path / "anon").write_text(yaml.safe_dump(config))
-        anon = {**env, "KUBECONFIG": str(tmp_path / "anon")}
-        code, out = await _run(sys.executable, "-c", _OFFICIAL_CLIENT, env=anon)
-        assert code == 0
+        out = await asyncio.to_thread(_official_client, tmp_path / "anon")
         assert out.startswith("403 ")
         status = json.loads(out[4:])
         assert status["message"] == ('replicasets.apps is forbidden: User "system:anonymous" cannot create resource '

@@ -7,9 +7,9 @@ Guarantees:
   ``should_continue_running`` False only if an untolerated taint is ``NoExecute``. The pod judged is the
   template plus the tolerations every daemon pod gets. Resources, host ports and ``spec.unschedulable`` are
   left to the scheduler (upstream stopped simulating them), so they never matter here.
-- Node affinity follows ``nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)``: the nodeSelector ANDed with
-  the required terms; terms are ORed, a term ANDs its label expressions and ``metadata.name`` field
-  expressions; an empty term or one that does not parse matches nothing.
+- Node affinity follows ``nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)`` (controllerutil/nodeaffinity):
+  the nodeSelector ANDed with the required terms; terms are ORed, a term ANDs its label expressions and
+  ``metadata.name`` field expressions; an empty term or one that does not parse matches nothing.
 - A node whose labels or taints cannot be read raises :class:`MalformedNode` (the caller reports it and leaves
   that node's pods alone) instead of crashing or guessing.
 - :func:`should_ignore_node_update` is True when neither labels nor taints changed: nothing else of a node
@@ -18,17 +18,17 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from controller_manager.api.meta import meta, parse_time
 from controller_manager.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, find_untolerated_taint
+from controller_manager.controllerutil.nodeaffinity import pod_spec_matches_node
 
-from .util import OBJECT_NAME_FIELD, add_or_update_daemon_pod_tolerations
+from .util import add_or_update_daemon_pod_tolerations
 
 __all__ = [
     "MalformedNode",
-    "match_node_selector_terms",
     "node_should_run_daemon_pod",
     "pod_creation_order_key",
     "should_ignore_node_update",
@@ -41,68 +41,6 @@ _TAINT_EFFECTS = frozenset({EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE, "PreferNoSche
 
 class MalformedNode(ValueError):
     """The node's labels or taints are not what the API allows."""
-
-
-def _go_int64(text: str) -> int | None:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
-
-
-def _requirement_matches(req: Obj, value: str | None) -> bool | None:
-    """One NodeSelectorRequirement against a label value (None: label absent). None if it does not parse."""
-    op = req.get("operator")
-    values = req.get("values") or []
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        return None
-    if op in ("In", "NotIn"):
-        if not values:
-            return None  # labels.NewRequirement: In/NotIn need at least one value
-        found = value is not None and value in values
-        return found if op == "In" else not found
-    if op in ("Exists", "DoesNotExist"):
-        if values:
-            return None
-        return (value is not None) if op == "Exists" else (value is None)
-    if op in ("Gt", "Lt"):
-        if len(values) != 1 or _go_int64(values[0]) is None:
-            return None
-        want = _go_int64(values[0])
-        have = _go_int64(value) if value is not None else None
-        if have is None or want is None:
-            return False
-        return have > want if op == "Gt" else have < want
-    return None
-
-
-def _field_matches(req: Obj, node_name: str) -> bool | None:
-    # nodeSelectorRequirementsAsFieldSelector: In/NotIn with exactly one value; the only node field is the name.
-    op = req.get("operator")
-    values = req.get("values") or []
-    if op not in ("In", "NotIn") or not isinstance(values, list) or len(values) != 1:
-        return None
-    have = node_name if req.get("key") == OBJECT_NAME_FIELD else ""
-    want = str(values[0])
-    return (have == want) if op == "In" else (have != want)
-
-
-def _term_matches(term: Obj, node_name: str, labels: Mapping[str, str]) -> bool:
-    exprs = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not exprs and not fields:
-        return False  # an empty term selects no node
-    results = [_requirement_matches(r, labels.get(str(r.get("key", "")))) if isinstance(r, Mapping) else None
-               for r in exprs]
-    results += [_field_matches(r, node_name) if isinstance(r, Mapping) else None for r in fields]
-    # A term that does not parse is skipped, as the lazy-error node selector does.
-    return all(r is True for r in results)
-
-
-def match_node_selector_terms(terms: Sequence[Obj] | None, node_name: str, labels: Mapping[str, str]) -> bool:
-    """Whether any term selects the node (``LazyErrorNodeSelector.Match``)."""
-    return any(isinstance(t, Mapping) and _term_matches(t, node_name, labels) for t in terms or ())
 
 
 def _node_labels(node: Obj) -> Mapping[str, str]:
@@ -124,17 +62,6 @@ def _node_taints(node: Obj) -> list[Obj]:
     return taints
 
 
-def _fits_node_affinity(pod_spec: Obj, node_name: str, labels: Mapping[str, str]) -> bool:
-    node_selector = pod_spec.get("nodeSelector") or {}
-    if isinstance(node_selector, Mapping) and any(labels.get(k) != v for k, v in node_selector.items()):
-        return False
-    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        return True
-    return match_node_selector_terms(required.get("nodeSelectorTerms"), node_name, labels)
-
-
 def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
     """``(should_run, should_continue_running)`` for the DaemonSet's pod on the node."""
     node_name = str(meta(node).get("name") or "")
@@ -144,7 +71,7 @@ def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
         return False, False
     labels = _node_labels(node)
     taints = _node_taints(node)
-    if not _fits_node_affinity(pod_spec, node_name, labels):
+    if not pod_spec_matches_node(pod_spec, node_name, labels):
         return False, False
     tolerations = add_or_update_daemon_pod_tolerations(pod_spec)
     if find_untolerated_taint(tolerations, taints, (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)) is None:

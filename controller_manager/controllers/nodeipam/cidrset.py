@@ -118,20 +118,28 @@ class CIDRSet:
         last = int(cidr.broadcast_address)
         return range(self.index_for_ip(first & node_mask), self.index_for_ip(last & node_mask) + 1)
 
+    def _mask(self, cidr: Network | None) -> int:
+        # One bit per subnet ``cidr`` overlaps: a range, set or cleared at once (it can span 2**24 subnets, where
+        # a bit at a time is quadratic in the bitmap's length).
+        span = self.indices(cidr)
+        return (1 << span.stop) - (1 << span.start)
+
     def occupy(self, cidr: Network | None) -> None:
         """Mark every node subnet ``cidr`` overlaps as taken."""
-        for i in self.indices(cidr):
-            if not self.is_used(i):
-                self._used |= 1 << i
-                self.allocated += 1
-                metrics.CIDRSET_ALLOCATIONS.labels(self.label).inc()
+        mask = self._mask(cidr)
+        taken = (mask & ~self._used).bit_count()
+        self._used |= mask
+        if taken:
+            self.allocated += taken
+            metrics.CIDRSET_ALLOCATIONS.labels(self.label).inc(taken)
         self._usage()
 
     def release(self, cidr: Network | None) -> None:
         """Mark every node subnet ``cidr`` overlaps as free."""
-        for i in self.indices(cidr):
-            if self.is_used(i):
-                self._used &= ~(1 << i)
-                self.allocated -= 1
-                metrics.CIDRSET_RELEASES.labels(self.label).inc()
+        mask = self._mask(cidr)
+        freed = (mask & self._used).bit_count()
+        self._used &= ~mask
+        if freed:
+            self.allocated -= freed
+            metrics.CIDRSET_RELEASES.labels(self.label).inc(freed)
         self._usage()

@@ -16,6 +16,7 @@ from typing import Any
 from controller_manager.api.meta import meta, parse_time
 from controller_manager.api.quantity import parse_quantity
 from controller_manager.api.selectors import InvalidSelector, from_label_selector
+from controller_manager.controllerutil.nodeaffinity import match_node_selector_terms
 
 Obj = Mapping[str, Any]
 
@@ -250,47 +251,17 @@ class SelectorError(Exception):
     """The claim's label selector cannot be parsed."""
 
 
-def _requirement_matches(req: Mapping[str, Any], value: str | None) -> bool:
-    operator = req.get("operator")
-    values = [str(v) for v in req.get("values") or ()]
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return value is not None
-    if operator == "DoesNotExist":
-        return value is None
-    if operator in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, want = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
-
-
 def node_affinity_matches(volume: Obj, node: Obj) -> bool:
     """``CheckNodeAffinity``: a volume without required node affinity fits every node; otherwise one of its
-    node selector terms must match the node's labels (``matchExpressions``) and name (``matchFields``)."""
+    node selector terms must select the node. As upstream, the node is judged by its labels alone (it builds a
+    nameless node from them), so ``matchFields`` never narrow a volume's nodes here."""
     affinity = spec(volume).get("nodeAffinity")
     required = affinity.get("required") if isinstance(affinity, Mapping) else None
     if not isinstance(required, Mapping):
         return True
     labels = meta(node).get("labels")
-    labels = labels if isinstance(labels, Mapping) else {}
-    fields = {"metadata.name": name_of(node)}
-    for term in required.get("nodeSelectorTerms") or ():
-        if not isinstance(term, Mapping):
-            continue
-        expressions = list(term.get("matchExpressions") or ())
-        field_reqs = list(term.get("matchFields") or ())
-        if not expressions and not field_reqs:
-            continue  # an empty term matches nothing
-        if all(_requirement_matches(r, labels.get(str(r.get("key")))) for r in expressions) and all(
-                _requirement_matches(r, fields.get(str(r.get("key")))) for r in field_reqs):
-            return True
-    return False
+    return match_node_selector_terms(required.get("nodeSelectorTerms"), "",
+                                     labels if isinstance(labels, Mapping) else {})
 
 
 def find_matching_volume(claim: Obj, volumes: Iterable[Obj], *, delay_binding: bool, node: Obj | None = None,

@@ -9,7 +9,6 @@ import pytest
 
 from controller_manager.controllers.daemonset.placement import (
     MalformedNode,
-    match_node_selector_terms,
     node_should_run_daemon_pod,
     pod_creation_order_key,
     should_ignore_node_update,
@@ -111,30 +110,6 @@ def test_node_should_run_daemon_pod(ds: dict[str, Any], node: dict[str, Any], ex
     for strategy in ({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}, {"type": "OnDelete"}):
         ds["spec"]["updateStrategy"] = strategy
         assert node_should_run_daemon_pod(node, ds) == expected
-
-
-@pytest.mark.parametrize(("terms", "name", "labels", "matches"), [
-    pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}], "n1", {}, True,
-                 id="name in"),
-    pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}], "n2", {}, False,
-                 id="name not in"),
-    pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}], "n2", {},
-                 True, id="name NotIn"),
-    pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}], "n1", {},
-                 False, id="field selectors take exactly one value"),
-    pytest.param([{"matchExpressions": [{"key": "a", "operator": "In", "values": ["x"]}]},
-                  {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}], "n1", {}, True,
-                 id="terms are ORed"),
-    pytest.param([{"matchExpressions": [{"key": "a", "operator": "In", "values": ["x"]}],
-                   "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}], "n1", {}, False,
-                 id="expressions and fields of a term are ANDed"),
-    pytest.param([], "n1", {}, False, id="no terms"),
-    pytest.param([{"matchExpressions": [{"key": "a", "operator": "Bogus", "values": ["x"]}]}], "n1", {"a": "x"},
-                 False, id="unknown operator"),
-])
-def test_match_node_selector_terms(terms: list[dict[str, Any]], name: str, labels: dict[str, str],
-                                   matches: bool) -> None:
-    assert match_node_selector_terms(terms, name, labels) is matches
 
 
 @pytest.mark.parametrize("node", [

@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import REGISTRY
-
 from controller_manager.api.resources import Resource
 from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.controllers.endpointslice import CONTROLLER_QUALIFIED_NAME, Reconciler
 from controller_manager.controllers.endpointslice.util import service_controller_ref
 from controller_manager.controllerutil.endpointslice import EndpointSliceTracker
+from tests.prometheus import sample_value
 
 CONTROLLER_NAME = CONTROLLER_QUALIFIED_NAME
 Obj = dict[str, Any]
@@ -159,7 +158,7 @@ _GAUGES = frozenset({"desired_slices", "actual_slices", "desired_endpoints"})
 
 
 def metric_snapshot() -> dict[str, float]:
-    return {k: REGISTRY.get_sample_value(n, labels) or 0.0 for k, (n, labels) in _SAMPLES.items()}
+    return {k: sample_value(n, labels) or 0.0 for k, (n, labels) in _SAMPLES.items()}
 
 
 def metric_changes(before: Mapping[str, float]) -> dict[str, float]:

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client import REGISTRY
-
 from controller_manager.controllers.endpointslicemirroring import Reconciler
 from controller_manager.controllerutil.endpointslice import EndpointSliceTracker
 from tests.controllers.endpointslice.fakes import FakeSliceClient
+from tests.prometheus import sample_value
 
 __all__ = ["FakeSliceClient", "addr", "endpoints", "metric_changes", "metric_snapshot", "new_reconciler", "port",
            "slice_", "subset"]
@@ -94,12 +93,12 @@ _GAUGES = {"desired_slices": "desired_endpoint_slices", "actual_slices": "num_en
 
 def metric_snapshot() -> dict[str, float]:
     """The cumulative series (sums of histograms, counters) now; compare two with :func:`metric_changes`."""
-    return {key: REGISTRY.get_sample_value(_PREFIX + name, labels) or 0.0 for key, (name, labels) in _SERIES.items()}
+    return {key: sample_value(_PREFIX + name, labels) or 0.0 for key, (name, labels) in _SERIES.items()}
 
 
 def metric_changes(before: dict[str, float]) -> dict[str, float]:
     """What moved since ``before``, plus the gauges' current values (upstream's ``expectMetrics``)."""
     after = metric_snapshot()
     out = {key: after[key] - before[key] for key in after}
-    out.update({key: REGISTRY.get_sample_value(_PREFIX + name) or 0.0 for key, name in _GAUGES.items()})
+    out.update({key: sample_value(_PREFIX + name) or 0.0 for key, name in _GAUGES.items()})
     return out

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import PERSISTENTVOLUMECLAIMS, PODS
 from controller_manager.controllers.ephemeral import EphemeralVolumeController
 from controller_manager.runtime.informers import Added, Deleted, Updated
 from tests.controllers.pvcprotection.fakes import build, cache
+from tests.prometheus import sample_value
 
 Obj = dict[str, Any]
 NS = "my-namespace"
@@ -39,7 +39,7 @@ def make_pvc(name: str = CLAIM, namespace: str = NS, ref: Obj | None = None) -> 
 
 
 def metric(name: str) -> float:
-    return REGISTRY.get_sample_value(name) or 0.0
+    return sample_value(name) or 0.0
 
 
 def claims(api: Any) -> list[Obj]:

@@ -8,7 +8,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.client.errors import ApiError, Conflict
 from controller_manager.controllers.garbagecollector import metrics
@@ -26,6 +25,7 @@ from tests.controllers.garbagecollector.fakes import (
     make_gc,
     verify_graph_invariants,
 )
+from tests.prometheus import sample_value
 
 
 def pod(name: str, *owners: dict[str, Any], uid: str = "456", **meta: Any) -> dict[str, Any]:
@@ -234,6 +234,6 @@ async def test_attempt_to_orphan_worker_requeues_on_failure() -> None:
 def test_graph_metrics() -> None:
     gc, _ = make_gc(FakeClient())
     gc.builder.process_graph_changes(event("add", "child", ["owner"]))
-    assert REGISTRY.get_sample_value("garbage_collector_graph_nodes") == 2
-    assert REGISTRY.get_sample_value("garbage_collector_graph_virtual_nodes") == 1
+    assert sample_value("garbage_collector_graph_nodes") == 2
+    assert sample_value("garbage_collector_graph_virtual_nodes") == 1
     assert metrics.RESOURCES_SYNC_ERROR is not None

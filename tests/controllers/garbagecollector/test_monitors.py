@@ -3,12 +3,11 @@ survive a failed discovery and (once synced) a failed group, drop what is gone, 
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY
-
 from controller_manager.api.resources import Resource
 from controller_manager.client.errors import ApiError
 from controller_manager.controllers.garbagecollector import GarbageCollector
 from tests.controllers.garbagecollector.fakes import FakeClient, make_gc
+from tests.prometheus import sample_value
 
 PODS = Resource("", "v1", "pods", "Pod", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
@@ -24,7 +23,7 @@ def monitors(gc: GarbageCollector) -> set[str]:
 
 
 def sync_errors() -> float:
-    return REGISTRY.get_sample_value(SYNC_ERRORS) or 0.0
+    return sample_value(SYNC_ERRORS) or 0.0
 
 
 async def test_monitors_follow_discovery() -> None:

@@ -9,6 +9,7 @@ from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import NODES
 from controller_manager.controllers.nodelifecycle import metrics
+from tests.prometheus import sample_value
 
 from .fakes import node
 from .test_controller import make, tainted, tick
@@ -19,7 +20,7 @@ def zone_key(zone: str) -> str:
 
 
 def value(name: str, zone: str | None = None) -> float | None:
-    return REGISTRY.get_sample_value(name, {} if zone is None else {"zone": zone_key(zone)})
+    return sample_value(name, {} if zone is None else {"zone": zone_key(zone)})
 
 
 def gauges(zone: str) -> tuple[float | None, float | None, float | None]:

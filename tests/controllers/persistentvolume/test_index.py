@@ -15,6 +15,7 @@ from controller_manager.controllers.persistentvolume.helpers import (
     claim_reference,
     find_best_match_for_claim,
     find_matching_volume,
+    node_affinity_matches,
     volume_mode_mismatches,
 )
 
@@ -218,6 +219,29 @@ def test_find_match_volume_with_node(name: str) -> None:
     expected, claim, with_node, excluded = WITH_NODE[name]
     volume = find_matching_volume(claim, make_test_volumes(), delay_binding=True, node=with_node, excluded=excluded)
     assert _uid(volume) == expected
+
+
+def _affine(*terms: Obj) -> Obj:
+    return {"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": list(terms)}}}}
+
+
+@pytest.mark.parametrize(("volume", "fits"), [
+    pytest.param({"spec": {}}, True, id="no node affinity"),
+    pytest.param({"spec": {"nodeAffinity": {}}}, True, id="no required terms"),
+    pytest.param(_affine({"matchExpressions": [{"key": "key1", "operator": "In", "values": ["value1"]}]}), True,
+                 id="label in"),
+    pytest.param(_affine({"matchExpressions": [{"key": "key1", "operator": "NotIn", "values": ["value1"]}]}),
+                 False, id="label not in"),
+    pytest.param(_affine({"matchExpressions": [{"key": "key1", "operator": "In", "values": []}]},
+                         {"matchExpressions": [{"key": "key1", "operator": "Exists"}]}), True,
+                 id="a term that does not parse, and one that fits"),
+    pytest.param(_affine(), False, id="required without terms"),
+    pytest.param(_affine({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["other"]}]}), True,
+                 id="judged by labels alone: matchFields do not narrow (a nameless node)"),
+])
+def test_check_node_affinity(volume: Obj, fits: bool) -> None:
+    named = {"metadata": {"name": "node-a", "labels": {"key1": "value1"}}}
+    assert node_affinity_matches(volume, named) is fits
 
 
 @pytest.mark.parametrize(("modes", "fits"), [

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import copy
 
-from prometheus_client import REGISTRY
-
 from controller_manager.controllers.persistentvolume import metrics
 from controller_manager.controllers.persistentvolume.helpers import claim_key
+from tests.prometheus import sample_value
 
 from .framework import FakeApi, new_binder, new_claim, new_volume, storage_class
 
 
 def sample(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+    return sample_value(name, labels) or 0.0
 
 
 def test_collector_counts_volumes_and_claims_by_phase_and_labels() -> None:

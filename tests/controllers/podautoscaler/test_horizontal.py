@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.api import selectors
 from controller_manager.api.meta import format_time
@@ -29,6 +28,7 @@ from controller_manager.runtime.controller import ControllerContext
 from controller_manager.runtime.events import EventBroadcaster
 from controller_manager.runtime.informers import Added, Deleted, SharedInformerFactory, Updated
 from tests.controllers.podautoscaler.fakes import NAMESPACE, POD_PREFIX
+from tests.prometheus import sample_value
 
 NOW = 1_700_000_000.0
 HOT = NOW
@@ -466,7 +466,7 @@ async def test_status_is_written_only_when_it_changes_and_reconciliations_are_co
     controller, _ = new_controller(case, api)
 
     def count(action: str) -> float:
-        return REGISTRY.get_sample_value("horizontal_pod_autoscaler_controller_reconciliations_total",
+        return sample_value("horizontal_pod_autoscaler_controller_reconciliations_total",
                                          {"action": action, "error": "none"}) or 0.0
 
     before = count("none")
@@ -477,7 +477,7 @@ async def test_status_is_written_only_when_it_changes_and_reconciliations_are_co
     await controller.reconcile_autoscaler(hpa, KEY)
     assert len(api.statuses) == 1  # nothing changed: no write
     assert count("none") == before + 2
-    assert REGISTRY.get_sample_value("horizontal_pod_autoscaler_controller_metric_computation_total",
+    assert sample_value("horizontal_pod_autoscaler_controller_metric_computation_total",
                                      {"action": "none", "error": "none", "metric_type": "Resource"})
 
 

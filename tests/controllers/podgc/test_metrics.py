@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.client.errors import ServerError
 from tests.controllers.nodelifecycle.fakes import T0, cache, node, pod
+from tests.prometheus import sample_value
 
 from .test_gc_controller import make
 
@@ -18,8 +18,8 @@ OUT_OF_SERVICE = [{"key": "node.kubernetes.io/out-of-service", "effect": "NoExec
 
 def counts(namespace: str, reason: str) -> tuple[float | None, float | None]:
     labels = {"namespace": namespace, "reason": reason}
-    return (REGISTRY.get_sample_value("pod_gc_collector_force_delete_pods_total", labels),
-            REGISTRY.get_sample_value("pod_gc_collector_force_delete_pod_errors_total", labels))
+    return (sample_value("pod_gc_collector_force_delete_pods_total", labels),
+            sample_value("pod_gc_collector_force_delete_pod_errors_total", labels))
 
 
 def done(name: str, ns: str, age: float) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.api.meta import key_of
 from controller_manager.api.resources import CONFIGMAPS, Resource
@@ -38,6 +37,7 @@ from controller_manager.runtime.controller import ControllerContext
 from controller_manager.runtime.events import EventBroadcaster
 from controller_manager.runtime.informers import Added, Deleted, SharedInformerFactory, Updated
 from tests.controllers.rootcacertpublisher.certs import self_signed_ca_pem
+from tests.prometheus import sample_value
 
 Obj = dict[str, Any]
 NS = "default"
@@ -296,7 +296,7 @@ def test_handlers(publisher: RecordingPublisher) -> None:
 # --- TestSyncCounter -----------------------------------------------------------------------------------------
 
 def _count(code: str) -> float:
-    return REGISTRY.get_sample_value("root_ca_cert_publisher_sync_total", {"code": code}) or 0.0
+    return sample_value("root_ca_cert_publisher_sync_total", {"code": code}) or 0.0
 
 
 @pytest.mark.parametrize(("err", "code"), [
@@ -318,7 +318,7 @@ async def test_sync_counter(client: RecordingClient, publisher: RecordingPublish
         with pytest.raises(type(err)):
             await publisher.sync(NS)
     assert _count(code) == before + 1
-    assert REGISTRY.get_sample_value("root_ca_cert_publisher_sync_duration_seconds_count", {"code": code})
+    assert sample_value("root_ca_cert_publisher_sync_duration_seconds_count", {"code": code})
 
 
 # --- the bundle -----------------------------------------------------------------------------------------------

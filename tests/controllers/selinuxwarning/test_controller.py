@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import CSIDRIVERS, PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODS
 from controller_manager.controllers.selinuxwarning import SELinuxWarningController
 from controller_manager.controllers.selinuxwarning.controller import mount_labels
 from controller_manager.runtime.informers import Added, Deleted, Updated
 from tests.controllers.pvcprotection.fakes import build, cache
+from tests.prometheus import sample_value
 
 Obj = dict[str, Any]
 NS = "ns1"
@@ -141,7 +141,7 @@ async def test_conflict_events_go_to_both_pods() -> None:
     ]
     labels = {"property": "SELinuxLabel", "pod1_namespace": NS, "pod1_name": "pod1", "pod1_value": ":::s0:c1,c2",
               "pod2_namespace": NS, "pod2_name": "pod2", "pod2_value": ":::s0:c98,c99"}
-    assert REGISTRY.get_sample_value("selinux_warning_controller_selinux_volume_conflict", labels) == 1.0
+    assert sample_value("selinux_warning_controller_selinux_volume_conflict", labels) == 1.0
     # A resync of an unchanged pod reports nothing new.
     await ctrl.sync(f"{NS}/pod2")
     assert len(events.events) == 2
@@ -151,7 +151,7 @@ async def test_conflict_events_go_to_both_pods() -> None:
     cache(ctrl, PODS, finished)
     await ctrl.sync(f"{NS}/pod2")
     assert volumes(ctrl) == [(UNIQUE, (NS, "pod1"), ":::s0:c1,c2", "MountOption")]
-    assert REGISTRY.get_sample_value("selinux_warning_controller_selinux_volume_conflict", labels) is None
+    assert sample_value("selinux_warning_controller_selinux_volume_conflict", labels) is None
 
 
 async def test_conflict_with_a_pod_that_is_gone_is_reported_to_the_first_only() -> None:

@@ -3,13 +3,12 @@ deltas (the registry is process-wide) while pods are deleted on a FakeClock."""
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY
-
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import NODES
 from controller_manager.client.errors import ServerError
 from controller_manager.controllers.tainteviction import metrics
 from tests.controllers.nodelifecycle.fakes import cache, node, pod, seed
+from tests.prometheus import sample_value
 
 from .test_taint_eviction import NOEXEC, deleted, drain, make, tol
 
@@ -17,11 +16,11 @@ DURATION = "taint_eviction_controller_pod_deletion_duration_seconds"
 
 
 def snapshot() -> dict[str, float]:
-    values = {"total": REGISTRY.get_sample_value("taint_eviction_controller_pod_deletions_total") or 0.0,
-              "count": REGISTRY.get_sample_value(f"{DURATION}_count") or 0.0,
-              "sum": REGISTRY.get_sample_value(f"{DURATION}_sum") or 0.0}
+    values = {"total": sample_value("taint_eviction_controller_pod_deletions_total") or 0.0,
+              "count": sample_value(f"{DURATION}_count") or 0.0,
+              "sum": sample_value(f"{DURATION}_sum") or 0.0}
     for le in ("10.0", "30.0"):
-        values[le] = REGISTRY.get_sample_value(f"{DURATION}_bucket", {"le": le}) or 0.0
+        values[le] = sample_value(f"{DURATION}_bucket", {"le": le}) or 0.0
     return values
 
 

@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from prometheus_client import REGISTRY
 
 from controller_manager.api.resources import DEPLOYMENTS, PODS, Resource
 from controller_manager.clock import FakeClock
 from controller_manager.runtime.informers import SharedInformerFactory, default_transform
+from tests.prometheus import sample_value
 
 from .conftest import Runner
 from .fakes import FakeClient, FakeServer, Gone, Recorder, advance_until, eventually, settle
@@ -105,7 +105,7 @@ async def test_wait_for_cache_sync_is_cancellable(factory: SharedInformerFactory
 
 
 def _sample(name: str, labels: dict[str, str]) -> float:
-    value = REGISTRY.get_sample_value(name, labels)
+    value = sample_value(name, labels)
     return 0.0 if value is None else value
 
 

@@ -9,6 +9,7 @@ from prometheus_client import REGISTRY, generate_latest
 
 from controller_manager.clock import FakeClock
 from controller_manager.runtime.workqueue import RateLimitingQueue, WorkQueue
+from tests.prometheus import sample_value
 
 _names = itertools.count()
 
@@ -19,7 +20,7 @@ def unique(prefix: str) -> str:
 
 
 def sample(metric: str, name: str, **labels: str) -> float | None:
-    return REGISTRY.get_sample_value(metric, {"name": name, **labels})
+    return sample_value(metric, {"name": name, **labels})
 
 
 async def test_depth_adds_and_durations() -> None:
