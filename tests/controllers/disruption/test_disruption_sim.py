@@ -167,7 +167,7 @@ async def test_status_writes_wait_for_the_cache_to_show_the_last_one_no_conflict
                                   audit_log_path=audit) as h:
         h.cluster.faults.slow_watch(0.5, resources=["poddisruptionbudgets"])
         await h.start()
-        web = deployment("web", 6)
+        web = deployment("web", 6, ready_after=2.0)  # replacements not Ready at once: the churn must show
         await h.client.create(REPLICASETS, {**web, "kind": "ReplicaSet"}, NS)
         await h.client.create(PODDISRUPTIONBUDGETS, pdb("web", "web", minAvailable=2), NS)
         await pdb_status(h, "web", currentHealthy=6, expectedPods=6, disruptionsAllowed=4)

@@ -188,7 +188,9 @@ async def test_user_deleting_a_running_pod_counts_a_failure_and_replaces_it() ->
             job = await h.client.get(JOBS, "long", "default")
             pods = await h.pods()
             uids = {p["metadata"]["uid"] for p in pods}
-            if job["status"].get("failed") == 1 and victim["metadata"]["uid"] not in uids and len(pods) == 1:
+            # active is written by a sync after the replacement's create reached the cache (read-your-own-writes)
+            if job["status"].get("failed") == 1 and victim["metadata"]["uid"] not in uids and len(pods) == 1 \
+                    and job["status"].get("active") == 1:
                 return job
             return None
         job = await wait_for(replaced, what="failure counted and pod replaced")
