@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from bench import apiserver, convergence, ingest, latency, memory, workqueue
+from bench import apiserver, convergence, ingest, latency, memory, procs, workqueue
 from bench.report import Figure, markdown, table, write_json
 
 HERE = Path(__file__).resolve().parent
@@ -80,12 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default=str(HERE / "results.json"), help="where to write the JSON")
     args = parser.parse_args(argv)
     quiet_logs()
-    try:
-        import uvloop
-
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    except ImportError:
-        runner = asyncio.Runner()
+    runner = procs.event_loop_runner()
     started = time.perf_counter()
     with runner:
         figures, errors = runner.run(run_all(args.only, args.quick))

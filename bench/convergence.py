@@ -176,10 +176,7 @@ async def run(*, replicas: int = 1000, many: int = 100, each: int = 10, idle_pod
                                         idle_seconds)
         except BaseException:
             print(f"--- last Deployment statuses seen: {LAST_SEEN}")
-            for p in (daemon, sim):
-                if p is not None:
-                    with contextlib.suppress(OSError):
-                        print(f"--- last lines of {p.log}:\n" + "\n".join(p.log.read_text().splitlines()[-15:]))
+            procs.print_log_tails(daemon, sim)
             raise
         finally:
             if daemon is not None:

@@ -438,10 +438,7 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
                     synced[mode] = await measure_sync(workdir, sim, mode == "watch-list", timeout)
                 _progress(started, "done")
         except BaseException:
-            for p in (daemon, sim):
-                if p is not None:
-                    with contextlib.suppress(OSError):
-                        print(f"--- last lines of {p.log}:\n" + "\n".join(p.log.read_text().splitlines()[-15:]))
+            procs.print_log_tails(daemon, sim)
             raise
         finally:
             if daemon is not None:
@@ -508,12 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.__main__ import quiet_logs
 
     quiet_logs()
-    try:
-        import uvloop
-
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    except ImportError:
-        runner = asyncio.Runner()
+    runner = procs.event_loop_runner()
     started = time.perf_counter()
     with runner:
         got, details = runner.run(run(profile, seed=args.seed, label=args.profile))

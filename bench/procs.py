@@ -106,6 +106,23 @@ class Proc:
             await self.process.wait()
 
 
+def event_loop_runner() -> asyncio.Runner:
+    """uvloop's runner where it is installed (the daemon and kube-sim run on it), asyncio's otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.Runner()
+    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+
+
+def print_log_tails(*processes: Proc | None, lines: int = 15) -> None:
+    """The last ``lines`` of each process's log on stdout (a benchmark that failed says why)."""
+    for p in processes:
+        if p is not None:
+            with contextlib.suppress(OSError):
+                print(f"--- last lines of {p.log}:\n" + "\n".join(p.log.read_text().splitlines()[-lines:]))
+
+
 async def start_sim(workdir: Path, nodes: int, *, zones: int = 1, ready_timeout: float = 120.0) -> Proc:
     kubeconfig = workdir / "kubeconfig"
     log = workdir / "kube-sim.log"
