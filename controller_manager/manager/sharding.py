@@ -4,7 +4,8 @@ Guarantees:
 - :class:`ShardMembership` holds this process's own shard Lease (``<ring>`` label, name = member name, fresh per
   process) through ``runtime.leaderelection``'s elector with the leader-election timings: acquired before any
   sharded controller starts, renewed until cancelled (then released, after the controllers have stopped);
-  losing it raises ``LeadershipLost`` exactly like the leader Lease (the process exits 1).
+  losing it raises ``LeadershipLost`` exactly like the leader Lease (the process exits 1). Renewed on a thread
+  of its own, as the leader Lease (``manager.leader.hold_lease``).
 - :data:`SHARDED_CONTROLLERS` are the controllers every replica runs on its own objects (informers selecting its
   shard label for the sharded kinds, ``runtime.sharding.kinds``), with their keys' kinds for the gate. Every
   other enabled controller runs only on the leader, on unfiltered informers, with the sharder beside them.
@@ -30,6 +31,7 @@ from controller_manager.api.resources import (
 )
 from controller_manager.client import ApiClient
 from controller_manager.clock import Clock
+from controller_manager.manager.leader import election_thread, hold_lease
 from controller_manager.manager.options import Options
 from controller_manager.runtime import leaderelection
 from controller_manager.runtime.sharding.kinds import is_sharded
@@ -60,7 +62,10 @@ class ShardMembership:
                                     lease_duration=options.leader_elect_lease_duration,
                                     renew_deadline=options.leader_elect_renew_deadline,
                                     retry_period=options.leader_elect_retry_period)
-        self.elector = leaderelection.LeaderElector(client, config, clock)
+        self._thread = election_thread(clock, "shard-lease")
+        self.elector = leaderelection.LeaderElector(client, config, clock,
+                                                    notify=self._thread.notify if self._thread is not None else None)
+        self._client = client
         self._held = asyncio.Event()
 
     def selector(self, res: Resource) -> str | None:
@@ -68,9 +73,8 @@ class ShardMembership:
         return f"{shard_label(self.ring)}={self.member}" if is_sharded(res) else None
 
     async def run(self) -> None:
-        await self.elector.acquire()
-        self._held.set()
-        await self.elector.renew_loop()  # raises LeadershipLost; cancelled, releases the Lease
+        # raises LeadershipLost; cancelled, releases the Lease
+        await hold_lease(self.elector, self._held, self._thread, self._client)
 
     async def wait_held(self) -> None:
         await self._held.wait()

@@ -24,6 +24,9 @@ Guarantees:
   :meth:`LeaderElector.intake_open` (may a worker start a new sync?) as soon as a renewal is overdue
   (``2 * retry_period`` without one) until the next one succeeds. A process woken from a pause longer than
   either finds both closed before its first write, then loses the Lease on its next renewal attempt.
+- The elector may run on a thread of its own (``runtime.election_thread``, so a busy loop cannot delay its
+  renewals): whatever must happen on its owner's loop (waking :meth:`LeaderElector.wait_for_intake`, Events,
+  ``on_new_leader``) goes through ``notify``; :meth:`may_write` and :meth:`intake_open` only read two fields.
 - ``leader_election_master_status{name}`` is 1 while leading, 0 otherwise; ``on_new_leader`` is called
   whenever the observed holder changes; transitions are logged (and recorded as Lease events if given a
   recorder, as kube-controller-manager does: "<identity> became leader").
@@ -158,6 +161,7 @@ class LeaderElector:
         on_new_leader: Callable[[str], None] | None = None,
         events: EventRecorder | None = None,
         rng: random.Random | None = None,
+        notify: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self.config = config
         self._client = client
@@ -165,6 +169,9 @@ class LeaderElector:
         self._on_new_leader = on_new_leader
         self._events = events
         self._rng = rng or random.Random()
+        # Runs a callback on the owner's event loop: the elector may run on a thread of its own
+        # (runtime.election_thread) while intake waiters, the event recorder and the hooks live on the owner's.
+        self._notify = notify or _at_once
         self._lease: dict[str, Any] | None = None  # last Lease read or written (carries resourceVersion)
         self._observed = LeaderElectionRecord()
         self._observed_time = float("-inf")  # local monotonic time the observed record last changed
@@ -413,6 +420,9 @@ class LeaderElector:
 
     def _mark_renewed(self, sent: float) -> None:
         self._renew_sent = sent
+        self._notify(self._wake_intake)
+
+    def _wake_intake(self) -> None:
         renewed, self._renewed = self._renewed, asyncio.Event()
         renewed.set()
 
@@ -436,14 +446,23 @@ class LeaderElector:
             return
         self._reported_leader = holder
         self._log.info("new leader observed", leader=holder or None)
-        if self._on_new_leader is not None:
-            try:
-                self._on_new_leader(holder)
-            except Exception:
-                self._log.exception("on_new_leader hook failed")
+        hook = self._on_new_leader
+        if hook is not None:
+            def call() -> None:
+                try:
+                    hook(holder)
+                except Exception:
+                    self._log.exception("on_new_leader hook failed")
+
+            self._notify(call)
 
     def _record_event(self, what: str) -> None:
         if self._events is None or self._lease is None:
             return
         subject = {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": self._lease.get("metadata", {})}
-        self._events.event(subject, "Normal", "LeaderElection", f"{self.config.identity} {what}")
+        events, message = self._events, f"{self.config.identity} {what}"
+        self._notify(lambda: events.event(subject, "Normal", "LeaderElection", message))
+
+
+def _at_once(callback: Callable[[], None]) -> None:
+    callback()
