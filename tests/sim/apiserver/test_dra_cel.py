@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from controller_manager.api.resources import DEVICECLASSES
+from controller_manager.sim.apiserver import ApiServer, codec
 from tests.sim.apiserver.conftest import Client
 
 DRA = "/apis/resource.k8s.io/v1"
@@ -133,3 +135,20 @@ async def test_valid_selectors_are_stored_in_classes_claims_and_templates(client
     status, err = await client.post(f"{DRA}/namespaces/default/resourceclaimtemplates", template)
     assert status == 422, err
     assert [c[0] for c in _causes(err)] == [f"spec.spec.{CLAIM_SELECTOR.removeprefix('spec.')}[0].cel.expression"]
+
+
+async def test_an_update_compiles_the_selectors_it_keeps_as_stored_ones(api: ApiServer, client: Client) -> None:
+    """A class written by a server with every DRA feature (here: straight into the store) keeps its includes()
+    selector through updates (the stored-expressions environment); a new one is compiled for new expressions."""
+    stored = 'device.attributes["dra.example.com"].models.includes("a100")'
+    obj = {**_device_class("legacy", stored), "metadata": {
+        "name": "legacy", "uid": "00000000-0000-0000-0000-0000000000aa", "generation": 1,
+        "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    api.store_prepared(DEVICECLASSES, codec.normalize(DEVICECLASSES, obj))
+    status, patched = await client.patch(f"{DRA}/deviceclasses/legacy", {"metadata": {"labels": {"a": "b"}}})
+    assert status == 200, patched
+    status, err = await client.patch(f"{DRA}/deviceclasses/legacy", {"spec": {"selectors": _selectors(
+        stored, stored.replace("a100", "h100"))}})
+    assert status == 422, err
+    assert [(field, "undeclared reference to 'includes'" in message) for field, message in _causes(err)] == [
+        ("spec.selectors[1].cel.expression", True)]
