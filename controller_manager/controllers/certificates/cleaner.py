@@ -6,12 +6,12 @@ Guarantees:
   that condition's ``lastUpdateTime`` over 1 h old; Denied over 1 h; Failed over 1 h; without any condition and
   created over 24 h ago; or Approved with a certificate whose NotAfter has passed. Conditions without a
   ``lastUpdateTime`` never count as old.
-- A failed delete is logged and the pass goes on; the next pass tries again. No queue of its own, no events.
+- A failed delete is logged and the pass goes on; the next pass tries again (:mod:`.sweep`). No queue of its
+  own, no events.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -21,7 +21,7 @@ from cryptography import x509
 from controller_manager.api.meta import meta
 from controller_manager.api.resources import CERTIFICATESIGNINGREQUESTS
 from controller_manager.controllers.certificates.csr import decode_bytes
-from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.controllers.certificates.sweep import SweepCleaner
 
 __all__ = ["APPROVED_EXPIRATION", "DENIED_EXPIRATION", "PENDING_EXPIRATION", "POLLING_INTERVAL", "CSRCleanerController",
            "cleanup_reason"]
@@ -82,41 +82,16 @@ def cleanup_reason(csr: Obj, now: float) -> str | None:
     return None
 
 
-class CSRCleanerController(Controller):
+class CSRCleanerController(SweepCleaner):
     """Periodic deletion of old CSRs (one worker, no queue work)."""
 
     name: ClassVar[str] = "certificatesigningrequest-cleaner-controller"
     alias: ClassVar[str] = "csrcleaner"
     queue_name: ClassVar[str | None] = "csrcleaner"
-    default_workers: ClassVar[int] = 1
+    resource = CERTIFICATESIGNINGREQUESTS
+    polling_interval = POLLING_INTERVAL
+    what = "CSR"
+    log_key = "csr"
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
-        self.csr_informer = ctx.informers.informer(CERTIFICATESIGNINGREQUESTS)
-
-    async def sync(self, key: str) -> Result | None:
-        return None  # nothing is ever queued: the work is the hourly pass
-
-    async def run_background(self) -> None:
-        if not self.csr_informer.has_synced:
-            await self.ctx.informers.wait_for_cache_sync()
-        while True:
-            await self.clean_once()
-            await self.ctx.clock.sleep(POLLING_INTERVAL)
-
-    async def clean_once(self) -> None:
-        """One pass over the cache: delete what :func:`cleanup_reason` names."""
-        now = self.ctx.clock.now()
-        for csr in self.csr_informer.store.list():
-            reason = cleanup_reason(csr, now)
-            if reason is None:
-                continue
-            name = str(meta(csr).get("name") or "")
-            self.log.info(reason, csr=name)
-            try:
-                await self.ctx.client.delete(CERTIFICATESIGNINGREQUESTS, name)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                self.log.error("Error while attempting to clean CSR", csr=name,
-                               error=f"unable to delete CSR {name!r}: {err}")
+    def cleanup_reason(self, obj: Obj, now: float) -> str | None:
+        return cleanup_reason(obj, now)

@@ -11,14 +11,13 @@ Guarantees:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from controller_manager.api.meta import meta, parse_time
 from controller_manager.api.resources import PODCERTIFICATEREQUESTS
 from controller_manager.client.errors import NotFound
-from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.controllers.certificates.sweep import SweepCleaner
 
 __all__ = ["POLLING_INTERVAL", "THRESHOLD", "PCRCleanerController", "should_delete"]
 
@@ -32,42 +31,22 @@ def should_delete(pcr: Mapping[str, Any], now: float, threshold: float = THRESHO
     return not (created is not None and now < created + threshold)
 
 
-class PCRCleanerController(Controller):
+class PCRCleanerController(SweepCleaner):
     """Periodic deletion of old PodCertificateRequests (no queue work)."""
 
     name: ClassVar[str] = "podcertificaterequest-cleaner-controller"
     alias: ClassVar[str] = "podcertificaterequest-cleaner-controller"
     queue_name: ClassVar[str | None] = "podcertificaterequestcleaner"
-    default_workers: ClassVar[int] = 1
+    resource = PODCERTIFICATEREQUESTS
+    polling_interval = POLLING_INTERVAL
+    what = "PodCertificateRequest"
+    log_key = "pcr"
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
-        self.pcr_informer = ctx.informers.informer(PODCERTIFICATEREQUESTS)
+    def cleanup_reason(self, obj: Mapping[str, Any], now: float) -> str | None:
+        return "" if should_delete(obj, now) else None
 
-    async def sync(self, key: str) -> Result | None:
-        return None  # nothing is ever queued: the work is the periodic pass
-
-    async def run_background(self) -> None:
-        if not self.pcr_informer.has_synced:
-            await self.ctx.informers.wait_for_cache_sync()
-        while True:
-            await self.clean_once()
-            await self.ctx.clock.sleep(POLLING_INTERVAL)
-
-    async def clean_once(self) -> None:
-        """One pass over the cache (``worker``)."""
-        now = self.ctx.clock.now()
-        for pcr in self.pcr_informer.store.list():
-            if not should_delete(pcr, now):
-                continue
-            m = meta(pcr)
-            namespace, name = str(m.get("namespace") or ""), str(m.get("name") or "")
-            try:
-                await self.ctx.client.delete(PODCERTIFICATEREQUESTS, name, namespace, uid=str(m.get("uid") or ""))
-            except NotFound:
-                continue  # someone else deleted it already
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                self.log.error("Error while attempting to clean PodCertificateRequest", pcr=f"{namespace}/{name}",
-                               error=f"unable to delete PodCertificateRequest {f'{namespace}/{name}'!r}: {err}")
+    async def delete(self, obj: Mapping[str, Any], name: str, namespace: str) -> None:
+        try:
+            await self.ctx.client.delete(PODCERTIFICATEREQUESTS, name, namespace, uid=str(meta(obj).get("uid") or ""))
+        except NotFound:
+            pass  # someone else deleted it already

@@ -1,14 +1,11 @@
-"""API Priority and Fairness objects (flowcontrol.apiserver.k8s.io/v1): defaults, validation, the configuration
-kube-apiserver creates at start-up and the ``Dangling`` condition its config controller keeps on each FlowSchema.
+"""API Priority and Fairness objects (flowcontrol.apiserver.k8s.io/v1): defaults, validation and the
+``Dangling`` condition kube-apiserver's config controller keeps on each FlowSchema. The configuration the server
+creates and keeps is :mod:`.flowcontrol_bootstrap`'s.
 
-Facts from upstream: ``k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap/default.go`` (the mandatory ``exempt`` and
-``catch-all`` objects, the suggested ``system``, ``node-high``, ``leader-election``, ``workload-high``,
-``workload-low``, ``global-default`` levels and their schemas), ``pkg/apis/flowcontrol/v1/defaults.go`` and
-``pkg/apis/flowcontrol/validation``.
+Facts from upstream: ``pkg/apis/flowcontrol/v1/defaults.go``, ``pkg/apis/flowcontrol/validation`` and
+``k8s.io/apiserver/pkg/util/flowcontrol`` (the config controller).
 
 Guarantees:
-- :func:`install` creates the mandatory and suggested PriorityLevelConfigurations and FlowSchemas, each annotated
-  ``apf.kubernetes.io/autoupdate-spec: "true"``.
 - Defaults: a FlowSchema's ``matchingPrecedence`` 1000; a limited level's ``nominalConcurrencyShares`` 30 and
   ``lendablePercent`` 0, queuing 64 queues, hand size 8, queue length limit 50; an exempt level's shares and
   lendable percent 0.
@@ -22,12 +19,10 @@ Guarantees:
 
 from __future__ import annotations
 
-import functools
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from controller_manager.api.meta import format_time
-from controller_manager.api.resources import FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS, Resource
+from controller_manager.api.resources import FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     duplicate,
@@ -42,145 +37,14 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-AUTO_UPDATE = "apf.kubernetes.io/autoupdate-spec"
 # The field manager of kube-apiserver's APF config controller (the condition writes after start-up).
 CONSUMER = "api-priority-and-fairness-config-consumer-v1"
-_ALL = "*"
+ALL = "*"
 _DISTINGUISHERS = ("ByUser", "ByNamespace")
 _LEVEL_TYPES = ("Exempt", "Limited")
 _RESPONSE_TYPES = ("Queue", "Reject")
 _SUBJECT_KINDS = ("Group", "ServiceAccount", "User")
-_MAX_PRECEDENCE = 10000
-
-
-# --- the bootstrap configuration ----------------------------------------------------------------------------
-
-
-def _meta(name: str) -> Obj:
-    return {"name": name, "annotations": {AUTO_UPDATE: "true"}}
-
-
-def _exempt_level() -> Obj:
-    return {"metadata": _meta("exempt"),
-            "spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0, "lendablePercent": 0}}}
-
-
-def _limited_level(name: str, shares: int, lendable: int, queuing: tuple[int, int, int] | None) -> Obj:
-    response: Obj = {"type": "Reject"}
-    if queuing is not None:
-        queues, hand_size, queue_length_limit = queuing
-        response = {"type": "Queue", "queuing": {"queues": queues, "handSize": hand_size,
-                                                 "queueLengthLimit": queue_length_limit}}
-    return {"metadata": _meta(name), "spec": {"type": "Limited", "limited": {
-        "nominalConcurrencyShares": shares, "lendablePercent": lendable, "limitResponse": response}}}
-
-
-def _groups(*names: str) -> list[Obj]:
-    return [{"kind": "Group", "group": {"name": n}} for n in names]
-
-
-def _users(*names: str) -> list[Obj]:
-    return [{"kind": "User", "user": {"name": n}} for n in names]
-
-
-_KUBE_SYSTEM_SERVICE_ACCOUNTS = [{"kind": "ServiceAccount", "serviceAccount": {"name": _ALL,
-                                                                                "namespace": "kube-system"}}]
-_EVERYTHING = {"resourceRules": [{"verbs": [_ALL], "apiGroups": [_ALL], "resources": [_ALL], "clusterScope": True,
-                                  "namespaces": [_ALL]}],
-               "nonResourceRules": [{"verbs": [_ALL], "nonResourceURLs": [_ALL]}]}
-_EVERYONE = _groups("system:unauthenticated", "system:authenticated")
-
-
-def _schema(name: str, level: str, precedence: int, distinguisher: str, subjects: list[Obj], rules: Obj) -> Obj:
-    spec: Obj = {"priorityLevelConfiguration": {"name": level}, "matchingPrecedence": precedence}
-    if distinguisher:
-        spec["distinguisherMethod"] = {"type": distinguisher}
-    spec["rules"] = [{"subjects": subjects, **rules}]
-    return {"metadata": _meta(name), "spec": spec}
-
-
-def priority_levels() -> list[Obj]:
-    """The mandatory levels, then the suggested ones (upstream's order)."""
-    return [
-        _limited_level("catch-all", 5, 0, None), _exempt_level(),
-        _limited_level("system", 30, 33, (64, 6, 50)), _limited_level("node-high", 40, 25, (64, 6, 50)),
-        _limited_level("leader-election", 10, 0, (16, 4, 50)), _limited_level("workload-high", 40, 50, (128, 6, 50)),
-        _limited_level("workload-low", 100, 90, (128, 6, 50)),
-        _limited_level("global-default", 20, 50, (128, 6, 50)),
-    ]
-
-
-def flow_schemas() -> list[Obj]:
-    """The mandatory schemas, then the suggested ones (upstream's order)."""
-    leases = {"verbs": ["get", "create", "update"], "apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-              "namespaces": [_ALL]}
-    return [
-        _schema("exempt", "exempt", 1, "", _groups("system:masters"), _EVERYTHING),
-        _schema("catch-all", "catch-all", _MAX_PRECEDENCE, "ByUser", _EVERYONE, _EVERYTHING),
-        _schema("system-nodes", "system", 500, "ByUser", _groups("system:nodes"), _EVERYTHING),
-        _schema("system-node-high", "node-high", 400, "ByUser", _groups("system:nodes"), {"resourceRules": [
-            {"verbs": [_ALL], "apiGroups": [""], "resources": ["nodes", "nodes/status"], "clusterScope": True,
-             "namespaces": [_ALL]},
-            {"verbs": [_ALL], "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "namespaces": [_ALL]}]}),
-        _schema("probes", "exempt", 2, "", _EVERYONE, {"nonResourceRules": [
-            {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/readyz", "/livez"]}]}),
-        _schema("system-leader-election", "leader-election", 100, "ByUser",
-                _users("system:kube-controller-manager", "system:kube-scheduler") + _KUBE_SYSTEM_SERVICE_ACCOUNTS,
-                {"resourceRules": [leases]}),
-        _schema("kube-controller-manager", "workload-high", 800, "ByNamespace",
-                _users("system:kube-controller-manager"), _EVERYTHING),
-        _schema("kube-scheduler", "workload-high", 800, "ByNamespace", _users("system:kube-scheduler"), _EVERYTHING),
-        _schema("kube-system-service-accounts", "workload-high", 900, "ByNamespace", _KUBE_SYSTEM_SERVICE_ACCOUNTS,
-                _EVERYTHING),
-        _schema("service-accounts", "workload-low", 9000, "ByUser", _groups("system:serviceaccounts"), _EVERYTHING),
-        _schema("global-default", "global-default", 9900, "ByUser", _EVERYONE, _EVERYTHING),
-    ]
-
-
-_PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
-_PLACEHOLDER_TIME = "1970-01-01T00:00:00Z"
-
-
-@functools.cache
-def _stored_forms() -> tuple[tuple[Obj, ...], tuple[Obj, ...]]:
-    """The levels and schemas as a create stores them (defaulted, Go's JSON form, generation 1), built once per
-    process with placeholder uid and times; the FlowSchemas carry their (not dangling) condition."""
-    from controller_manager.sim.apiserver import codec, defaults
-
-    def stored(res: Resource, obj: Obj, status: Obj) -> Obj:
-        meta = {"name": obj["metadata"]["name"], "uid": _PLACEHOLDER_UID, "generation": 1,
-                "creationTimestamp": _PLACEHOLDER_TIME, "annotations": obj["metadata"]["annotations"]}
-        typed = defaults.apply_defaults(res, {"apiVersion": res.api_version, "kind": res.kind, **obj,
-                                              "metadata": meta, "status": status})
-        return codec.normalize(res, typed)
-
-    levels = tuple(stored(PRIORITYLEVELCONFIGURATIONS, pl, {}) for pl in priority_levels())
-    schemas = tuple(stored(FLOWSCHEMAS, fs, {"conditions": [
-        {**_dangling(fs["spec"]["priorityLevelConfiguration"]["name"], True),
-         "lastTransitionTime": _PLACEHOLDER_TIME}]}) for fs in flow_schemas())
-    return levels, schemas
-
-
-def _fresh(template: Obj, uid: str, now: str) -> Obj:
-    meta = {**template["metadata"], "uid": uid, "creationTimestamp": now}
-    out = {**template, "metadata": meta}
-    conditions = template["status"].get("conditions")
-    if conditions:
-        out["status"] = {**template["status"],
-                         "conditions": [{**c, "lastTransitionTime": now} for c in conditions]}
-    return out
-
-
-def install(api: ApiServer) -> None:
-    """What kube-apiserver's APF configuration ensurer creates on start-up, with the conditions its config
-    controller then writes (the levels first, so that no schema is ever seen dangling). Every new server writes
-    these, so they are stored in the form a create would give them, built once (tests hold the two equal)."""
-    now = format_time(api.clock.now())
-    levels, schemas = _stored_forms()
-    for level in levels:
-        api.store_prepared(PRIORITYLEVELCONFIGURATIONS, _fresh(level, str(uuid.uuid4()), now))
-    for schema in schemas:
-        api.store_prepared(FLOWSCHEMAS, _fresh(schema, str(uuid.uuid4()), now))
+MAX_PRECEDENCE = 10000
 
 
 # --- defaults ------------------------------------------------------------------------------------------------
@@ -224,8 +88,8 @@ def _list_with_all(values: Any, path: str, what: str) -> list[FieldError]:
     values = values if isinstance(values, list) else []
     if not values:
         return [required(path, f"{what} must contain at least one value")]
-    if _ALL in values and len(values) > 1:
-        return [invalid(path, values, f"if '{_ALL}' is present, must not specify other {what}")]
+    if ALL in values and len(values) > 1:
+        return [invalid(path, values, f"if '{ALL}' is present, must not specify other {what}")]
     return []
 
 
@@ -267,7 +131,7 @@ def _rules_errors(rule: Obj, path: str) -> list[FieldError]:
         if not namespaces and not r.get("clusterScope"):
             errs.append(required(f"{rpath}.namespaces", "resource rules that are not cluster scoped must supply "
                                                         "at least one namespace"))
-        elif _ALL in namespaces and len(namespaces) > 1:
+        elif ALL in namespaces and len(namespaces) > 1:
             errs.append(invalid(f"{rpath}.namespaces", namespaces,
                                 "if '*' is present, must not specify other namespaces"))
     for i, item in enumerate(non_resource_rules):
@@ -284,8 +148,8 @@ def flow_schema_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     precedence = spec.get("matchingPrecedence") or 0
     if precedence <= 0:
         errs.append(invalid("spec.matchingPrecedence", precedence, "must be a positive value"))
-    if precedence > _MAX_PRECEDENCE:
-        errs.append(invalid("spec.matchingPrecedence", precedence, f"must not be greater than {_MAX_PRECEDENCE}"))
+    if precedence > MAX_PRECEDENCE:
+        errs.append(invalid("spec.matchingPrecedence", precedence, f"must not be greater than {MAX_PRECEDENCE}"))
     if precedence == 1 and name != "exempt":
         errs.append(invalid("spec.matchingPrecedence", precedence,
                             "only the schema named 'exempt' may have matchingPrecedence 1"))
@@ -381,7 +245,7 @@ def status_errors(obj: Obj, old: Obj) -> list[FieldError]:
 # --- the config controller's status ----------------------------------------------------------------------------
 
 
-def _dangling(level: str, exists: bool) -> Obj:
+def dangling_condition(level: str, exists: bool) -> Obj:
     if exists:
         return {"type": "Dangling", "status": "False", "reason": "Found",
                 "message": f'This FlowSchema references the PriorityLevelConfiguration object named "{level}" and '
@@ -400,7 +264,7 @@ def refresh_dangling(api: ApiServer, only: str | None = None) -> None:
         if schema["metadata"].get("deletionTimestamp"):
             continue
         level = str(_dict(_dict(schema.get("spec")).get("priorityLevelConfiguration")).get("name") or "")
-        want = _dangling(level, level in levels)
+        want = dangling_condition(level, level in levels)
         conditions = list(_dict(schema.get("status")).get("conditions") or [])
         current = next((c for c in conditions if _dict(c).get("type") == "Dangling"), None)
         if current is not None and all(current.get(k) == v for k, v in want.items()):

@@ -16,19 +16,22 @@ Guarantees:
   dryRun options are checked first (:mod:`request_options`). A PUT that creates answers 201.
 - A watch answers 200 and streams events; a resourceVersion too old becomes one ERROR event carrying the
   410 Status, then the stream ends. Watches started by this app end when it shuts down.
+- While the app runs, so do the server's post-start loops: the API Priority and Fairness config producer
+  (:func:`flowcontrol_bootstrap.run_producer`, when flowcontrol.apiserver.k8s.io is served).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
 
-from controller_manager.api.resources import Resource
+from controller_manager.api.resources import FLOWSCHEMAS, Resource
 from controller_manager.sim.apiserver import (
     audit,
     auth,
@@ -37,6 +40,7 @@ from controller_manager.sim.apiserver import (
     discovery,
     errors,
     fieldmanager,
+    flowcontrol_bootstrap,
     health,
     openapi,
     pod_logs,
@@ -682,11 +686,23 @@ def _list_bytes(head: Obj, result: ListResult, items: Iterable[bytes]) -> bytes:
     return prefix + b',"items":[' + b",".join(items) + b"]}"
 
 
+async def _post_start_loops(api: ApiServer, _app: web.Application) -> AsyncIterator[None]:
+    """kube-apiserver's post-start hooks that go on running: started with the app, cancelled at its cleanup."""
+    tasks: list[asyncio.Task[None]] = []
+    if api.lookup(FLOWSCHEMAS.group, FLOWSCHEMAS.version, FLOWSCHEMAS.plural) is not None:
+        tasks.append(asyncio.create_task(flowcontrol_bootstrap.run_producer(api), name="apf-config-producer"))
+    yield
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def build_app(api: ApiServer, *, middlewares: Iterable[Any] = ()) -> web.Application:
     """The aiohttp application serving ``api``; ``middlewares`` run before the API handlers (fault injection)."""
     app = web.Application(middlewares=list(middlewares), client_max_size=64 * 1024 * 1024)
     handlers = _Handlers(api)
     app[API_KEY] = api
     app.on_shutdown.append(handlers.on_shutdown)
+    app.cleanup_ctx.append(functools.partial(_post_start_loops, api))
     app.router.add_route("*", "/{tail:.*}", handlers.dispatch)
     return app

@@ -5,11 +5,11 @@ Guarantees:
 - Defaults: a request's ``exactly`` (and each ``firstAvailable`` subrequest) gets ``allocationMode: ExactCount``
   and, in that mode, ``count: 1``; a device toleration's ``operator`` is ``Equal``.
 - A claim's (and a template's ``spec.spec``) requests: a DNS-label name, unique; exactly one of ``exactly`` or
-  ``firstAvailable``; a required DNS-subdomain ``deviceClassName``; selectors with a ``cel`` expression (kube-sim
-  does not compile CEL: an empty expression is the only error); ``allocationMode`` All (no count) or ExactCount
-  (count > 0); device tolerations (label-name key; Exists without a value, Equal with a label value; effects
-  NoExecute, NoSchedule, None). Constraints and config name requests of the claim;
-  a config's ``opaque`` needs a driver (a CSI driver name) and parameters.
+  ``firstAvailable``; a required DNS-subdomain ``deviceClassName``; selectors with a ``cel`` expression, compiled
+  as upstream compiles it (:mod:`.dra_cel`: syntax, names, ``device``'s fields, result type, length and cost);
+  ``allocationMode`` All (no count) or ExactCount (count > 0); device tolerations (label-name key; Exists without
+  a value, Equal with a label value; effects NoExecute, NoSchedule, None). Constraints and config name requests of
+  the claim; a config's ``opaque`` needs a driver (a CSI driver name) and parameters.
 - A claim's spec is immutable (declarative validation's ``spec: Invalid value: null: field is immutable``); a
   template's too (the handwritten check, which shows the new spec as ``json.Marshal`` writes the internal type: Go
   field names, every field). A claim's status: each ``reservedFor`` entry
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller_manager.api.selectors import is_label_key, is_label_value
-from controller_manager.sim.apiserver import gojson, schema
+from controller_manager.sim.apiserver import dra_cel, gojson, schema
 from controller_manager.sim.apiserver.validation_errors import (
     FieldError,
     GoRepr,
@@ -113,14 +113,21 @@ def driver_name_errors(value: Any, path: str) -> list[FieldError]:
     return errs
 
 
-def _selectors(selectors: Any, path: str) -> list[FieldError]:
+def _selectors(selectors: Any, path: str, old_selectors: Any = None) -> list[FieldError]:
+    """validateSelector for each selector: a ``cel`` one, its expression compiled (:mod:`.dra_cel`); on an
+    update, an expression the old object already had is compiled as a stored one."""
     errs: list[FieldError] = []
     for i, selector in enumerate(_list(selectors)):
         cel = _dict(selector).get("cel")
         if not isinstance(cel, dict):
             errs.append(required(f"{path}[{i}].cel"))
-        elif not str(cel.get("expression") or "").strip():
+            continue
+        expression = str(cel.get("expression") or "")
+        if not expression.strip():
             errs.append(required(f"{path}[{i}].cel.expression", "compilation failed: expression must not be empty"))
+            continue
+        errs.extend(dra_cel.selector_errors(expression, f"{path}[{i}].cel",
+                                            stored=dra_cel.is_stored(expression, old_selectors)))
     return errs
 
 
@@ -314,7 +321,8 @@ def internal_repr(value: Any, struct_name: str) -> GoRepr:
 
 def device_class_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = _dict(obj.get("spec"))
-    errs = _selectors(spec.get("selectors"), "spec.selectors")
+    old_selectors = _dict(_dict(old).get("spec")).get("selectors") if old is not None else None
+    errs = _selectors(spec.get("selectors"), "spec.selectors", old_selectors)
     for i, config in enumerate(_list(spec.get("config"))):
         errs.extend(_opaque_config(_dict(config), f"spec.config[{i}]"))
     return errs

@@ -50,7 +50,7 @@ from controller_manager.sim.apiserver import (
     component_status,
     errors,
     fieldmanager,
-    flowcontrol,
+    flowcontrol_bootstrap,
     freshness,
     metrics_api,
     priority,
@@ -214,7 +214,7 @@ class ApiServer:
                 self.create(PRIORITYCLASSES, pc)
         service_cidrs.install(self, format_time(self.clock.now()))
         if self.lookup(FLOWSCHEMAS.group, FLOWSCHEMAS.version, FLOWSCHEMAS.plural) is not None:
-            flowcontrol.install(self)
+            flowcontrol_bootstrap.install(self)
         if self.lookup(APISERVICES.group, APISERVICES.version, APISERVICES.plural) is not None:
             apiservices.install(self)
         if "kube-system" in self.options.namespaces:

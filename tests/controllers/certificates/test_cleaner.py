@@ -78,7 +78,7 @@ async def test_cleaner(created: float, certificate: str | None, conditions: list
            "status": status}
     assert (cleanup_reason(csr, NOW) is not None) == deleted
     controller, client = new_controller()
-    controller.csr_informer.store._put("fake-csr", csr)
+    controller.informer.store._put("fake-csr", csr)
     await controller.clean_once()
     assert client.deleted == (["fake-csr"] if deleted else [])
 
@@ -109,6 +109,6 @@ async def test_failed_delete_does_not_stop_the_pass() -> None:
     old = [{"metadata": {"name": n, "creationTimestamp": ts(25 * H), "resourceVersion": "1"}, "status": {}}
            for n in ("a", "b")]
     for obj in old:
-        controller.csr_informer.store._put(obj["metadata"]["name"], obj)
+        controller.informer.store._put(obj["metadata"]["name"], obj)
     await controller.clean_once()
     assert sorted(client.deleted) == ["a", "b"]

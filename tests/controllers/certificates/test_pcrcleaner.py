@@ -77,7 +77,7 @@ def new_controller(client: DeleteRecorder) -> PCRCleanerController:
 async def test_pcr_cleaner(obj: Obj, deleted: bool) -> None:
     client = DeleteRecorder()
     controller = new_controller(client)
-    controller.pcr_informer.store._put("foo/bar", obj)
+    controller.informer.store._put("foo/bar", obj)
     await controller.clean_once()
     # The UID rides along as a precondition: a request recreated under the name is not taken for this one.
     assert client.deleted == ([("foo", "bar", "uid-bar")] if deleted else [])
@@ -87,7 +87,7 @@ async def test_a_request_already_gone_is_fine() -> None:
     client = DeleteRecorder(missing=True)
     controller = new_controller(client)
     for name in ("a", "b"):
-        controller.pcr_informer.store._put(f"foo/{name}", pcr(name, created="2025-01-01T00:00:00Z"))
+        controller.informer.store._put(f"foo/{name}", pcr(name, created="2025-01-01T00:00:00Z"))
     await controller.clean_once()
     assert sorted(n for _, n, _ in client.deleted) == ["a", "b"]
 

@@ -336,7 +336,7 @@ def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_bootstrap_configuration_is_stored_as_a_create_stores_it(api: ApiServer) -> None:
     from controller_manager.api.resources import FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS
-    from controller_manager.sim.apiserver import flowcontrol
+    from controller_manager.sim.apiserver import flowcontrol_bootstrap
 
     installed = {(res.kind, o["metadata"]["name"]): o for res in (PRIORITYLEVELCONFIGURATIONS, FLOWSCHEMAS)
                  for o in api.list(res)[0]}
@@ -344,9 +344,9 @@ def test_the_bootstrap_configuration_is_stored_as_a_create_stores_it(api: ApiSer
     for res in (FLOWSCHEMAS, PRIORITYLEVELCONFIGURATIONS):
         for o in api.list(res)[0]:
             api.delete(res, None, o["metadata"]["name"])
-    for level in flowcontrol.priority_levels():
+    for level in flowcontrol_bootstrap.priority_levels():
         api.create(PRIORITYLEVELCONFIGURATIONS, level)
-    for schema in flowcontrol.flow_schemas():
+    for schema in flowcontrol_bootstrap.flow_schemas():
         api.create(FLOWSCHEMAS, schema)
     for res in (PRIORITYLEVELCONFIGURATIONS, FLOWSCHEMAS):
         for o in api.list(res)[0]:

@@ -31,6 +31,9 @@ Guarantees:
   ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``, ``sub``, ``compareTo``,
   ``isLessThan``, ``isGreaterThan``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
+:func:`check_expression` (parse, then undeclared names and undefined fields against :class:`Declarations`) is
+shared with the DRA device selectors (:mod:`..dra_cel`).
+
 Not done: rules inside ``allOf``; cel-go's full static type checker (only undeclared names and functions,
 undefined fields and a result type evident from the operators and the schema are found when the CRD is
 written; other type errors show when a rule runs); cost estimation and budgets; ``ip()``/``cidr()``; optional
@@ -43,7 +46,7 @@ import functools
 import math
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -71,6 +74,10 @@ _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 # Names a rule may use as values: the variables, and CEL's type names (``type(x) == string``).
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type",
                          "google"})
+# Methods of CEL's own (strings, timestamps) beyond the library's.
+_KNOWN_METHODS = frozenset({"contains", "startsWith", "endsWith", "matches", "size", "getDate", "getDayOfMonth",
+                            "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours", "getMilliseconds",
+                            "getMinutes", "getMonth", "getSeconds"})
 _GLOBAL_FUNCTIONS = frozenset({"size", "has", "int", "uint", "double", "string", "bytes", "bool", "type", "dyn",
                                "duration", "timestamp", "matches", "url", "isURL", "quantity", "isQuantity"})
 _INPUT = "<input>"
@@ -624,14 +631,40 @@ def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, re
 
 
 def _compile(text: str, schema: Obj | None, root: bool, result: str) -> Compiled:
-    tree = _parse(text)
     typed = schema if schema is None or not root else _root_schema(schema)
-    uses_old_self = _check(tree, text, typed)
-    found = _static_type(tree, typed)
-    if found is not None and found != result:
+    checked = check_expression(text, Declarations({SELF: typed, OLD_SELF: typed}))
+    if checked.result_type is not None and checked.result_type != result:
         raise CELResultTypeError("cel expression must evaluate to a bool" if result == "bool"
                                  else "messageExpression must evaluate to a string")
-    return Compiled(_env().program(tree, functions=_library()), uses_old_self)
+    return Compiled(_env().program(checked.tree, functions=_library()), OLD_SELF in checked.used)
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What an expression may name beyond CEL's own: its variables, each with the OpenAPI schema of its value
+    (None: not typed), and the functions and methods of the environment's own libraries."""
+
+    variables: Mapping[str, Obj | None]
+    functions: frozenset[str] = frozenset()
+    methods: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A parsed expression that names only what it may: the parse tree, the variables it uses and its result
+    type where the operators and schemas make it evident (``"bool"``, ``"int"``, ``"map"``... or None)."""
+
+    tree: Any
+    used: frozenset[str]
+    result_type: str | None
+
+
+def check_expression(text: str, declarations: Declarations) -> Checked:
+    """Parse and check ``text``: :class:`CELCompileError` with cel-go's issue text for a syntax error, an
+    undeclared name, function or method, or a field the variable's schema does not declare."""
+    tree = _parse(text)
+    used = _check(tree, text, declarations)
+    return Checked(tree, used, _static_type(tree, declarations.variables))
 
 
 _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
@@ -650,7 +683,7 @@ _FUNCTION_TYPES = {"has": "bool", "matches": "bool", "isURL": "bool", "isQuantit
                    "int": "int", "uint": "uint", "double": "double", "string": "string", "bool": "bool"}
 
 
-def _static_type(node: Any, schema: Obj | None) -> str | None:
+def _static_type(node: Any, variables: Mapping[str, Obj | None]) -> str | None:
     """The CEL type an expression is known to have (None when it depends on what is not declared)."""
     while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
         node = node.children[0]
@@ -663,9 +696,9 @@ def _static_type(node: Any, schema: Obj | None) -> str | None:
         # arithmetic and concatenation: a well-typed one is of its operands' type
         operator = children[0]
         left = operator.children[0] if isinstance(operator, lark.Tree) and operator.children else None
-        return _static_type(children[1], schema) or _static_type(left, schema)
+        return _static_type(children[1], variables) or _static_type(left, variables)
     if data == "expr" and len(children) == 3:
-        left, right = _static_type(children[1], schema), _static_type(children[2], schema)
+        left, right = _static_type(children[1], variables), _static_type(children[2], variables)
         return left if left == right else None
     if data == "unary" and len(children) == 2 and isinstance(children[0], lark.Tree):
         return "bool" if children[0].data == "unary_not" else None
@@ -684,56 +717,62 @@ def _static_type(node: Any, schema: Obj | None) -> str | None:
     if data == "ident_arg":
         return _FUNCTION_TYPES.get(str(children[0]))
     if data in ("member_dot", "ident"):
-        selected = _selected_schema(node, schema)
+        selected = selected_schema(node, variables)
         return _SCHEMA_TYPES.get(str(selected.get("type"))) if selected is not None and \
             not selected.get("x-kubernetes-int-or-string") else None
     return None
 
 
-def _selected_schema(node: Any, schema: Obj | None) -> Obj | None:
-    """The schema of ``self``/``oldSelf`` or of a field chain selected from it."""
+def selected_schema(node: Any, variables: Mapping[str, Obj | None]) -> Obj | None:
+    """The schema of a variable or of a field chain selected from it (None when not known)."""
     while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
         node = node.children[0]
-    if not isinstance(node, lark.Tree) or schema is None:
+    if not isinstance(node, lark.Tree):
         return None
     if node.data == "ident":
-        return schema if str(node.children[0]) == SELF else None
+        return variables.get(str(node.children[0]))
     if node.data == "member_dot":
-        parent = _selected_schema(node.children[0], schema)
+        parent = selected_schema(node.children[0], variables)
         props = _obj(parent.get("properties")) if parent is not None else {}
         sub = props.get(str(node.children[1]))
         return sub if isinstance(sub, dict) else None
     return None
 
 
-def _check(tree: Any, text: str, schema: Obj | None) -> bool:
-    """Undeclared names and functions, and (where the schema says which fields an object has) undefined
-    fields. Returns whether ``oldSelf`` is used."""
+def _check(tree: Any, text: str, declarations: Declarations) -> frozenset[str]:
+    """Undeclared names, functions and methods, and (where a variable's schema says which fields an object has)
+    undefined fields. Returns the variables used."""
     issues: list[str] = []
-    uses_old_self = False
+    used: set[str] = set()
+    variables = declarations.variables
+    functions = _GLOBAL_FUNCTIONS | _FUNCTIONS.keys() | declarations.functions
+    methods = _KNOWN_METHODS | _METHODS.keys() | declarations.methods
+
+    def undeclared(token: Any, name: str, *, call: bool) -> None:
+        line, column = _token_position(token)
+        if call:
+            column += len(name)  # cel-go places a call at its "("
+        issues.append(_issue(text, line, column, f"undeclared reference to '{name}' (in container '')"))
 
     def walk(node: Any, bound: frozenset[str]) -> Any:
-        """Visits ``node``; returns the schema of what it selects when that is known (a path from self)."""
-        nonlocal uses_old_self
+        """Visits ``node``; returns the schema of what it selects when that is known (a path from a variable)."""
         if not isinstance(node, lark.Tree):
             return None
         data = node.data
         if data == "ident":
             name = str(node.children[0])
-            if name == OLD_SELF:
-                uses_old_self = True
-            if name in (SELF, OLD_SELF):
-                return schema
-            if name not in bound and name not in _TYPE_NAMES:
-                line, column = _token_position(node)
-                issues.append(_issue(text, line, column, f"undeclared reference to '{name}' (in container '')"))
+            if name in bound:
+                return None
+            if name in variables:
+                used.add(name)
+                return variables[name]
+            if name not in _TYPE_NAMES:
+                undeclared(node, name, call=False)
             return None
         if data == "ident_arg":
             name = str(node.children[0])
-            if name not in _GLOBAL_FUNCTIONS and name not in _FUNCTIONS:
-                line, column = _token_position(node)
-                column += len(name)  # cel-go places a call at its "("
-                issues.append(_issue(text, line, column, f"undeclared reference to '{name}' (in container '')"))
+            if name not in functions:
+                undeclared(node, name, call=True)
             for child in node.children[1:]:
                 walk(child, bound)
             return None
@@ -745,6 +784,14 @@ def _check(tree: Any, text: str, schema: Obj | None) -> bool:
             target, name_token = node.children[0], node.children[1]
             args = node.children[2] if len(node.children) > 2 else None
             name = str(name_token)
+            if name == "bind" and _ident_name(target) == "cel" and "cel.bind" in declarations.functions:
+                # cel.bind(var, init, expr): the Bindings extension's macro; var is bound in expr only
+                exprs = args.children if isinstance(args, lark.Tree) else []
+                var = _macro_var(exprs[0]) if exprs else None
+                if len(exprs) == 3 and var:
+                    walk(exprs[1], bound)
+                    walk(exprs[2], bound | {var})
+                    return None
             walk(target, bound)
             if name in _MACROS and isinstance(args, lark.Tree) and args.children:
                 var = _macro_var(args.children[0])
@@ -752,13 +799,8 @@ def _check(tree: Any, text: str, schema: Obj | None) -> bool:
                 for child in args.children[1:]:
                     walk(child, inner)
                 return None
-            if name not in _METHODS and name not in ("contains", "startsWith", "endsWith", "matches", "size",
-                                                     "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear",
-                                                     "getFullYear", "getHours", "getMilliseconds", "getMinutes",
-                                                     "getMonth", "getSeconds"):
-                line, column = _token_position(name_token)
-                column += len(name)  # at the call's "("
-                issues.append(_issue(text, line, column, f"undeclared reference to '{name}' (in container '')"))
+            if name not in methods:
+                undeclared(name_token, name, call=True)
             if args is not None:
                 walk(args, bound)
             return None
@@ -776,7 +818,15 @@ def _check(tree: Any, text: str, schema: Obj | None) -> bool:
     walk(tree, frozenset())
     if issues:
         raise CELCompileError("\n".join(issues))
-    return uses_old_self
+    return frozenset(used)
+
+
+def _ident_name(node: Any) -> str | None:
+    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if isinstance(node, lark.Tree) and node.data == "ident":
+        return str(node.children[0])
+    return None
 
 
 def _macro_var(expr: Any) -> str | None:

@@ -1,0 +1,154 @@
+"""DRA CEL device selectors compiled at validation, through the API: DeviceClasses, ResourceClaims and
+ResourceClaimTemplates answer 422 with the compile error, the type error, the length or the cost limit, as
+``pkg/apis/resource/validation`` (its CEL-* table cases) and ``dynamic-resource-allocation/cel`` (compile_test.go)
+have them; valid selectors are stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller_manager.api.resources import DEVICECLASSES
+from controller_manager.sim.apiserver import ApiServer, codec
+from tests.sim.apiserver.conftest import Client
+
+DRA = "/apis/resource.k8s.io/v1"
+CLAIMS = f"{DRA}/namespaces/default/resourceclaims"
+EXPENSIVE = ("[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(y, [1, 2, 3, 4, 5, 6, 7, 8, "
+             "9, 10].all(z, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z2, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z3, [1, 2, 3, "
+             "4, 5, 6, 7, 8, 9, 10].all(z4, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z5, int('1'.find('[0-9]*')) < "
+             "100)))))))")
+
+
+def _selectors(*expressions: str) -> list[dict[str, Any]]:
+    return [{"cel": {"expression": e}} for e in expressions]
+
+
+def _claim(name: str, *expressions: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}},
+                {"name": "gpu-2", "exactly": {"deviceClassName": "gpu.example.com",
+                                              "selectors": _selectors(*expressions)}}]}}}
+
+
+def _device_class(name: str, *expressions: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": _selectors(*expressions)}}
+
+
+def _causes(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["field"], c["message"]) for c in body["details"]["causes"]]
+
+
+CLAIM_SELECTOR = "spec.devices.requests[1].exactly.selectors"
+
+
+async def test_claim_compile_error_as_upstream_table(client: Client) -> None:
+    """CEL-compile-errors: a good selector, then a bad one (a map indexed by a bool)."""
+    status, err = await client.post(CLAIMS, _claim("bad", 'device.driver == "dra.example.com"',
+                                                   "device.attributes[true].someBoolean"))
+    assert status == 422, err
+    assert _causes(err) == [(
+        f"{CLAIM_SELECTOR}[1].cel.expression",
+        'Invalid value: "device.attributes[true].someBoolean": compilation failed: ERROR: <input>:1:18: found no '
+        "matching overload for '_[_]' applied to '(map(string, map(string, any)), bool)'\n"
+        " | device.attributes[true].someBoolean\n"
+        " | .................^")]
+    assert err["message"].startswith('ResourceClaim.resource.k8s.io "bad" is invalid: ')
+
+
+async def test_claim_length_and_cost_limits_as_upstream_table(client: Client) -> None:
+    """CEL-length: an expression of exactly 10 KiB is fine, one byte more is too long; CEL-cost: nested
+    comprehensions over the limit."""
+    expression = 'device.driver == ""'
+    fits = expression.replace('""', '"' + "x" * (10 * 1024 - len(expression)) + '"')
+    too_long = expression.replace('""', '"' + "x" * (10 * 1024 - len(expression) + 1) + '"')
+    status, err = await client.post(CLAIMS, _claim("long", fits, too_long))
+    assert status == 422, err
+    assert _causes(err) == [(f"{CLAIM_SELECTOR}[1].cel.expression", "Too long: may not be more than 10240 bytes")]
+    status, err = await client.post(CLAIMS, _claim("costly", EXPENSIVE))
+    assert status == 422, err
+    assert _causes(err) == [(f"{CLAIM_SELECTOR}[0].cel.expression", "Forbidden: too complex, exceeds cost limit")]
+    status, created = await client.post(CLAIMS, _claim("fits", fits))
+    assert status == 201, created
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("?!", 'Invalid value: "?!": compilation failed: ERROR: <input>:1:1: Syntax error: mismatched input\n | ?!\n | ^'),
+    ("1", 'Invalid value: "1": must evaluate to bool or the unknown type, not int'),
+    ("device.driver", 'Invalid value: "device.driver": must evaluate to bool or the unknown type, not string'),
+    ('device.capacity["dra.example.com"]', 'Invalid value: "device.capacity[\\"dra.example.com\\"]": must evaluate '
+                                           "to bool or the unknown type, not map(string, kubernetes.Quantity)"),
+    ("device.foo == 1", 'Invalid value: "device.foo == 1": compilation failed: ERROR: <input>:1:7: undefined field '
+                        "'foo'\n | device.foo == 1\n | ......^"),
+    ("dev.driver == ''", "Invalid value: \"dev.driver == ''\": compilation failed: ERROR: <input>:1:1: undeclared "
+                         "reference to 'dev' (in container '')\n | dev.driver == ''\n | ^"),
+    # DRAListTypeAttributes is off in 1.37: no includes() for new expressions
+    ('device.attributes["dra.example.com"].attr.includes("fish")',
+     'Invalid value: "device.attributes[\\"dra.example.com\\"].attr.includes(\\"fish\\")": compilation failed: '
+     "ERROR: <input>:1:51: undeclared reference to 'includes' (in container '')\n"
+     ' | device.attributes["dra.example.com"].attr.includes("fish")\n'
+     " | ..................................................^"),
+])
+async def test_device_class_selector_errors(client: Client, expression: str, message: str) -> None:
+    status, err = await client.post(f"{DRA}/deviceclasses", _device_class("bad", 'device.driver == "a"', expression))
+    assert status == 422, err
+    assert _causes(err) == [("spec.selectors[1].cel.expression", message)]
+
+
+# compile_test.go's expressions that compile (their match outcomes are the scheduler's, which kube-sim has not).
+VALID = [
+    "true", "false",
+    '"dra.example.com" in device.attributes',
+    'device.driver == "dra.example.com"',
+    'device.attributes["dra.example.com"].name',
+    'device.attributes["dra.example.com"]["name"]',
+    'cel.bind(dra, device.attributes["dra.example.com"], dra.name)',
+    'device.attributes["dra.example.com"].name > 0',
+    'device.attributes["dra.example.com"].name == "fish"',
+    'device.attributes["dra.example.com"].names.size() == 2',
+    'device.attributes["dra.example.com"].name.isGreaterThan(semver("0.0.1"))',
+    'device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))',
+    '!("name" in device.capacity["dra.example.com"]) || '
+    'device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))',
+    'device.attributes.exists_one(x, x == "dra.example.com")',
+    'device.capacity["dra.example.com"].exists_one(x, x == "memory")',
+    'device.attributes["dra.example.com"].services.split("example").size() >= 2',
+    'device.attributes["dra.example.com"].services.matches("[^a]?sym")',
+    "device.allowMultipleAllocations == true",
+    '\ndevice.capacity["dra.example.com"].quantity.isGreaterThan(quantity("1Ki")) &&\n'
+    'device.attributes["dra.example.com"].bool &&\ndevice.attributes["dra.example.com"]["int"] > 0\n',
+]
+
+
+async def test_valid_selectors_are_stored_in_classes_claims_and_templates(client: Client) -> None:
+    status, created = await client.post(f"{DRA}/deviceclasses", _device_class("good", *VALID))
+    assert status == 201, created
+    assert [s["cel"]["expression"] for s in created["spec"]["selectors"]] == VALID
+    status, created = await client.post(CLAIMS, _claim("good", *VALID))
+    assert status == 201, created
+    claim = _claim("tpl", "device.foo")
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "tpl"},
+                "spec": {"spec": claim["spec"]}}
+    status, err = await client.post(f"{DRA}/namespaces/default/resourceclaimtemplates", template)
+    assert status == 422, err
+    assert [c[0] for c in _causes(err)] == [f"spec.spec.{CLAIM_SELECTOR.removeprefix('spec.')}[0].cel.expression"]
+
+
+async def test_an_update_compiles_the_selectors_it_keeps_as_stored_ones(api: ApiServer, client: Client) -> None:
+    """A class written by a server with every DRA feature (here: straight into the store) keeps its includes()
+    selector through updates (the stored-expressions environment); a new one is compiled for new expressions."""
+    stored = 'device.attributes["dra.example.com"].models.includes("a100")'
+    obj = {**_device_class("legacy", stored), "metadata": {
+        "name": "legacy", "uid": "00000000-0000-0000-0000-0000000000aa", "generation": 1,
+        "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    api.store_prepared(DEVICECLASSES, codec.normalize(DEVICECLASSES, obj))
+    status, patched = await client.patch(f"{DRA}/deviceclasses/legacy", {"metadata": {"labels": {"a": "b"}}})
+    assert status == 200, patched
+    status, err = await client.patch(f"{DRA}/deviceclasses/legacy", {"spec": {"selectors": _selectors(
+        stored, stored.replace("a100", "h100"))}})
+    assert status == 422, err
+    assert [(field, "undeclared reference to 'includes'" in message) for field, message in _causes(err)] == [
+        ("spec.selectors[1].cel.expression", True)]
