@@ -75,7 +75,8 @@ class _CachedObjectsCollector(Collector):
 
 
 def _family() -> GaugeMetricFamily:
-    return GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.", labels=["name", "selector"])
+    return GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.",
+                             labels=["name", "selector"])
 
 
 REGISTRY.register(_CachedObjectsCollector())

@@ -160,7 +160,8 @@ async def test_cached_objects_gauge_tells_selected_informers_apart(clock: FakeCl
     shard.informer(gadgets)
     run(cluster_wide.run)
     run(shard.run)
-    assert await cluster_wide.wait_for_cache_sync() and await shard.wait_for_cache_sync()
+    assert await cluster_wide.wait_for_cache_sync()
+    assert await shard.wait_for_cache_sync()
     name = "example.com/v1/gadgets"
     assert _sample("informer_cached_objects", {"name": name, "selector": ""}) == 3
     assert _sample("informer_cached_objects", {"name": name, "selector": selector}) == 1
