@@ -59,7 +59,7 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float, what: s
     while not await check():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # each look lists every Deployment: at thousands of pods, a load on kube-sim
 
 
 async def start_replica(workdir: Path, index: int, kubeconfig: str, token: str, *, sharding: bool = True
@@ -133,8 +133,8 @@ async def idle_rss(replica: procs.Proc, samples: int = 5) -> int:
     return lowest
 
 
-async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sharding: bool = True
-                  ) -> dict[str, Any]:
+async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sharding: bool = True,
+                  rollout: bool = True) -> dict[str, Any]:
     """One run: ``count`` replicas with ``--sharding=true``, or (``sharding`` False) one replica without it."""
     with tempfile.TemporaryDirectory(prefix=f"bench-sharding-{count}-") as tmp:
         workdir = Path(tmp)
@@ -190,24 +190,26 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
                 await wait_for(all_counted, 600, "every pod created and counted")
                 create_s = time.monotonic() - started
 
-                started = time.monotonic()
-                for i in range(deployments):
-                    await client.patch(DEPLOYMENTS, f"web-{i}", {"spec": {"template": {"spec": {"containers": [
-                        {"name": "web", "image": "nginx:1.28"}]}}}}, NS, patch_type="strategic")
+                rollout_s = 0.0
+                if rollout:
+                    started = time.monotonic()
+                    for i in range(deployments):
+                        await client.patch(DEPLOYMENTS, f"web-{i}", {"spec": {"template": {"spec": {"containers": [
+                            {"name": "web", "image": "nginx:1.28"}]}}}}, NS, patch_type="strategic")
 
-                async def rolled_out() -> bool:
-                    items, _ = await client.list_all(DEPLOYMENTS, NS)
-                    for d in items:
-                        s = d.get("status") or {}
-                        if (s.get("observedGeneration") != d["metadata"]["generation"]
-                                or s.get("updatedReplicas") != replicas or s.get("replicas") != replicas
-                                or s.get("availableReplicas") != replicas):
-                            return False
-                    pods, _ = await client.list_all(PODS, NS, metadata_only=True)
-                    return len(pods) == total
+                    async def rolled_out() -> bool:
+                        items, _ = await client.list_all(DEPLOYMENTS, NS)
+                        for d in items:
+                            s = d.get("status") or {}
+                            if (s.get("observedGeneration") != d["metadata"]["generation"]
+                                    or s.get("updatedReplicas") != replicas or s.get("replicas") != replicas
+                                    or s.get("availableReplicas") != replicas):
+                                return False
+                        pods, _ = await client.list_all(PODS, NS, metadata_only=True)
+                        return len(pods) == total
 
-                await wait_for(rolled_out, 900, "every rollout complete")
-                rollout_s = time.monotonic() - started
+                    await wait_for(rolled_out, 900, "every rollout complete")
+                    rollout_s = time.monotonic() - started
                 items, _ = await client.list_all(DEPLOYMENTS, NS)
                 owners: dict[str, int] = {}
                 for d in items:
@@ -241,7 +243,8 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
                     "replicas": count, "sharding": sharding, "pods": total, "nodes": nodes,
                     "load_average_1m": round(os.getloadavg()[0], 1),  # the machine's, as the run ends
                     "create_seconds": round(create_s, 2), "create_pods_per_s": round(total / create_s, 1),
-                    "rollout_seconds": round(rollout_s, 2), "rollout_pods_per_s": round(total / rollout_s, 1),
+                    "rollout_seconds": round(rollout_s, 2),
+                    "rollout_pods_per_s": round(total / rollout_s, 1) if rollout_s else None,
                     "kube_sim_cpu_share": round((sim.cpu() - sim_cpu0) / elapsed, 2),
                     "deployments_per_shard": sorted(owners.values(), reverse=True),
                     "per_replica": per_replica,
@@ -273,7 +276,7 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     for r in results:
         total = r["create_seconds"] + r["rollout_seconds"]
         ratio = (base["create_seconds"] + base["rollout_seconds"]) / total if total else 0.0
-        print(f"| {_run_name(r)} | {r['create_pods_per_s']} | {r['rollout_pods_per_s']} | {ratio:.2f}x | "
+        print(f"| {_run_name(r)} | {r['create_pods_per_s']} | {r['rollout_pods_per_s'] or '-'} | {ratio:.2f}x | "
               f"{r['kube_sim_cpu_share']} | {r['deployments_per_shard']} |")
     print("\n| replicas | replica | Deployments | syncs: sharded controllers / others | pods cached: own shard "
           "/ cluster-wide | RSS MiB: idle / after / workload | CPU s |")
@@ -295,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="kube-sim's nodes (default: enough for every pod and a rollout's surge at 110 pods a node)")
     p.add_argument("--counts", default="off,1,2,3",
                    help="replica counts to run, in order; 'off' is one replica without --sharding (the baseline)")
+    p.add_argument("--no-rollout", dest="rollout", action="store_false",
+                   help="create the Deployments only (a large size in less time: memory and syncs of the creation)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     # A pod kube-sim cannot place stays Pending and its rollout never completes.
@@ -303,12 +308,13 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.counts.split(","):
         sharding = spec.strip() != "off"
         count = int(spec) if sharding else 1
-        result = asyncio.run(run_one(count, args.deployments, args.replicas, nodes, sharding=sharding))
+        result = asyncio.run(run_one(count, args.deployments, args.replicas, nodes, sharding=sharding,
+                                     rollout=args.rollout))
         results.append(result)
         print(json.dumps(result), flush=True)
+        if args.output:  # after every run: a later run that fails leaves the earlier ones
+            Path(args.output).write_text(json.dumps(results, indent=1))
     print_tables(results)
-    if args.output:
-        Path(args.output).write_text(json.dumps(results, indent=1))
     return 0
 
 
