@@ -17,7 +17,7 @@ and caps what more replicas can add), and per replica:
 - the Deployments it owned.
 Size the workload so the caches dominate the idle baseline (several thousand pods), or RSS says little.
 
-``python -m bench.sharding [--deployments 300 --replicas 10 --counts off,1,2,3 --output report.json]``
+``python -m bench.sharding [--deployments 200 --replicas 10 --counts off,1,2,3 --no-rollout --output report.json]``
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def print_tables(results: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sharding", description=__doc__.split("\n\n")[0])
-    p.add_argument("--deployments", type=int, default=300)
+    p.add_argument("--deployments", type=int, default=200)
     p.add_argument("--replicas", type=int, default=10)
     p.add_argument("--nodes", type=int, default=0,
                    help="kube-sim's nodes (default: enough for every pod and a rollout's surge at 110 pods a node)")
