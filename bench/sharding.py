@@ -1,14 +1,23 @@
 """Sharding's scale-out: the same workload against 1, 2 and 3 replicas running ``--sharding=true``.
 
-For each replica count: a fresh kube-sim (its own process), that many ``controller-manager`` processes (client
+For each run (``off``: one replica without ``--sharding``, today's default and the baseline; ``N``: N replicas
+with it): a fresh kube-sim (its own process), that many ``controller-manager`` processes (client
 rate limit lifted, short leases), and once every replica holds its shard Lease and the ring has them all, the
 workload: ``--deployments`` Deployments of ``--replicas`` pods created at once (time until every pod exists
-and every status counts it), then a new image for all (time until every rollout is complete). Reported per run:
-pods per second for each phase, and per replica its CPU seconds, RSS, syncs (``controller_sync_duration_seconds``
-count) and the Deployments it owned. kube-sim's CPU share is printed too: on a small machine it is the bottleneck
-and caps what more replicas can add.
+and every status counts it), then a new image for all (time until every rollout is complete).
 
-``python -m bench.sharding [--deployments 30 --replicas 10 --counts 1,2,3 --output report.json]``
+Reported per run: pods per second for each phase, kube-sim's CPU share (on a small machine it is the bottleneck
+and caps what more replicas can add), and per replica:
+- whether it leads (the leader also runs every cluster-wide controller and the sharder);
+- CPU seconds, and syncs per controller (``controller_sync_duration_seconds`` count, during the workload);
+- RSS at idle (ring formed, caches synced, no workload: the interpreter, its imports and near-empty caches),
+  after the workload, and the difference: what the workload's objects cost that replica;
+- objects cached per informer and label selector at the end (``informer_cached_objects``: a member's own
+  shard informers have a selector, the leader's cluster-wide ones none);
+- the Deployments it owned.
+Size the workload so the caches dominate the idle baseline (several thousand pods), or RSS says little.
+
+``python -m bench.sharding [--deployments 200 --replicas 10 --counts off,1,2,3 --no-rollout --output report.json]``
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
+import os
 import sys
 import tempfile
 import time
@@ -48,16 +59,19 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float, what: s
     while not await check():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # each look lists every Deployment: at thousands of pods, a load on kube-sim
 
 
-async def start_replica(workdir: Path, index: int, kubeconfig: str, token: str) -> procs.Proc:
+async def start_replica(workdir: Path, index: int, kubeconfig: str, token: str, *, sharding: bool = True
+                        ) -> procs.Proc:
     port = procs.free_port()
     log = workdir / f"replica-{index}.log"
     with log.open("wb") as sink:
         proc = await asyncio.create_subprocess_exec(
-            procs.tool("controller-manager"), f"--kubeconfig={kubeconfig}", "--sharding=true",
-            "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+            procs.tool("controller-manager"), f"--kubeconfig={kubeconfig}", f"--sharding={str(sharding).lower()}",
+            # Upstream's lease timings: shorter ones make a replica on a saturated machine miss its renew deadline
+            # (fenced, or exiting on a lost shard Lease) in the middle of the workload.
+            "--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s",
             "--kube-api-qps=100000", "--kube-api-burst=100000", f"--secure-port={port}", "--bind-address=127.0.0.1",
             stdout=sink, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     replica = procs.Proc(f"replica-{index}", proc, log, url=f"https://127.0.0.1:{port}")
@@ -73,11 +87,55 @@ async def ready(replica: procs.Proc) -> bool:
     return False
 
 
-def syncs(metrics: dict[str, float]) -> int:
-    return int(sum(v for k, v in metrics.items() if k.startswith("controller_sync_duration_seconds_count")))
+PODS_PER_NODE = 110  # kube-sim's nodes' pod capacity, as a kubelet's default maxPods
+LEADER_STATUS = f'leader_election_master_status{{name="{RING}"}}'
+SYNC_COUNT = "controller_sync_duration_seconds_count"
+CACHED = "informer_cached_objects"
 
 
-async def run_one(count: int, deployments: int, replicas: int, nodes: int) -> dict[str, Any]:
+def labels_of(series: str) -> dict[str, str]:
+    """``name{a="x",b="y"}`` -> ``{"a": "x", "b": "y"}`` (values in this benchmark's metrics hold no quotes)."""
+    inner = series[series.index("{") + 1:series.rindex("}")] if "{" in series else ""
+    out: dict[str, str] = {}
+    for part in inner.split('",'):
+        key, _, value = part.partition("=")
+        if key:
+            out[key.strip()] = value.strip().strip('"')
+    return out
+
+
+def syncs_by_controller(metrics: dict[str, float]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for series, value in metrics.items():
+        if series.startswith(SYNC_COUNT + "{"):
+            controller = labels_of(series).get("controller", "")
+            out[controller] = out.get(controller, 0) + int(value)
+    return out
+
+
+def cached_objects(metrics: dict[str, float]) -> list[dict[str, Any]]:
+    """Every informer with objects: resource, selector ("" = every object) and how many it holds."""
+    rows = []
+    for series, value in metrics.items():
+        if series.startswith(CACHED + "{") and value:
+            labels = labels_of(series)
+            rows.append({"informer": labels.get("name", ""), "selector": labels.get("selector", ""),
+                         "objects": int(value)})
+    return sorted(rows, key=lambda r: (-r["objects"], r["informer"], r["selector"]))
+
+
+async def idle_rss(replica: procs.Proc, samples: int = 5) -> int:
+    """RSS with no workload, taken as the lowest of a few samples a little apart (startup garbage settles)."""
+    lowest = procs.rss(replica.pid)
+    for _ in range(samples - 1):
+        await asyncio.sleep(0.2)
+        lowest = min(lowest, procs.rss(replica.pid))
+    return lowest
+
+
+async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sharding: bool = True,
+                  rollout: bool = True) -> dict[str, Any]:
+    """One run: ``count`` replicas with ``--sharding=true``, or (``sharding`` False) one replica without it."""
     with tempfile.TemporaryDirectory(prefix=f"bench-sharding-{count}-") as tmp:
         workdir = Path(tmp)
         sim = await procs.start_sim(workdir, nodes)
@@ -86,17 +144,19 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int) -> di
             config = await load_config(kubeconfig=sim.extra["kubeconfig"])
             async with ApiClient(config, qps=0) as client:
                 members = list(await asyncio.gather(*(
-                    start_replica(workdir, i, sim.extra["kubeconfig"], sim.extra["admin_token"])
+                    start_replica(workdir, i, sim.extra["kubeconfig"], sim.extra["admin_token"], sharding=sharding)
                     for i in range(count))))
 
                 async def all_in_ring() -> bool:
                     if not all([await ready(m) for m in members]):
                         return False
+                    if not sharding:
+                        return True  # ready: leading, caches synced
                     items, _ = await client.list_all(LEASES, "kube-system",
                                                      label_selector=f"controller-manager.io/ring={RING}")
                     return sum(1 for i in items if i["spec"].get("holderIdentity") == i["metadata"]["name"]) == count
 
-                await wait_for(all_in_ring, 120, f"{count} replicas in the ring")
+                await wait_for(all_in_ring, 120, f"{count} replicas in the ring" if sharding else "the replica ready")
 
                 async def default_account() -> bool:
                     try:
@@ -107,9 +167,10 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int) -> di
 
                 await wait_for(default_account, 60, "the default ServiceAccount")
                 await asyncio.sleep(2.0)  # the sharder has seen every member: no move during the workload
+                idle = {m.name: await idle_rss(m) for m in members}
                 cpu0 = {m.name: m.cpu() for m in members}
                 sim_cpu0 = sim.cpu()
-                syncs0 = {m.name: syncs(await procs.scrape(m)) for m in members}
+                syncs0 = {m.name: syncs_by_controller(await procs.scrape(m)) for m in members}
                 total = deployments * replicas
 
                 started = time.monotonic()
@@ -129,24 +190,26 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int) -> di
                 await wait_for(all_counted, 600, "every pod created and counted")
                 create_s = time.monotonic() - started
 
-                started = time.monotonic()
-                for i in range(deployments):
-                    await client.patch(DEPLOYMENTS, f"web-{i}", {"spec": {"template": {"spec": {"containers": [
-                        {"name": "web", "image": "nginx:1.28"}]}}}}, NS, patch_type="strategic")
+                rollout_s = 0.0
+                if rollout:
+                    started = time.monotonic()
+                    for i in range(deployments):
+                        await client.patch(DEPLOYMENTS, f"web-{i}", {"spec": {"template": {"spec": {"containers": [
+                            {"name": "web", "image": "nginx:1.28"}]}}}}, NS, patch_type="strategic")
 
-                async def rolled_out() -> bool:
-                    items, _ = await client.list_all(DEPLOYMENTS, NS)
-                    for d in items:
-                        s = d.get("status") or {}
-                        if (s.get("observedGeneration") != d["metadata"]["generation"]
-                                or s.get("updatedReplicas") != replicas or s.get("replicas") != replicas
-                                or s.get("availableReplicas") != replicas):
-                            return False
-                    pods, _ = await client.list_all(PODS, NS, metadata_only=True)
-                    return len(pods) == total
+                    async def rolled_out() -> bool:
+                        items, _ = await client.list_all(DEPLOYMENTS, NS)
+                        for d in items:
+                            s = d.get("status") or {}
+                            if (s.get("observedGeneration") != d["metadata"]["generation"]
+                                    or s.get("updatedReplicas") != replicas or s.get("replicas") != replicas
+                                    or s.get("availableReplicas") != replicas):
+                                return False
+                        pods, _ = await client.list_all(PODS, NS, metadata_only=True)
+                        return len(pods) == total
 
-                await wait_for(rolled_out, 900, "every rollout complete")
-                rollout_s = time.monotonic() - started
+                    await wait_for(rolled_out, 900, "every rollout complete")
+                    rollout_s = time.monotonic() - started
                 items, _ = await client.list_all(DEPLOYMENTS, NS)
                 owners: dict[str, int] = {}
                 for d in items:
@@ -155,15 +218,33 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int) -> di
                 elapsed = create_s + rollout_s
                 per_replica = []
                 for m in members:
+                    metrics = await procs.scrape(m)
+                    before = syncs0[m.name]
+                    by_controller = {c: n - before.get(c, 0) for c, n in syncs_by_controller(metrics).items()}
+                    by_controller = {c: n for c, n in sorted(by_controller.items()) if n}
+                    # A member's name is its shard Lease's, the value of the shard label on what it owns.
+                    member = next((labels_of(k).get("name", "") for k, v in metrics.items()
+                                   if k.startswith("leader_election_master_status{") and v == 1
+                                   and labels_of(k).get("name") != RING), "")
+                    now = procs.rss(m.pid)
                     per_replica.append({
+                        "leader": metrics.get(LEADER_STATUS) == 1,
+                        "member": member,
+                        "deployments_owned": owners.get(member, 0),
                         "cpu_seconds": round(m.cpu() - cpu0[m.name], 2),
-                        "rss_mib": round(procs.rss(m.pid) / 2**20, 1),
-                        "syncs": syncs(await procs.scrape(m)) - syncs0[m.name],
+                        "idle_rss_mib": round(idle[m.name] / 2**20, 1),
+                        "rss_mib": round(now / 2**20, 1),
+                        "workload_rss_mib": round((now - idle[m.name]) / 2**20, 1),
+                        "syncs": sum(by_controller.values()),
+                        "syncs_by_controller": by_controller,
+                        "cached_objects": cached_objects(metrics),
                     })
                 return {
-                    "replicas": count, "pods": total,
+                    "replicas": count, "sharding": sharding, "pods": total, "nodes": nodes,
+                    "load_average_1m": round(os.getloadavg()[0], 1),  # the machine's, as the run ends
                     "create_seconds": round(create_s, 2), "create_pods_per_s": round(total / create_s, 1),
-                    "rollout_seconds": round(rollout_s, 2), "rollout_pods_per_s": round(total / rollout_s, 1),
+                    "rollout_seconds": round(rollout_s, 2),
+                    "rollout_pods_per_s": round(total / rollout_s, 1) if rollout_s else None,
                     "kube_sim_cpu_share": round((sim.cpu() - sim_cpu0) / elapsed, 2),
                     "deployments_per_shard": sorted(owners.values(), reverse=True),
                     "per_replica": per_replica,
@@ -174,31 +255,66 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int) -> di
             await sim.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.sharding", description=__doc__.split("\n\n")[0])
-    p.add_argument("--deployments", type=int, default=30)
-    p.add_argument("--replicas", type=int, default=10)
-    p.add_argument("--nodes", type=int, default=10)
-    p.add_argument("--counts", default="1,2,3", help="replica counts to run, in order")
-    p.add_argument("--output", default=None, help="write the results as JSON here")
-    args = p.parse_args(argv)
-    results = []
-    for count in (int(c) for c in args.counts.split(",")):
-        result = asyncio.run(run_one(count, args.deployments, args.replicas, args.nodes))
-        results.append(result)
-        print(json.dumps(result), flush=True)
+SHARDED_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller",
+                       "daemonset-controller", "job-controller", "cronjob-controller")
+
+
+def pods_cached(replica: dict[str, Any], *, selected: bool) -> int:
+    """Pods in the replica's shard informers (``selected``) or in its cluster-wide ones."""
+    return sum(r["objects"] for r in replica["cached_objects"]
+               if r["informer"] == "v1/pods" and bool(r["selector"]) == selected)
+
+
+def _run_name(result: dict[str, Any]) -> str:
+    return str(result["replicas"]) if result.get("sharding", True) else "1, sharding off"
+
+
+def print_tables(results: list[dict[str, Any]]) -> None:
     base = results[0]
-    print("\n| replicas | create pods/s | rollout pods/s | vs first | kube-sim CPU share "
-          "| per replica: CPU s / RSS MiB / syncs | Deployments per shard |")
+    print("\n| replicas | create pods/s | rollout pods/s | vs first | kube-sim CPU share | Deployments per shard |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        total = r["create_seconds"] + r["rollout_seconds"]
+        ratio = (base["create_seconds"] + base["rollout_seconds"]) / total if total else 0.0
+        print(f"| {_run_name(r)} | {r['create_pods_per_s']} | {r['rollout_pods_per_s'] or '-'} | {ratio:.2f}x | "
+              f"{r['kube_sim_cpu_share']} | {r['deployments_per_shard']} |")
+    print("\n| replicas | replica | Deployments | syncs: sharded controllers / others | pods cached: own shard "
+          "/ cluster-wide | RSS MiB: idle / after / workload | CPU s |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
-        ratio = (r["create_seconds"] + r["rollout_seconds"]) and \
-            (base["create_seconds"] + base["rollout_seconds"]) / (r["create_seconds"] + r["rollout_seconds"])
-        each = "; ".join(f"{x['cpu_seconds']} / {x['rss_mib']} / {x['syncs']}" for x in r["per_replica"])
-        print(f"| {r['replicas']} | {r['create_pods_per_s']} | {r['rollout_pods_per_s']} | {ratio:.2f}x | "
-              f"{r['kube_sim_cpu_share']} | {each} | {r['deployments_per_shard']} |")
-    if args.output:
-        Path(args.output).write_text(json.dumps(results, indent=1))
+        for x in r["per_replica"]:
+            sharded = sum(n for c, n in x["syncs_by_controller"].items() if c in SHARDED_CONTROLLERS)
+            print(f"| {_run_name(r)} | {'leader' if x['leader'] else 'member'} | {x['deployments_owned']} | "
+                  f"{sharded:,} / {x['syncs'] - sharded:,} | "
+                  f"{pods_cached(x, selected=True):,} / {pods_cached(x, selected=False):,} | "
+                  f"{x['idle_rss_mib']} / {x['rss_mib']} / {x['workload_rss_mib']} | {x['cpu_seconds']} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.sharding", description=__doc__.split("\n\n")[0])
+    p.add_argument("--deployments", type=int, default=200)
+    p.add_argument("--replicas", type=int, default=10)
+    p.add_argument("--nodes", type=int, default=0,
+                   help="kube-sim's nodes (default: enough for every pod and a rollout's surge at 110 pods a node)")
+    p.add_argument("--counts", default="off,1,2,3",
+                   help="replica counts to run, in order; 'off' is one replica without --sharding (the baseline)")
+    p.add_argument("--no-rollout", dest="rollout", action="store_false",
+                   help="create the Deployments only (a large size in less time: memory and syncs of the creation)")
+    p.add_argument("--output", default=None, help="write the results as JSON here")
+    args = p.parse_args(argv)
+    # A pod kube-sim cannot place stays Pending and its rollout never completes.
+    nodes = args.nodes or max(10, math.ceil(args.deployments * math.ceil(args.replicas * 1.25) / PODS_PER_NODE))
+    results = []
+    for spec in args.counts.split(","):
+        sharding = spec.strip() != "off"
+        count = int(spec) if sharding else 1
+        result = asyncio.run(run_one(count, args.deployments, args.replicas, nodes, sharding=sharding,
+                                     rollout=args.rollout))
+        results.append(result)
+        print(json.dumps(result), flush=True)
+        if args.output:  # after every run: a later run that fails leaves the earlier ones
+            Path(args.output).write_text(json.dumps(results, indent=1))
+    print_tables(results)
     return 0
 
 

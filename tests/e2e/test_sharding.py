@@ -2,6 +2,9 @@
 
 Proven from outside, by the objects' labels and kube-sim's audit log (each replica authenticates as its own user):
 - the work spreads: every replica is assigned Deployments and creates their pods itself;
+- so does the memory: a replica that does not lead caches only the objects labelled with its shard (its
+  ``informer_cached_objects`` series all select its label, but for the nodes and PVCs the daemonset and
+  statefulset controllers need whole), while the leader alone holds the cluster-wide caches;
 - a replica killed with SIGKILL loses its Deployments to the others within its Lease's duration (plus the
   sharder's look), and scaling them up afterwards is done by their new owners;
 - a replica that joins gets Deployments moved to it by draining (the old owner acknowledges);
@@ -81,6 +84,32 @@ async def all_ready(kube: Kube, replicas: dict[str, int]) -> bool:
                for n, r in replicas.items())
 
 
+CLUSTER_WIDE_ON_MEMBERS = {"v1/nodes", "v1/persistentvolumeclaims"}  # daemonset, statefulset: see docs/sharding.md
+
+
+async def cached_objects(https: Https, manager: Manager, token: str) -> dict[tuple[str, str], int]:
+    """``informer_cached_objects`` from the replica's /metrics: (informer, selector) -> objects."""
+    status, text = await https.get(manager, "/metrics", token=token)
+    assert status == 200, text
+    out: dict[tuple[str, str], int] = {}
+    for line in text.splitlines():
+        if line.startswith("informer_cached_objects{"):
+            series, _, value = line.rpartition(" ")
+            labels = dict(part.split("=", 1) for part in series[series.index("{") + 1:-1].split('",'))
+            out[(labels["name"].strip('"'), labels["selector"].strip('"'))] = int(float(value))
+    return out
+
+
+async def wait_cached(https: Https, manager: Manager, token: str, informer: tuple[str, str], objects: int
+                      ) -> dict[tuple[str, str], int]:
+    """The replica's cached objects once ``informer`` holds ``objects`` (its watch may be a moment behind)."""
+    async def reached() -> dict[tuple[str, str], int] | None:
+        cached = await cached_objects(https, manager, token)
+        return cached if cached.get(informer) == objects else None
+
+    return await wait_until(reached, timeout=10, what=f"{manager.process.name}'s {informer} to hold {objects}")
+
+
 def pod_writes(audit: Path, users: set[str]) -> Counter[str]:
     return Counter(f"{e.user}:{e.verb}" for e in read_audit_log(audit)
                    if e.user in users and e.resource == "pods" and e.write and e.code < 400)
@@ -124,8 +153,21 @@ async def test_three_replicas_share_the_work_hand_over_on_death_and_rebalance_on
                     if key.endswith(":create") and n > 0}
         assert creators == set(USERS[:3]), creators
 
-        # Kill a replica that does not lead: its Deployments move to the others at once once its Lease expires.
+        # The memory spreads too: a replica that does not lead caches its own shard's objects and no other pod.
         roles = {m: await https.role(mgr) or "" for m, mgr in members.items()}
+        for member, mgr in members.items():
+            token = tokens[user_of[member]]
+            mine = f"{SHARD_LABEL}={member}"
+            own_pods = sum(1 for labels in pods.values() if labels.get(SHARD_LABEL) == member)
+            cached = await wait_cached(https, mgr, token, ("v1/pods", mine), own_pods)
+            cluster_wide = {name for (name, selector), n in cached.items() if not selector}
+            if roles[member].startswith("standby"):
+                assert cluster_wide <= CLUSTER_WIDE_ON_MEMBERS, cached
+                assert {selector for (_, selector) in cached if selector} == {mine}, cached
+            else:
+                assert cached[("v1/pods", "")] == len(pods), cached  # the leader's controllers see every pod
+
+        # Kill a replica that does not lead: its Deployments move to the others at once once its Lease expires.
         victim = next(m for m, role in roles.items() if role.startswith("standby"))
         assert all(f"shard {m} in ring {RING}" in role for m, role in roles.items()), roles
         members[victim].process.send(signal.SIGKILL)

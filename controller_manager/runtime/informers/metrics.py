@@ -7,8 +7,10 @@ Guarantees:
   ``reflector_relists_total`` (re-lists forced by 410 Gone), ``reflector_watch_list_fallbacks_total``
   (streaming lists the server refused, listed in pages instead) and ``reflector_malformed_objects_total``
   (objects skipped for an unexpected shape).
-- ``informer_cached_objects`` is computed at scrape time from the live informers (no bookkeeping on the hot
-  path); informers that share a name (one per factory) are summed.
+- ``informer_cached_objects{name, selector}`` is computed at scrape time from the live informers (no bookkeeping
+  on the hot path); ``selector`` is the label selector the informer lists and watches with (empty: every
+  object), so a shard member's own caches (``--sharding=true``) are told apart from the leader's cluster-wide
+  ones. Informers that share both (one per factory) are summed.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class _Counted(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def label_selector(self) -> str | None: ...
+
     def cached_count(self) -> int: ...
 
 
@@ -56,16 +61,22 @@ def track(informer: _Counted) -> None:
 
 class _CachedObjectsCollector(Collector):
     def describe(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.", labels=["name"])
+        yield _family()
 
     def collect(self) -> Iterator[Metric]:
-        totals: dict[str, int] = {}
+        totals: dict[tuple[str, str], int] = {}
         for informer in list(_live):
-            totals[informer.name] = totals.get(informer.name, 0) + informer.cached_count()
-        family = GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.", labels=["name"])
-        for name, count in sorted(totals.items()):
-            family.add_metric([name], count)
+            key = (informer.name, informer.label_selector or "")
+            totals[key] = totals.get(key, 0) + informer.cached_count()
+        family = _family()
+        for labels, count in sorted(totals.items()):
+            family.add_metric(list(labels), count)
         yield family
+
+
+def _family() -> GaugeMetricFamily:
+    return GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.",
+                             labels=["name", "selector"])
 
 
 REGISTRY.register(_CachedObjectsCollector())

@@ -113,6 +113,7 @@ async def test_metrics(clock: FakeClock, run: Runner) -> None:
     # A kind no other test uses, so the scrape-time gauge sees only this informer.
     widgets = Resource("example.com", "v1", "widgets", "Widget", True)
     labels = {"name": "example.com/v1/widgets"}
+    cached = {**labels, "selector": ""}
     before = {m: _sample(m, labels) for m in (
         "reflector_lists_total", "reflector_watches_total", "reflector_watch_errors_total",
         "reflector_relists_total", "reflector_malformed_objects_total", "reflector_list_errors_total")}
@@ -125,11 +126,11 @@ async def test_metrics(clock: FakeClock, run: Runner) -> None:
     run(factory.run)
     await factory.wait_for_cache_sync()
     await eventually(lambda: widget_server.open_watches == 1)
-    assert _sample("informer_cached_objects", labels) == 1
+    assert _sample("informer_cached_objects", cached) == 1
     widget_server.add("d2")
     widget_server.send_raw("ADDED", {"bad": True})
     await eventually(lambda: len(informer.store) == 2)
-    assert _sample("informer_cached_objects", labels) == 2
+    assert _sample("informer_cached_objects", cached) == 2
     widget_server.end_watches(Gone("expired"))
     await advance_until(clock, lambda: widget_server.open_watches == 1 and len(widget_server.list_calls) == 2)
 
@@ -142,3 +143,26 @@ async def test_metrics(clock: FakeClock, run: Runner) -> None:
     assert delta("reflector_relists_total") == 1
     assert delta("reflector_malformed_objects_total") == 1
     assert delta("reflector_list_errors_total") == 0
+
+
+async def test_cached_objects_gauge_tells_selected_informers_apart(clock: FakeClock, run: Runner) -> None:
+    # A shard member's informers (--sharding) select by label: the gauge reports them apart from an unfiltered
+    # informer of the same kind, as the leader holds both.
+    gadgets = Resource("example.com", "v1", "gadgets", "Gadget", True)
+    selector = "shard.controller-manager.io/ring=member-a"
+    everything, selected = FakeServer(gadgets), FakeServer(gadgets)
+    for name in ("a", "b", "c"):
+        everything.add(name)
+    selected.add("a")
+    cluster_wide = SharedInformerFactory(FakeClient(everything), clock)
+    shard = SharedInformerFactory(FakeClient(selected), clock, selector_for=lambda res: selector)
+    cluster_wide.informer(gadgets)
+    shard.informer(gadgets)
+    run(cluster_wide.run)
+    run(shard.run)
+    assert await cluster_wide.wait_for_cache_sync()
+    assert await shard.wait_for_cache_sync()
+    name = "example.com/v1/gadgets"
+    assert _sample("informer_cached_objects", {"name": name, "selector": ""}) == 3
+    assert _sample("informer_cached_objects", {"name": name, "selector": selector}) == 1
+    assert selected.list_calls[0]["label_selector"] == selector
