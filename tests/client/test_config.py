@@ -291,8 +291,8 @@ async def test_exec_plugin_token(tmp_path: Path, http_server: str) -> None:
 
 async def test_failing_exec_plugin_is_a_config_error(tmp_path: Path) -> None:
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
-                     "args": ["-c", "import sys; sys.exit(3)"]}}
-    with pytest.raises(ConfigError, match="exec: process returned 3"):
+                     "args": ["-c", "import sys; sys.exit(3)"], "interactiveMode": "Never"}}
+    with pytest.raises(ConfigError, match="exec: executable .* failed with exit code 3"):
         await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
 
 
