@@ -36,12 +36,17 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from controller_manager.client.credentials import CredentialError, CredentialSource, ExecPlugin, TokenFile
-from controller_manager.client.credentials import exec_cluster_info, load_client_certificate
+from controller_manager.client.credentials import (
+    CredentialError,
+    CredentialSource,
+    ExecPlugin,
+    TokenFile,
+    exec_cluster_info,
+    load_client_certificate,
+)
 from controller_manager.client.errors import ConfigError
 from controller_manager.client.kubeconfig import (
     KubeconfigError,
-    KubeconfigNotFound,
     Selection,
     User,
     read_kubeconfig,
@@ -189,11 +194,8 @@ async def load_kubeconfig(paths: str, context: str | None = None) -> ClientConfi
     files = split_paths(paths)
     try:
         selection = await asyncio.to_thread(read_kubeconfig, files, context)
-    except KubeconfigNotFound as exc:
-        raise ConfigError(str(exc)) from exc
     except KubeconfigError as exc:
-        where = os.pathsep.join(f for f in files if os.path.isfile(f))
-        raise ConfigError(f"invalid kubeconfig {where}: {exc}") from exc
+        raise ConfigError(str(exc)) from exc
     return await _from_selection(selection)
 
 

@@ -35,7 +35,7 @@ EXEC_CLUSTER_EXTENSION = "client.authentication.k8s.io/exec"
 
 
 class KubeconfigError(ValueError):
-    """A kubeconfig that cannot be used; the message is one line."""
+    """A kubeconfig that cannot be used; the message is one line, naming the files read."""
 
 
 class KubeconfigNotFound(KubeconfigError):
@@ -121,9 +121,12 @@ def read_kubeconfig(paths: Sequence[str], context: str | None = None) -> Selecti
     if not files:
         raise KubeconfigNotFound(f"kubeconfig {os.pathsep.join(paths)}: no such file")
     merged = _Merged()
-    for path in files:
-        _merge_file(merged, path)
-    return _select(merged, context, tuple(files))
+    try:
+        for path in files:
+            _merge_file(merged, path)
+        return _select(merged, context, tuple(files))
+    except KubeconfigError as exc:
+        raise KubeconfigError(f"invalid kubeconfig {os.pathsep.join(files)}: {exc}") from exc
 
 
 # --- reading and merging -----------------------------------------------------------------------------
@@ -132,7 +135,7 @@ def read_kubeconfig(paths: Sequence[str], context: str | None = None) -> Selecti
 def _merge_file(merged: _Merged, path: str) -> None:
     try:
         with open(path, "rb") as f:
-            doc = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe loader
+            doc = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError) as exc:
         raise KubeconfigError(f"error loading config file {path!r}: {_one_line(exc)}") from exc
     if doc is None:

@@ -293,7 +293,7 @@ async def test_exec_plugin_token(tmp_path: Path, http_server: str) -> None:
 async def test_failing_exec_plugin_is_a_config_error(tmp_path: Path) -> None:
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
                      "args": ["-c", "import sys; sys.exit(3)"], "interactiveMode": "Never"}}
-    with pytest.raises(ConfigError, match="exec: executable .* failed with exit code 3"):
+    with pytest.raises(ConfigError, match=r"exec: executable .* failed with exit code 3"):
         await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
 
 
@@ -468,7 +468,7 @@ async def test_bad_exec_plugin_answers(tmp_path: Path, body: str, match: str) ->
 async def test_missing_exec_plugin_names_its_install_hint(tmp_path: Path) -> None:
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "no-such-plugin-anywhere",
                      "interactiveMode": "IfAvailable", "installHint": "Install it\nwith brew."}}
-    with pytest.raises(ConfigError, match="exec: executable no-such-plugin-anywhere not found: Install it with brew."):
+    with pytest.raises(ConfigError, match=r"executable no-such-plugin-anywhere not found: Install it with brew\."):
         await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
 
 
@@ -529,7 +529,7 @@ async def test_kubeconfig_token_file_and_in_cluster_token_rotate(tmp_path: Path,
     (tmp_path / "tok").unlink()
     cfg_missing = await load_config(str(path), context="b")
     assert cfg_missing.authorization == "Bearer literal"
-    with pytest.raises(ConfigError, match="user 'a': .*tok"):
+    with pytest.raises(ConfigError, match=r"user 'a': .*tok"):
         await load_config(str(path))
 
     (tmp_path / "sa").write_text("sa-token")

@@ -144,13 +144,16 @@ async def test_exec_command_with_a_separator_resolves_against_the_file(tmp_path:
 # --- data fields, basic auth, auth providers -----------------------------------------------------------
 
 
+def _content_and_mode(path: str) -> tuple[bytes, int]:
+    return Path(path).read_bytes(), Path(path).stat().st_mode & 0o777
+
+
 async def test_certificate_authority_data_is_a_private_file_the_publisher_can_read(tmp_path: Path) -> None:
     ca = CertificateAuthority().pem.cert
     doc = one("https://127.0.0.1:1", {"token": "t"}, **{"certificate-authority-data": base64.b64encode(ca).decode()})
     cfg = await load_config(str(write(tmp_path / "kc", doc)))
     assert cfg.ca_file is not None
-    assert Path(cfg.ca_file).read_bytes() == ca
-    assert Path(cfg.ca_file).stat().st_mode & 0o077 == 0
+    assert _content_and_mode(cfg.ca_file) == (ca, 0o600)
     assert cfg.ssl_context is not None
 
 
