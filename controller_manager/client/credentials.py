@@ -10,7 +10,8 @@ Guarantees:
   whose ``spec`` says whether it may be interactive and, with ``provideClusterInfo``, describes the cluster.
   Its stdin is ours only when interactive; its stderr is ours. The answer is checked as client-go checks it
   (kind, apiVersion, a status, a token or a certificate and key pair, never only one of the two).
-- The plugin runs again once its ``expirationTimestamp`` has passed, never more often than every
+- The plugin runs again once its ``expirationTimestamp`` has passed, or after the server answered 401 to its
+  current credentials (client-go's ``MaybeRefresh``; the failed request is not retried), never more often than every
   :data:`EXEC_MIN_INTERVAL` seconds (a plugin handing out already-expired tokens would otherwise run on every
   request), one run at a time. A credential without expiry is kept for the life of the process.
 - A client certificate from a plugin is loaded into the client's ``ssl.SSLContext``; a new one replaces it for
@@ -51,6 +52,9 @@ class CredentialSource:
 
     async def authorization(self) -> str | None:
         raise NotImplementedError
+
+    def rejected(self, authorization: str | None) -> None:
+        """The server answered 401 to a request sent with ``authorization``."""
 
 
 def _read_token(path: str) -> str:
@@ -144,7 +148,7 @@ class ExecPlugin(CredentialSource):
         self._cert: tuple[bytes, bytes] | None = None
         self._expiry: float | None = None
         self._last_run: float | None = None
-        self.runs = 0
+        self._rejected = False
 
     @property
     def has_certificate(self) -> bool:
@@ -155,7 +159,13 @@ class ExecPlugin(CredentialSource):
         return self._cert
 
     def _expired(self) -> bool:
-        return self._last_run is None or (self._expiry is not None and self._wall() > self._expiry)
+        return (self._last_run is None or self._rejected
+                or (self._expiry is not None and self._wall() > self._expiry))
+
+    def rejected(self, authorization: str | None) -> None:
+        # As client-go: a 401 to the current credentials (not to ones already replaced) means run the plugin again.
+        if authorization == (f"Bearer {self._token}" if self._token else None):
+            self._rejected = True
 
     async def authorization(self) -> str | None:
         if self._expired():
@@ -194,7 +204,6 @@ class ExecPlugin(CredentialSource):
             message = "not found" if isinstance(exc, FileNotFoundError) else f"could not be run: {exc.strerror}"
             raise CredentialError(f"exec: executable {cfg.command} {message}{hint}") from exc
         stdout, _ = await proc.communicate()
-        self.runs += 1
         if proc.returncode != 0:
             raise CredentialError(f"exec: executable {cfg.command} failed with exit code {proc.returncode}")
         await self._take(stdout)
@@ -229,5 +238,5 @@ class ExecPlugin(CredentialSource):
                 await asyncio.to_thread(load_client_certificate, self.ssl_context, cert, key)
             except (OSError, ssl.SSLError) as exc:
                 raise CredentialError(f"failed parsing client key/certificate: {exc}") from exc
-        self._token, self._expiry = str(token), expiry
+        self._token, self._expiry, self._rejected = str(token), expiry, False
         self._cert = (cert, key) if cert else None

@@ -538,3 +538,39 @@ async def test_kubeconfig_token_file_and_in_cluster_token_rotate(tmp_path: Path,
                                             {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"})
     assert incluster.source is not None
     assert (incluster.ca_file, incluster.authorization) == (str(tmp_path / "ca.crt"), "Bearer sa-token")
+
+
+async def test_exec_plugin_runs_again_after_a_401(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller_manager.client import credentials
+    from controller_manager.client.errors import Unauthorized
+
+    counter = tmp_path / "runs"
+    plugin = _plugin(tmp_path, (
+        f"path = {str(counter)!r}\n"
+        "n = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
+        "open(path, 'w').write(str(n))\n"
+        "cred({'token': f't{n}'})\n"  # no expiry: kept until the server refuses it
+    ))
+
+    async def only_t2(request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != "Bearer t2":
+            return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 401,
+                                      "reason": "Unauthorized", "message": "Unauthorized"}, status=401)
+        return await _echo_auth(request)
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/ns/pods/p", only_t2)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    monkeypatch.setattr(credentials, "EXEC_MIN_INTERVAL", 0.0)
+    try:
+        url = str(server.make_url("")).rstrip("/")
+        cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", url, {}, _exec_user(plugin)), current="x")))
+        async with ApiClient(cfg, qps=0) as api:
+            with pytest.raises(Unauthorized):
+                await api.get(PODS, "p", "ns")
+            assert (await api.get(PODS, "p", "ns"))["auth"] == "Bearer t2"
+            assert (await api.get(PODS, "p", "ns"))["auth"] == "Bearer t2"
+    finally:
+        await server.close()
+    assert counter.read_text() == "2"
