@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import ssl
 import stat
 import sys
@@ -574,3 +575,13 @@ async def test_exec_plugin_runs_again_after_a_401(tmp_path: Path, monkeypatch: p
     finally:
         await server.close()
     assert counter.read_text() == "2"
+
+
+async def test_exec_plugin_that_must_be_interactive_needs_a_terminal(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # not a terminal, even under pytest -s
+    plugin = _plugin(tmp_path, "cred({'token': 'never-run'})\n")
+    user = _exec_user(plugin, interactiveMode="Always")
+    with pytest.raises(ConfigError, match="exec plugin cannot support interactive mode: standard input is not a "
+                                          "terminal"):
+        await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
