@@ -5,13 +5,17 @@ Guarantees:
   colon-separated list, merged as kubectl merges it: the first file to define a name or a
   ``current-context`` wins); ``~/.kube/config``; and finally the in-cluster service account
   (``KUBERNETES_SERVICE_HOST``/``_PORT`` plus the mounted token and CA).
-- kubernetes_asyncio's loaders do the reading, so exec plugins, auth providers, token files,
-  client certificates, ``certificate-authority(-data)``, ``insecure-skip-tls-verify`` and
-  ``tls-server-name`` behave as in the official clients. What aiohttp needs is extracted once:
-  the base URL, an ``ssl.SSLContext`` and the ``Authorization`` header value.
-- Tokens that rotate (in-cluster projected tokens, exec plugins with an expiry) are refreshed
-  through the loader's hook; :meth:`ClientConfig.authorization_header` runs it before each request.
-  The hooks only compare a timestamp until a refresh is due, so this costs microseconds.
+- kubeconfig reading follows client-go's clientcmd (:mod:`controller_manager.client.kubeconfig`); what
+  aiohttp needs is extracted once: the base URL, an ``ssl.SSLContext`` (``certificate-authority(-data)``,
+  client certificates, ``insecure-skip-tls-verify``), the SNI name (``tls-server-name``), the proxy
+  (``proxy-url``) and the ``Authorization`` header value (token, ``tokenFile``, basic auth, exec plugin).
+- Credentials that change (``tokenFile``, the in-cluster projected token, exec plugins) are a
+  :class:`~controller_manager.client.credentials.CredentialSource` in :attr:`ClientConfig.source`;
+  :meth:`ClientConfig.authorization_header` asks it before each request. Until a refresh is due that is
+  a timestamp comparison, so it costs microseconds.
+- ``auth-provider`` users: kubectl removed the ``gcp`` and ``azure`` providers and so do we (a clear
+  error naming the exec plugin that replaces them). For ``oidc`` the ``id-token`` in the kubeconfig is sent
+  as a bearer token, but never refreshed: when it expires, use an exec plugin (e.g. kubelogin) instead.
 - Any problem surfaces as :class:`ConfigError` with a one-line message. Blocking file reads run in
   a worker thread so the event loop never stalls on them.
 """
@@ -19,24 +23,45 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import atexit
+import base64
+import contextlib
 import os
 import ssl
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config.config_exception import ConfigException
-from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
-from kubernetes_asyncio.config.kube_config import ENV_KUBECONFIG_PATH_SEPARATOR, KubeConfigLoader, KubeConfigMerger
+import structlog
 
+from controller_manager.client.credentials import (
+    CredentialError,
+    CredentialSource,
+    ExecPlugin,
+    TokenFile,
+    exec_cluster_info,
+    load_client_certificate,
+)
 from controller_manager.client.errors import ConfigError
+from controller_manager.client.kubeconfig import (
+    KubeconfigError,
+    Selection,
+    User,
+    read_kubeconfig,
+    split_paths,
+)
+
+log = structlog.get_logger("controller_manager.client")
 
 SERVICE_TOKEN_FILENAME = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 SERVICE_CERT_FILENAME = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-_EXEC_MIN_INTERVAL = 10.0  # seconds between two runs of an exec credential plugin
+_REMOVED_AUTH_PROVIDERS = {
+    "gcp": "the gcp auth plugin has been removed; use the gke-gcloud-auth-plugin exec credential plugin instead",
+    "azure": "the azure auth plugin has been removed; use the kubelogin exec credential plugin "
+             "(https://github.com/Azure/kubelogin) instead",
+}
 
 
 @dataclass(slots=True)
@@ -49,8 +74,8 @@ class ClientConfig:
     tls_server_name: str | None = None  # SNI / verification name when it differs from the host
     proxy: str | None = None
     ca_file: str | None = None  # the PEM bundle that verifies the server (what the root CA publisher publishes)
-    # The kubernetes_asyncio Configuration whose refresh hook rotates the token; None when static.
-    source: Any = field(default=None, repr=False)
+    # Where a rotating credential comes from (token file, exec plugin); None when the header is static.
+    source: CredentialSource | None = field(default=None, repr=False)
 
     @property
     def host_label(self) -> str:
@@ -60,13 +85,12 @@ class ClientConfig:
     async def authorization_header(self) -> str | None:
         """The current Authorization value, refreshing a rotating token when it is due."""
         source = self.source
-        if source is None or source.refresh_api_key_hook is None:
+        if source is None:
             return self.authorization
         try:
-            value = await source.get_api_key_with_prefix("BearerToken")
-        except (ConfigException, OSError) as exc:
+            self.authorization = await source.authorization()
+        except (CredentialError, OSError) as exc:
             raise ConfigError(f"refreshing credentials failed: {_one_line(exc)}") from exc
-        self.authorization = value or None
         return self.authorization
 
 
@@ -75,103 +99,104 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
-class _FirstWinsMerger(KubeConfigMerger):
-    """kubectl's merge: the first file that sets ``current-context`` wins (the base class keeps the last)."""
+def _private_file(data: bytes, prefix: str) -> str:
+    """``data`` in a 0600 temporary file that lives as long as the process (removed at exit)."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".crt")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    atexit.register(_remove, path)
+    return path
 
-    def load_config(self, path: str) -> None:
-        first = self.config_merged.value.get("current-context") if self.config_merged is not None else None
-        super().load_config(path)
-        if first and self.config_merged is not None:
-            self.config_merged.value["current-context"] = first
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
-def _ssl_context(configuration: Any) -> ssl.SSLContext | None:
-    if not str(configuration.host).startswith("https"):
-        return None
-    ctx = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if configuration.cert_file:
-        ctx.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file or None)
-    if not configuration.verify_ssl:
+def _ssl_context(sel: Selection) -> tuple[ssl.SSLContext, str | None]:
+    """The TLS context for the selected cluster and user, and the CA bundle's path (blocking)."""
+    cluster, user = sel.cluster, sel.user
+    ca_file: str | None = cluster.certificate_authority or None
+    if cluster.certificate_authority_data:
+        ca_file = _private_file(cluster.certificate_authority_data, "kubeconfig-ca-")
+    ctx = ssl.create_default_context(cafile=ca_file)  # no CA: the system's roots, as client-go
+    if cluster.insecure_skip_tls_verify:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+    if user.client_certificate_data or user.client_key_data:
+        cert = user.client_certificate_data or Path(user.client_certificate).read_bytes()
+        key = user.client_key_data or Path(user.client_key).read_bytes()
+        load_client_certificate(ctx, cert, key)
+    elif user.client_certificate:
+        ctx.load_cert_chain(user.client_certificate, keyfile=user.client_key or None)
+    return ctx, ca_file
 
 
-async def _finish(configuration: Any) -> ClientConfig:
-    """Turn a filled-in kubernetes_asyncio Configuration into a ClientConfig."""
-    host = str(configuration.host).rstrip("/")
+def _static_authorization(user: User) -> str | None:
+    if user.token:
+        return f"Bearer {user.token}"
+    if user.username or user.password:
+        return "Basic " + base64.b64encode(f"{user.username}:{user.password}".encode()).decode()
+    provider = user.auth_provider
+    if provider is not None:
+        if provider.name in _REMOVED_AUTH_PROVIDERS:
+            raise ConfigError(_REMOVED_AUTH_PROVIDERS[provider.name])
+        if provider.name != "oidc":
+            raise ConfigError(f"auth-provider {provider.name!r} is not supported: use an exec credential plugin")
+        id_token = provider.config.get("id-token")
+        if not id_token:
+            raise ConfigError("auth-provider oidc: no id-token (refreshing one is not supported: use an exec "
+                              "credential plugin such as kubelogin)")
+        return f"Bearer {id_token}"
+    return None
+
+
+async def _from_selection(sel: Selection) -> ClientConfig:
+    cluster, user = sel.cluster, sel.user
+    host = cluster.server.rstrip("/")
     if not host.startswith(("http://", "https://")):
         raise ConfigError(f"invalid server URL {host!r}: expected http:// or https://")
+    ctx: ssl.SSLContext | None = None
+    ca_file: str | None = None
+    if host.startswith("https://"):
+        try:
+            ctx, ca_file = await asyncio.to_thread(_ssl_context, sel)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"invalid TLS configuration for {host}: {_one_line(exc)}") from exc
+    authorization = _static_authorization(user)
+    source: CredentialSource | None = None
     try:
-        ctx = await asyncio.to_thread(_ssl_context, configuration)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"invalid TLS configuration for {host}: {_one_line(exc)}") from exc
-    auth = await configuration.get_api_key_with_prefix("BearerToken")
+        if user.exec is not None:
+            info = await asyncio.to_thread(exec_cluster_info, cluster) if user.exec.provide_cluster_info else None
+            source = ExecPlugin(user.exec, info, ctx)
+        elif user.token_file and user.token:
+            # The file, whenever it reads, wins over the literal token (client-go's BearerTokenFile).
+            source = TokenFile(user.token_file, user.token, stale=True)
+        elif user.token_file:
+            source = await asyncio.to_thread(TokenFile.read, user.token_file)
+        if source is not None:
+            authorization = await source.authorization() or authorization
+    except (CredentialError, OSError) as exc:
+        raise ConfigError(f"user {user.name!r}: {_one_line(exc)}") from exc
     return ClientConfig(
         host=host,
         ssl_context=ctx,
-        authorization=auth or None,
-        tls_server_name=getattr(configuration, "tls_server_name", None) or None,
-        proxy=getattr(configuration, "proxy", None) or None,
-        ca_file=getattr(configuration, "ssl_ca_cert", None) or None,
-        source=configuration if configuration.refresh_api_key_hook is not None else None,
+        authorization=authorization,
+        tls_server_name=cluster.tls_server_name or None,
+        proxy=cluster.proxy_url or None,
+        ca_file=ca_file,
+        source=source,
     )
-
-
-def _install_exec_refresh(loader: KubeConfigLoader, configuration: Any) -> None:
-    """Re-run an exec credential plugin when its token expires (the loader only runs it once)."""
-    user = getattr(loader, "_user", None)
-    if user is None or "exec" not in user or not hasattr(loader, "exec_plugin_expiry"):
-        return  # a token without expiry never needs re-running; a cert-based plugin is static
-
-    last_run = -_EXEC_MIN_INTERVAL
-
-    async def refresh(config: Any) -> None:
-        nonlocal last_run
-        # The loader re-runs the plugin whenever the token is within 5 minutes of expiry; a plugin
-        # that hands out short-lived tokens would then run on every request. Space the runs out.
-        now = asyncio.get_running_loop().time()
-        if now - last_run < _EXEC_MIN_INTERVAL:
-            return
-        last_run = now
-        await loader.load_from_exec_plugin()  # returns at once unless the token is near expiry
-        token = getattr(loader, "token", None)
-        if token:
-            config.api_key["BearerToken"] = token
-
-    configuration.refresh_api_key_hook = refresh
-
-
-def _existing_files(paths: list[str]) -> list[str]:
-    return [p for p in paths if os.path.isfile(os.path.expanduser(p))]
 
 
 async def load_kubeconfig(paths: str, context: str | None = None) -> ClientConfig:
     """Load a kubeconfig file, or a ``$KUBECONFIG``-style list of files merged."""
-    files = [p for p in paths.split(ENV_KUBECONFIG_PATH_SEPARATOR) if p]
-    existing = await asyncio.to_thread(_existing_files, files)
-    if not existing:
-        raise ConfigError(f"kubeconfig {paths}: no such file")
-    where = ENV_KUBECONFIG_PATH_SEPARATOR.join(existing)
+    files = split_paths(paths)
     try:
-        merger = await asyncio.to_thread(_FirstWinsMerger, where)
-        if merger.config is None:
-            raise ConfigError(f"invalid kubeconfig {where}: empty")
-        loader = KubeConfigLoader(config_dict=merger.config, active_context=context, config_base_path=None)
-        configuration = type.__call__(Configuration)
-        await loader.load_and_set(configuration)
-        _install_exec_refresh(loader, configuration)
-    except ConfigError:
-        raise
-    except ConfigException as exc:
-        raise ConfigError(f"invalid kubeconfig {where}: {_one_line(exc)}") from exc
-    except AssertionError as exc:  # the loader asserts the context's cluster is there and non-empty
-        raise ConfigError(f"invalid kubeconfig {where}: the context's cluster is missing or empty") from exc
-    except Exception as exc:  # yaml errors, missing keys, bad types: all mean a broken file
-        raise ConfigError(f"invalid kubeconfig {where}: {type(exc).__name__}: {_one_line(exc)}") from exc
-    if not getattr(configuration, "host", None) or not getattr(loader, "host", None):
-        raise ConfigError(f"invalid kubeconfig {where}: the cluster has no server")
-    return await _finish(configuration)
+        selection = await asyncio.to_thread(read_kubeconfig, files, context)
+    except KubeconfigError as exc:
+        raise ConfigError(str(exc)) from exc
+    return await _from_selection(selection)
 
 
 async def load_incluster_config(
@@ -181,14 +206,38 @@ async def load_incluster_config(
 ) -> ClientConfig:
     """The pod's service account: ``https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT``,
     the mounted token (re-read every minute, as tokens are projected and rotate) and CA."""
-    env = dict(os.environ if environ is None else environ)
-    configuration = type.__call__(Configuration)
+    env = os.environ if environ is None else environ
+    host, port = env.get("KUBERNETES_SERVICE_HOST", ""), env.get("KUBERNETES_SERVICE_PORT", "")
+    if not host or not port:
+        raise ConfigError("in-cluster config: Service host/port is not set: KUBERNETES_SERVICE_HOST and "
+                          "KUBERNETES_SERVICE_PORT must be defined")
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address (net.JoinHostPort)
     try:
-        loader = InClusterConfigLoader(token_filename=token_file, cert_filename=ca_file, environ=env)
-        await asyncio.to_thread(loader.load_and_set, configuration)
-    except (ConfigException, OSError) as exc:
+        source = await asyncio.to_thread(TokenFile.read, token_file)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"in-cluster config: Service token file does not exist: {token_file}") from exc
+    except (OSError, CredentialError) as exc:
         raise ConfigError(f"in-cluster config: {_one_line(exc)}") from exc
-    return await _finish(configuration)
+
+    def tls() -> tuple[ssl.SSLContext, str | None]:
+        try:
+            return ssl.create_default_context(cafile=ca_file), ca_file
+        except (OSError, ssl.SSLError) as exc:
+            # client-go logs this and goes on with the system's roots; so do we.
+            log.error(
+                "in-cluster config: could not load the CA; using the system's roots", path=ca_file,
+                error=_one_line(exc))
+            return ssl.create_default_context(), None
+
+    ctx, loaded_ca = await asyncio.to_thread(tls)
+    return ClientConfig(
+        host=f"https://{host}:{port}",
+        ssl_context=ctx,
+        authorization=await source.authorization(),
+        ca_file=loaded_ca,
+        source=source,
+    )
 
 
 async def load_config(kubeconfig: str | None = None, context: str | None = None) -> ClientConfig:
@@ -196,7 +245,7 @@ async def load_config(kubeconfig: str | None = None, context: str | None = None)
     if kubeconfig:
         return await load_kubeconfig(kubeconfig, context)
     env_paths = os.environ.get("KUBECONFIG", "")
-    if env_paths.strip(ENV_KUBECONFIG_PATH_SEPARATOR):
+    if env_paths.strip(os.pathsep):
         return await load_kubeconfig(env_paths, context)
     home_config = Path.home() / ".kube" / "config"
     if await asyncio.to_thread(home_config.is_file):

@@ -288,6 +288,8 @@ class ApiClient:
                          delay=delay)
                 await self._clock.sleep(delay)
                 continue
+            if status == 401 and self.config.source is not None:
+                self.config.source.rejected(headers.get("Authorization"))  # an exec plugin runs again next time
             raise error_from_response(status, body, method, retry_after)
 
     async def _json(

@@ -3,7 +3,9 @@ precedence and merging, in-cluster service account, and clear errors when nothin
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import io
 import ssl
 import stat
 import sys
@@ -291,8 +293,8 @@ async def test_exec_plugin_token(tmp_path: Path, http_server: str) -> None:
 
 async def test_failing_exec_plugin_is_a_config_error(tmp_path: Path) -> None:
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
-                     "args": ["-c", "import sys; sys.exit(3)"]}}
-    with pytest.raises(ConfigError, match="exec: process returned 3"):
+                     "args": ["-c", "import sys; sys.exit(3)"], "interactiveMode": "Never"}}
+    with pytest.raises(ConfigError, match=r"exec: executable .* failed with exit code 3"):
         await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
 
 
@@ -343,3 +345,243 @@ async def test_in_cluster_errors(tmp_path: Path, pki: dict[str, Any], env: dict[
     (tmp_path / "ca.crt").write_bytes(pki["ca"].pem.cert)
     with pytest.raises(ConfigError, match=f"in-cluster config: {match}"):
         await load_incluster_config(str(tmp_path / "token"), str(tmp_path / "ca.crt"), env)
+
+
+def _plugin(tmp_path: Path, body: str, name: str = "plugin.py") -> Path:
+    """A Python exec plugin; ``body`` sees ``json``, ``os``, ``sys``, ``time`` and ``cred(status)`` (prints it)."""
+    plugin = tmp_path / name
+    plugin.write_text(
+        "import json, os, sys, time\n"
+        "def cred(status, version='client.authentication.k8s.io/v1'):\n"
+        "    print(json.dumps({'apiVersion': version, 'kind': 'ExecCredential', 'status': status}))\n"
+        + body
+    )
+    return plugin
+
+
+def _exec_user(plugin: Path, **extra: Any) -> dict[str, Any]:
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+                     "args": [str(plugin)], "interactiveMode": "Never", **extra}}
+
+
+async def test_exec_plugin_runs_again_once_its_token_expired(tmp_path: Path, http_server: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller_manager.client import credentials
+
+    counter = tmp_path / "runs"
+    plugin = _plugin(tmp_path, (
+        f"path = {str(counter)!r}\n"
+        "n = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
+        "open(path, 'w').write(str(n))\n"
+        "expiry = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(time.time() + 2))\n"
+        "cred({'token': f't{n}', 'expirationTimestamp': expiry})\n"
+    ))
+    monkeypatch.setattr(credentials, "EXEC_MIN_INTERVAL", 0.5)
+    cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", http_server, {}, _exec_user(plugin)),
+                                           current="x")))
+    assert cfg.authorization == "Bearer t1"
+    async with ApiClient(cfg, qps=0) as api:
+        assert (await api.get(PODS, "p", "ns"))["auth"] == "Bearer t1"  # not expired: not run again
+        assert counter.read_text() == "1"
+        deadline = asyncio.get_running_loop().time() + 10
+        while (auth := (await api.get(PODS, "p", "ns"))["auth"]) == "Bearer t1":
+            assert asyncio.get_running_loop().time() < deadline, "the plugin never ran again"
+            await asyncio.sleep(0.05)
+    assert auth == "Bearer t2"
+
+
+async def test_exec_plugin_is_spaced_out_when_it_hands_out_expired_tokens(tmp_path: Path) -> None:
+    counter = tmp_path / "runs"
+    plugin = _plugin(tmp_path, (
+        f"open({str(counter)!r}, 'a').write('x')\n"
+        "cred({'token': 'stale', 'expirationTimestamp': '2000-01-01T00:00:00Z'})\n"
+    ))
+    cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, _exec_user(plugin)),
+                                           current="x")))
+    for _ in range(5):
+        assert await cfg.authorization_header() == "Bearer stale"
+    assert counter.read_text() == "x"  # ran once: the next run waits EXEC_MIN_INTERVAL (10 s)
+
+
+async def test_exec_plugin_gets_env_and_cluster_info(tmp_path: Path, pki: dict[str, Any]) -> None:
+    seen = tmp_path / "seen.json"
+    plugin = _plugin(tmp_path, (
+        f"open({str(seen)!r}, 'w').write(json.dumps({{'info': json.loads(os.environ['KUBERNETES_EXEC_INFO']),\n"
+        "                                         'extra': os.environ.get('EXTRA'), 'argv': sys.argv[1:],\n"
+        "                                         'stdin_tty': sys.stdin.isatty()}))\n"
+        "cred({'token': 'tok'})\n"
+    ))
+    user = _exec_user(plugin, provideClusterInfo=True, env=[{"name": "EXTRA", "value": "from-kubeconfig"}])
+    user["exec"]["args"] = [str(plugin), "--flag"]
+    ca = pki["ca"].pem.cert
+    cluster = {"certificate-authority-data": base64.b64encode(ca).decode(), "tls-server-name": "kubernetes",
+               "extensions": [{"name": "client.authentication.k8s.io/exec", "extension": {"audience": "me"}}]}
+    cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", "https://10.0.0.1:6443", cluster, user),
+                                           current="x")))
+    assert cfg.authorization == "Bearer tok"
+    got = orjson.loads(seen.read_bytes())
+    assert got["extra"] == "from-kubeconfig"
+    assert got["argv"] == ["--flag"]
+    assert got["stdin_tty"] is False
+    assert got["info"] == {
+        "kind": "ExecCredential", "apiVersion": "client.authentication.k8s.io/v1",
+        "spec": {"interactive": False, "cluster": {
+            "server": "https://10.0.0.1:6443", "tls-server-name": "kubernetes",
+            "certificate-authority-data": base64.b64encode(ca).decode(), "config": {"audience": "me"}}},
+    }
+
+
+async def test_exec_plugin_client_certificate(tmp_path: Path, pki: dict[str, Any],
+                                              https_server: ServerFactory) -> None:
+    url = await https_server(pki["server"], True)
+    client = pki["client"]
+    plugin = _plugin(tmp_path, f"cred({{'clientCertificateData': {client.cert.decode()!r}, "
+                               f"'clientKeyData': {client.key.decode()!r}}})\n")
+    (tmp_path / "ca.crt").write_bytes(pki["ca"].pem.cert)
+    cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", url, {"certificate-authority": "ca.crt"},
+                                                             _exec_user(plugin)), current="x")))
+    assert cfg.authorization is None
+    async with ApiClient(cfg, qps=0) as api:
+        got = await api.get(PODS, "p", "ns")
+    assert (got["peer"], got["auth"]) == ("system:kube-controller-manager", None)
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        pytest.param("cred({'token': 't'}, version='client.authentication.k8s.io/v1beta1')\n",
+                     "configured to use API version client.authentication.k8s.io/v1, plugin returned version "
+                     "client.authentication.k8s.io/v1beta1", id="wrong-version"),
+        pytest.param("print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential'}))\n",
+                     "didn't return a status field", id="no-status"),
+        pytest.param("cred({})\n", "didn't return a token or cert/key pair", id="empty-status"),
+        pytest.param("cred({'clientCertificateData': 'x'})\n", "only certificate or key, not both", id="cert-only"),
+        pytest.param("print('not json')\n", "decoding stdout", id="not-json"),
+    ],
+)
+async def test_bad_exec_plugin_answers(tmp_path: Path, body: str, match: str) -> None:
+    user = _exec_user(_plugin(tmp_path, body))
+    with pytest.raises(ConfigError, match=match) as info:
+        await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
+    assert "\n" not in str(info.value)
+
+
+async def test_missing_exec_plugin_names_its_install_hint(tmp_path: Path) -> None:
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "no-such-plugin-anywhere",
+                     "interactiveMode": "IfAvailable", "installHint": "Install it\nwith brew."}}
+    with pytest.raises(ConfigError, match=r"executable no-such-plugin-anywhere not found: Install it with brew\."):
+        await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))
+
+
+async def test_exec_plugin_does_not_block_the_loop(tmp_path: Path) -> None:
+    plugin = _plugin(tmp_path, "time.sleep(0.5)\ncred({'token': 'slow'})\n")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, _exec_user(plugin)),
+                                               current="x")))
+    finally:
+        ticker.cancel()
+    assert cfg.authorization == "Bearer slow"
+    assert ticks >= 10  # the loop went on running while the plugin slept
+
+
+# --- token files rotate ------------------------------------------------------------------------------------
+
+
+async def test_token_file_is_read_again_every_minute(tmp_path: Path) -> None:
+    from controller_manager.client.credentials import TokenFile
+
+    now = [1000.0]
+    path = tmp_path / "token"
+    path.write_text("first\n")
+    source = TokenFile.read(str(path), clock=lambda: now[0])
+    assert await source.authorization() == "Bearer first"
+    path.write_text("second")
+    now[0] += 59
+    assert await source.authorization() == "Bearer first"  # cached for a minute
+    now[0] += 1
+    assert await source.authorization() == "Bearer second"
+    path.unlink()  # a failed read keeps the last good token
+    now[0] += 60
+    assert await source.authorization() == "Bearer second"
+    path.write_text("")  # so does an empty file
+    now[0] += 60
+    assert await source.authorization() == "Bearer second"
+
+
+async def test_kubeconfig_token_file_and_in_cluster_token_rotate(tmp_path: Path, pki: dict[str, Any]) -> None:
+    (tmp_path / "tok").write_text("from-file")
+    path = kubeconfig(tmp_path / "kc", ("a", "http://a:1", {}, {"tokenFile": "tok"}),
+                      ("b", "http://b:1", {}, {"tokenFile": "tok", "token": "literal"}), current="a")
+    cfg = await load_config(str(path))
+    assert cfg.source is not None  # re-read as it rotates
+    assert await cfg.authorization_header() == "Bearer from-file"
+    # A literal token as well: the file wins whenever it can be read, the literal token is the fallback.
+    both = await load_config(str(path), context="b")
+    assert both.authorization == "Bearer from-file"
+    (tmp_path / "tok").unlink()
+    cfg_missing = await load_config(str(path), context="b")
+    assert cfg_missing.authorization == "Bearer literal"
+    with pytest.raises(ConfigError, match=r"user 'a': .*tok"):
+        await load_config(str(path))
+
+    (tmp_path / "sa").write_text("sa-token")
+    (tmp_path / "ca.crt").write_bytes(pki["ca"].pem.cert)
+    incluster = await load_incluster_config(str(tmp_path / "sa"), str(tmp_path / "ca.crt"),
+                                            {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"})
+    assert incluster.source is not None
+    assert (incluster.ca_file, incluster.authorization) == (str(tmp_path / "ca.crt"), "Bearer sa-token")
+
+
+async def test_exec_plugin_runs_again_after_a_401(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller_manager.client import credentials
+    from controller_manager.client.errors import Unauthorized
+
+    counter = tmp_path / "runs"
+    plugin = _plugin(tmp_path, (
+        f"path = {str(counter)!r}\n"
+        "n = int(open(path).read()) + 1 if os.path.exists(path) else 1\n"
+        "open(path, 'w').write(str(n))\n"
+        "cred({'token': f't{n}'})\n"  # no expiry: kept until the server refuses it
+    ))
+
+    async def only_t2(request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != "Bearer t2":
+            return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 401,
+                                      "reason": "Unauthorized", "message": "Unauthorized"}, status=401)
+        return await _echo_auth(request)
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/ns/pods/p", only_t2)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    monkeypatch.setattr(credentials, "EXEC_MIN_INTERVAL", 0.0)
+    try:
+        url = str(server.make_url("")).rstrip("/")
+        cfg = await load_config(str(kubeconfig(tmp_path / "kc", ("x", url, {}, _exec_user(plugin)), current="x")))
+        async with ApiClient(cfg, qps=0) as api:
+            with pytest.raises(Unauthorized):
+                await api.get(PODS, "p", "ns")
+            assert (await api.get(PODS, "p", "ns"))["auth"] == "Bearer t2"
+            assert (await api.get(PODS, "p", "ns"))["auth"] == "Bearer t2"
+    finally:
+        await server.close()
+    assert counter.read_text() == "2"
+
+
+async def test_exec_plugin_that_must_be_interactive_needs_a_terminal(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO())  # not a terminal, even under pytest -s
+    plugin = _plugin(tmp_path, "cred({'token': 'never-run'})\n")
+    user = _exec_user(plugin, interactiveMode="Always")
+    with pytest.raises(ConfigError, match="exec plugin cannot support interactive mode: standard input is not a "
+                                          "terminal"):
+        await load_config(str(kubeconfig(tmp_path / "kc", ("x", "http://x:1", {}, user), current="x")))

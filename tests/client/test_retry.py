@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import Configuration
 
 from controller_manager.api.resources import DEPLOYMENTS, PODS
 from controller_manager.client import (
@@ -24,6 +23,7 @@ from controller_manager.client import (
     ServerError,
     TooManyRequests,
 )
+from controller_manager.client.credentials import CredentialSource
 from controller_manager.clock import FakeClock
 from tests.client.conftest import FakeApiServer, fail, reply, run_on_fake_time, sequence
 from tests.prometheus import sample_value
@@ -210,14 +210,13 @@ async def test_client_side_rate_limit_spaces_requests(fake: FakeApiServer) -> No
 
 async def test_rotating_token_is_read_before_each_request(fake: FakeApiServer) -> None:
     fake.on("GET", POD_PATH, reply(POD))
-    source = Configuration()
-    source.api_key["BearerToken"] = "Bearer first"
     turns = iter(["Bearer second", "Bearer third"])
 
-    def rotate(configuration: Any) -> None:
-        configuration.api_key["BearerToken"] = next(turns)
+    class Rotating(CredentialSource):
+        async def authorization(self) -> str | None:
+            return next(turns)
 
-    source.refresh_api_key_hook = rotate
+    source = Rotating()
     async with ApiClient(ClientConfig(host=fake.url, authorization="Bearer first", source=source), qps=0) as api:
         await api.get(PODS, "web-1", "ns")
         await api.get(PODS, "web-1", "ns")
