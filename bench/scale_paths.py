@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import builtins
 import copy
+import functools
 import gc
 import itertools
 import json
@@ -371,7 +373,7 @@ class EchoClient:
         return {"items": [i for i in items if namespace is None or meta(i).get("namespace") == namespace],
                 "metadata": {"resourceVersion": "1"}}
 
-    async def list_all(self, res: Resource, namespace: str | None = None, **kw: Any) -> tuple[list[Obj], str]:
+    async def list_all(self, res: Resource, namespace: str | None = None, **kw: Any) -> tuple[builtins.list[Obj], str]:
         listed = await self.list(res, namespace)
         return listed["items"], "1"
 
@@ -486,7 +488,7 @@ class Bench:
         print(f"  generated {sum(len(v) for v in cluster.by_res.values())} objects in "
               f"{time.perf_counter() - started:.1f}s", flush=True)
         client = EchoClient()
-        factory = SharedInformerFactory(client, clock=RealClock(), watch_list=False)  # type: ignore[arg-type]
+        factory = SharedInformerFactory(client, clock=RealClock(), watch_list=False)
         client.factory = factory
         clock = RealClock()
         options = asdict(Options())
@@ -563,8 +565,9 @@ class Bench:
         await self.measure("pod event: a DaemonSet pod's status update", ds_update, times=1000, per="event")
 
         nodes = factory.informer(NODES)
-        node = copy.deepcopy(nodes.store.get(cluster.node_names[0]))
-        assert node is not None
+        cached_node = nodes.store.get(cluster.node_names[0])
+        assert cached_node is not None
+        node = copy.deepcopy(cached_node)
         ds_ctrl = controllers["daemonset"]
 
         def heartbeat() -> None:
@@ -621,7 +624,7 @@ class Bench:
                 await ctrl.sync(key)
             settled = ctrl.ctx.client.writes  # type: ignore[attr-defined]
             times = 20 if "daemonset" in item else 50
-            await self.measure(item, lambda c=ctrl, k=key: c.sync(k), times=times, per="sync",
+            await self.measure(item, functools.partial(ctrl.sync, key), times=times, per="sync",
                                note=f"{settled - before} writes settling, "
                                     f"{(ctrl.ctx.client.writes - settled) / times:.1f} per sync after")  # type: ignore[attr-defined]
 
@@ -690,8 +693,8 @@ def _drain(ctrl: Controller) -> int:
     queue = ctrl.queue
     n = 0
     while len(queue):
-        key = queue._queue.popleft()  # type: ignore[attr-defined]
-        queue._dirty.discard(key)  # type: ignore[attr-defined]
+        key = queue._queue.popleft()
+        queue._dirty.discard(key)
         n += 1
     return n
 
@@ -741,8 +744,9 @@ def _table(runs: dict[str, list[dict[str, Any]]]) -> str:
     for item, by_size in items.items():
         cells = []
         for s in sizes:
-            r = by_size.get(s)
-            cells += ["-", "-"] if r is None else [_fmt_time(r["seconds"], r["per"]), f"{r['walked']:.0f}"]
+            found = by_size.get(s)
+            cells += ["-", "-"] if found is None else [_fmt_time(found["seconds"], found["per"]),
+                                                      f"{found['walked']:.0f}"]
         note = by_size[sizes[-1]]["note"] if sizes[-1] in by_size else ""
         out.append(f"| {item} | " + " | ".join(cells) + f" | {note} |")
     return "\n".join(out)
