@@ -76,3 +76,10 @@ test-sharding: $(STAMP)
 # running --sharding=true; pods/s, and CPU, RSS and syncs per replica.
 bench-sharding: $(STAMP)
 	$(BIN)/python -m bench.sharding
+
+# What breaks at scale (bench/scale_paths.py): every default controller in process on stores filled with 500 nodes /
+# 15,000 pods, then 5,000 / 150,000 (each size in its own process, ~10 minutes in all on 2 cores); per event, per
+# sync and per periodic pass: CPU time and cached objects walked, side by side. Not part of `make test`.
+.PHONY: bench-scale-paths
+bench-scale-paths: $(STAMP)
+	$(BIN)/python -m bench.scale_paths

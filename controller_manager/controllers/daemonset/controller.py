@@ -46,9 +46,9 @@ from controller_manager.controllerutil.consistency import ConsistencyStore, Stal
 from controller_manager.controllerutil.controller_ref import ControllerRefManager, live_owner_check, new_controller_ref
 from controller_manager.controllerutil.controller_utils import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
 from controller_manager.controllerutil.expectations import ControllerExpectations
+from controller_manager.controllerutil.owned import ORPHANS_BY_NAMESPACE, orphans_by_namespace, owned_or_orphaned
 from controller_manager.controllerutil.pod_control import PodControl
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.informers import NAMESPACE_INDEX
 
 from .backoff import Backoff
 from .handlers import Handlers
@@ -118,7 +118,9 @@ class DaemonSetController(Controller):
         self.failed_pods_backoff = Backoff()
         self.ds_informer = ctx.informers.informer(DAEMONSETS)
         self.history_informer = ctx.informers.informer(CONTROLLERREVISIONS)
-        self.pod_informer = ctx.informers.informer(PODS)
+        # A sync looks at its own pods and its namespace's orphans only (upstream's FilterPodsByOwner): not at the
+        # other DaemonSets' pods of kube-system, one per node each.
+        self.pod_informer = ctx.informers.informer(PODS, indexers={ORPHANS_BY_NAMESPACE: orphans_by_namespace})
         self.node_informer = ctx.informers.informer(NODES)
         self.history = History(ctx.client, self.history_informer)
         # Read-your-own-writes (upstream's StaleControllerConsistencyDaemonSet, on by default): a sync waits until
@@ -218,7 +220,7 @@ class DaemonSetController(Controller):
 
     async def _claim_pods(self, ds: Obj, selector: Selector) -> list[Obj]:
         """The DaemonSet's pods, adopting matching orphans and releasing non-matching ones (``getDaemonPods``)."""
-        candidates = self.pod_informer.store.by_index(NAMESPACE_INDEX, str(meta(ds).get("namespace") or ""))
+        candidates = owned_or_orphaned(self.pod_informer.store, ds)
         manager = ControllerRefManager(self.ctx.client, ds, DAEMONSETS, selector, PODS,
                                        live_owner_check(self.ctx.client, DAEMONSETS, ds))
         return await manager.claim(candidates)

@@ -73,6 +73,9 @@ def node_should_run_daemon_pod(node: Obj, ds: Obj) -> tuple[bool, bool]:
     taints = _node_taints(node)
     if not pod_spec_matches_node(pod_spec, node_name, labels):
         return False, False
+    if not taints:
+        # Nothing to tolerate (most nodes): the tolerations need not be built, once per node per sync.
+        return True, True
     tolerations = add_or_update_daemon_pod_tolerations(pod_spec)
     if find_untolerated_taint(tolerations, taints, (EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE)) is None:
         return True, True

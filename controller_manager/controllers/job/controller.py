@@ -42,11 +42,12 @@ from controller_manager.controllerutil.controller_ref import (
     live_owner_check,
 )
 from controller_manager.controllerutil.expectations import ControllerExpectations
+from controller_manager.controllerutil.owned import ORPHANS_BY_NAMESPACE, orphans_by_namespace, owned_or_orphaned
 from controller_manager.controllerutil.owner_handler import OwnerHandler
 from controller_manager.controllerutil.pod_control import PodControl
 from controller_manager.controllerutil.selector_cache import SelectorCache
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
-from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, NAMESPACE_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.informers import CONTROLLER_UID_INDEX, Added, Deleted, Event, Updated
 from controller_manager.runtime.workqueue import ItemExponentialFailureRateLimiter, RateLimitingQueue
 
 from . import metrics
@@ -111,7 +112,8 @@ class JobController(Controller):
         self.recorder = ctx.events.recorder(self.name)
         self.pod_control = PodControl(ctx.client, self.recorder, JOBS)
         self.job_informer = ctx.informers.informer(JOBS)
-        self.pod_informer = ctx.informers.informer(PODS)
+        # A Job's sync looks at its own pods and its namespace's orphans only (upstream's FilterPodsByOwner).
+        self.pod_informer = ctx.informers.informer(PODS, indexers={ORPHANS_BY_NAMESPACE: orphans_by_namespace})
         # Read-your-own-writes (upstream's StaleControllerConsistencyJob, on by default): a sync waits until the
         # informers show this controller's last status write and pod writes for that Job.
         job_informer, pod_informer = self.job_informer, self.pod_informer
@@ -266,8 +268,7 @@ class JobController(Controller):
     async def pods_for_job(self, job: Obj, selector: Selector) -> list[Obj]:
         """The Job's pods, adopting matching orphans (adding the tracking finalizer) and releasing strays."""
         m = meta(job)
-        namespace = str(m.get("namespace") or "")
-        pods = self.pod_informer.store.by_index(NAMESPACE_INDEX, namespace)
+        pods = owned_or_orphaned(self.pod_informer.store, job)
         manager = ControllerRefManager(self.ctx.client, job, JOBS, selector, PODS,
                                        live_owner_check(self.ctx.client, JOBS, job),
                                        finalizers=(JOB_TRACKING_FINALIZER,))

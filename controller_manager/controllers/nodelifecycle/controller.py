@@ -263,13 +263,15 @@ class NodeLifecycleController(Controller):
             zone_conditions.setdefault(get_zone_key(node), []).append(check.current_ready)
         current, observed = check.current_ready, check.observed_ready
         if current is not None:
-            pods = self.pod_informer.store.by_index(NODE_NAME_INDEX, name)
             await self._process_taint_based_eviction(node, observed)
             needs_retry = name in self.nodes_to_retry
             became_not_ready = current.get("status") != "True" and observed.get("status") == "True"
             if became_not_ready:
                 record_node_status_change(self.recorder, node, "NodeNotReady")
             if became_not_ready or (needs_retry and observed.get("status") != "True"):
+                # The node's pods are looked up only here: taken for every node of every pass, they were a walk
+                # over every pod in the cluster each monitor period (5 s).
+                pods = self.pod_informer.store.by_index(NODE_NAME_INDEX, name)
                 try:
                     await mark_pods_not_ready(self.client, self.recorder, self.clock, pods, name)
                 except NodeUpdateError as err:

@@ -10,6 +10,8 @@ Guarantees, each pass (every ``gc_check_period`` = 20 s, counted from the end of
   ``quarantine_time`` (40 s) after first noticed, and a live GET confirms it is gone, are its pods deleted, with
   the ``DisruptionTarget`` condition (reason ``DeletionByPodGC``, "PodGC: node no longer exists").
 - Terminating pods never scheduled to a node are deleted.
+- A pass walks only its candidates (terminated and terminating pods, from an index kept as pod events arrive)
+  and the node names pods are bound to (the node-name index), never every cached pod.
 - Every deletion first moves a pod that is not terminal to phase Failed through a ``/status`` patch (no kubelet
   will), then deletes it with grace period 0 and a UID precondition. A pod already gone is not an error; any
   other failure is logged and left for the next pass.
@@ -27,6 +29,7 @@ from controller_manager.api.meta import format_time, meta, parse_time
 from controller_manager.api.resources import NODES, PODS
 from controller_manager.client.errors import ApiError, NotFound
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
+from controller_manager.runtime.informers import NODE_NAME_INDEX
 
 from . import metrics
 
@@ -52,6 +55,20 @@ def _node_name(pod: Obj) -> str:
 
 def is_pod_terminated(pod: Obj) -> bool:
     return _phase(pod) not in ("Pending", "Running", "Unknown")
+
+
+# The pods a pass may act on, indexed as their events arrive, so a pass costs O(nodes + candidates) and not a walk
+# over every pod (150,000 every 20 s at the scalability envelope). Upstream lists every pod each pass.
+GC_CANDIDATES_INDEX = "podgc-candidates"
+TERMINATED = "terminated"  # is_pod_terminated
+TERMINATING = "terminating"  # has a deletionTimestamp
+
+
+def gc_candidates(pod: Obj) -> list[str]:
+    values = [TERMINATED] if is_pod_terminated(pod) else []
+    if meta(pod).get("deletionTimestamp") is not None:
+        values.append(TERMINATING)
+    return values
 
 
 def _is_evicted(pod: Obj) -> bool:
@@ -94,7 +111,7 @@ class PodGCController(Controller):
         self.clock = ctx.clock
         self.client = ctx.client
         self.terminated_pod_threshold = int(ctx.options.get("terminated_pod_gc_threshold", 12500))
-        self.pod_informer = ctx.informers.informer(PODS)
+        self.pod_informer = ctx.informers.informer(PODS, indexers={GC_CANDIDATES_INDEX: gc_candidates})
         self.node_informer = ctx.informers.informer(NODES)
         # Missing nodes -> when (monotonic) to check with the API server whether they are really gone.
         self.quarantine: dict[str, float] = {}
@@ -107,15 +124,15 @@ class PodGCController(Controller):
         return Result(requeue_after=self.gc_check_period)
 
     async def gc(self) -> None:
-        pods = self.pod_informer.store.list()
+        store = self.pod_informer.store
         if self.terminated_pod_threshold > 0:
-            await self.gc_terminated(pods)
-        await self.gc_terminating(pods)
-        await self.gc_orphaned(pods)
-        await self.gc_unscheduled_terminating(pods)
+            await self.gc_terminated(store.by_index(GC_CANDIDATES_INDEX, TERMINATED))
+        terminating = store.by_index(GC_CANDIDATES_INDEX, TERMINATING)
+        await self.gc_terminating(terminating)
+        await self.gc_orphaned()
+        await self.gc_unscheduled_terminating(terminating)
 
-    async def gc_terminated(self, pods: Sequence[Obj]) -> None:
-        terminated = [p for p in pods if is_pod_terminated(p)]
+    async def gc_terminated(self, terminated: Sequence[Obj]) -> None:
         delete_count = len(terminated) - self.terminated_pod_threshold
         if delete_count <= 0:
             return
@@ -137,21 +154,20 @@ class PodGCController(Controller):
                           "node.kubernetes.io/out-of-service", num_pods=len(doomed))
             await self._delete_all(sort_for_deletion(doomed), metrics.REASON_TERMINATING_OUT_OF_SERVICE)
 
-    async def gc_orphaned(self, pods: Sequence[Obj]) -> None:
+    async def gc_orphaned(self) -> None:
         existing = set(self.node_informer.store.keys())
         now = self.clock.monotonic()
-        for pod in pods:
-            node_name = _node_name(pod)
-            if node_name and node_name not in existing:
+        pods = self.pod_informer.store
+        # The node names pods are bound to, from the node-name index: no walk over the pods themselves.
+        for node_name in pods.index_values(NODE_NAME_INDEX):
+            if node_name not in existing:
                 self.quarantine.setdefault(node_name, now + self.quarantine_time)
         deleted = await self._discover_deleted_nodes(existing, now)
         if not deleted:
             return
         condition = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
                      "message": "PodGC: node no longer exists"}
-        for pod in pods:
-            if _node_name(pod) not in deleted:
-                continue
+        for pod in [p for name in sorted(deleted) for p in pods.by_index(NODE_NAME_INDEX, name)]:
             self.log.info("Found orphaned Pod assigned to the Node, deleting", pod=_key(pod), node=_node_name(pod))
             if await self._mark_failed_and_delete(pod, condition, metrics.REASON_ORPHANED):
                 self.log.info("Forced deletion of orphaned Pod succeeded", pod=_key(pod))

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bench.walks import StoreWalks
 from controller_manager.api.meta import format_time, key_of
 from controller_manager.client.errors import ApiError, ServerError
 from controller_manager.controllers.job.backoff import BackoffRecord
@@ -393,3 +394,22 @@ async def test_unknown_completion_mode_is_skipped_with_an_event() -> None:
     await jm.sync(key_of(job))
     assert client.creates == []
     assert client.status_updates == []
+
+
+async def test_a_sync_walks_its_own_pods_and_the_namespace_orphans_only() -> None:
+    # Another Job's 100 pods share the namespace: the sync never looks at them (upstream's FilterPodsByOwner),
+    # yet still adopts a matching orphan.
+    jm, client, _ = new_controller()
+    job = new_job(2, 2)
+    other = new_job(100, 100, name="other")
+    other["spec"]["selector"] = {"matchLabels": {"foo": "bar"}}  # the same labels: only references tell them apart
+    orphan = build_pod(None, name="orphan")
+    orphan["metadata"]["labels"] = {"foo": "bar"}
+    cache(jm.job_informer, job, other)
+    client.objects[("jobs", "foobar")] = job  # the live check before adopting
+    cache(jm.pod_informer, build_pod(job, name="mine-0"), build_pod(job, name="mine-1"),
+          *(build_pod(other, name=f"theirs-{i}") for i in range(100)), orphan)
+    with StoreWalks() as walks:
+        await jm.sync(key_of(job))
+    assert walks.by_caller["controller_manager.controllerutil.owned:owned_or_orphaned"] == 3
+    assert {name for name, _ in client.patches} == {"orphan"}  # adopted; the other Job's pods untouched

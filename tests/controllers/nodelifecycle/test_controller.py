@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bench.walks import StoreWalks
 from controller_manager.api.meta import format_time
 from controller_manager.api.resources import NODES, PODS
 from controller_manager.controllers.nodelifecycle import NodeLifecycleController
@@ -272,3 +273,18 @@ async def test_bad_nodes_are_survived(bad: dict[str, Any]) -> None:
     await ctrl.do_no_schedule_tainting_pass("bad")
     await ctrl.reconcile_node_labels("bad")
     assert ("good", "Normal", "RegisteredNode", "Node good event: Registered Node good in Controller") in events.events
+
+
+async def test_a_monitor_pass_over_healthy_nodes_walks_no_pods() -> None:
+    # A pass reads each node's pods only when it must mark them not ready: over healthy nodes with 50 pods each
+    # it walks the node list alone (it used to list every node's pods, every pod in the cluster, each 5 s).
+    names = [f"node-{i}" for i in range(4)]
+    ctrl, client, clock, _ = make([node(n) for n in names])
+    seed(ctrl, client, PODS, *(pod(f"p{n}-{i}", n) for n in names for i in range(50)))
+    await ctrl.monitor_node_health()
+    clock.advance(5)
+    heartbeat(ctrl, client, *names)
+    with StoreWalks() as walks:
+        await ctrl.monitor_node_health()
+    assert walks.objects == len(names)
+    assert client.verbs("pods") == []

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from bench.walks import StoreWalks
 from controller_manager.api.resources import NODES, PODS
 from controller_manager.controllers.podgc import PodGCController
 from tests.controllers.nodelifecycle.fakes import T0, FakeClient, build, node, pod, seed
@@ -119,3 +120,15 @@ async def test_sync_requeues_every_check_period() -> None:
     result = await ctrl.sync("@gc")
     assert result is not None
     assert result.requeue_after == 20.0
+
+
+async def test_a_pass_walks_its_candidates_not_every_pod() -> None:
+    # 200 running pods on a live node and two candidates: the pass reads the terminated and terminating pods
+    # and the node names pods are bound to, never the running pods themselves (O(candidates), not O(pods)).
+    running = [pod(f"r{i}", "node", phase="Running") for i in range(200)]
+    doomed = terminated("t", age=1)
+    ctrl, client, _ = make(1, [node("node")], [*running, doomed, terminated("u", age=2)])
+    with StoreWalks() as walks:
+        await ctrl.gc()
+    assert deleted(client) == ["t"]
+    assert walks.objects == 2 + 2  # two terminated pods, one node, one node name pods are bound to

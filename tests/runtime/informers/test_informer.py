@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import structlog
 
@@ -409,6 +411,44 @@ async def test_resync_redelivers_every_cached_object_as_an_update(server: FakeSe
     seen.clear()
     clock.advance(120.1)  # and again, every period
     await eventually(lambda: len(seen.events) == 2)
+
+
+async def test_resync_yields_to_the_loop_between_chunks_and_never_redelivers_a_replaced_object(
+        factory: SharedInformerFactory) -> None:
+    from controller_manager.runtime.informers.informer import RESYNC_CHUNK
+
+    informer = factory.informer(PODS)
+    count = 2 * RESYNC_CHUNK + 5
+    pods = [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"p{i:04d}", "namespace": "default", "resourceVersion": str(10 + i)}}
+            for i in range(count)]
+    informer.replace(pods, str(10 + count))
+    seen = Recorder()
+    informer.add_handler(seen)
+    seen.clear()
+    # What another task sees each time it gets the loop while the pass runs: how far the pass has got. It also
+    # changes the last pod once the pass has begun (its watch event arriving mid-pass).
+    progress: list[int] = []
+
+    async def meanwhile() -> None:
+        while len(seen.events) < count:
+            progress.append(len(seen.events))
+            if len(seen.events) > 0 and informer.store.get("default/p" + f"{count - 1:04d}")["metadata"][
+                    "resourceVersion"] == str(10 + count - 1):
+                informer.apply("MODIFIED", {**pods[-1], "metadata": {**pods[-1]["metadata"], "resourceVersion": "999"}})
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(meanwhile())
+    await asyncio.sleep(0)
+    await informer.resync_once()
+    other.cancel()
+    # The other task ran between chunks, not only before and after the whole pass.
+    assert any(0 < n < count for n in progress)
+    resyncs = [e for e in seen.events if isinstance(e, Updated) and e.old is e.new]
+    assert len(resyncs) == count - 1
+    last = f"default/p{count - 1:04d}"
+    assert all(_key(e.new) != last for e in resyncs)  # never its older copy, after the newer one was delivered
+    assert [_describe([e]) for e in seen.events if _key(e.new) == last] == [[("Updated", last, str(9 + count), "999")]]
 
 
 async def test_metadata_only_informer_asks_the_client_for_metadata(server: FakeServer,
