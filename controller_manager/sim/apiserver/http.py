@@ -52,6 +52,7 @@ from controller_manager.sim.apiserver.crd import list_kind
 from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.registry import strategy_for
+from controller_manager.sim.apiserver.streaming.connect import CONNECT_SUBRESOURCES, StreamingServer
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
 from controller_manager.sim.apiserver.watch import Watcher
@@ -161,6 +162,7 @@ class _Handlers:
         assert api.auth is not None
         self.auth: auth.Auth = api.auth
         self.watchers: set[Watcher] = set()
+        self.streaming = StreamingServer(api)
 
     async def on_shutdown(self, _app: web.Application) -> None:
         for watcher in list(self.watchers):
@@ -410,6 +412,10 @@ class _Handlers:
             raise errors.path_not_found()
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed()
+        if sub in CONNECT_SUBRESOURCES and namespace is not None:
+            if verb not in ("get", "create"):
+                raise errors.method_not_allowed()
+            return await self.streaming.serve(request, request[_USER], namespace, name, sub)
         manager = ""
         if verb in ("create", "update", "patch"):
             is_apply = codec.media_type(request.headers.get("Content-Type", "")) == "application/apply-patch+yaml"
