@@ -370,6 +370,58 @@ async def _grep(p: Process, args: list[str]) -> int:
     return status or (0 if matched else 1)
 
 
+def _count_option(args: list[str], default: int = 10) -> tuple[str, str, list[str]]:
+    """head/tail's ``-n N``/``-c N``/``-N`` (with tail's ``+N``): (unit "n" or "c", count text, files)."""
+    unit, count, files = "n", str(default), []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-n", "-c") and i + 1 < len(args):
+            unit, count = arg[1], args[i + 1]
+            i += 1
+        elif arg[:2] in ("-n", "-c") and len(arg) > 2:
+            unit, count = arg[1], arg[2:]
+        elif arg.startswith("-") and arg[1:].isdigit():
+            count = arg[1:]
+        else:
+            files.append(arg)
+        i += 1
+    return unit, count, files
+
+
+async def _input_of(p: Process, files: list[str], command: str) -> bytes | None:
+    if not files:
+        return await p.stdin.read_all()
+    try:
+        return b"".join(p.tree.read(p.path(f)) for f in files)
+    except FsError as e:
+        await p.err(f"{command}: can't open '{e.path}': {e.reason}\n".encode())
+        return None
+
+
+async def _head(p: Process, args: list[str]) -> int:
+    unit, count, files = _count_option(args)
+    data = await _input_of(p, files, "head")
+    if data is None or not count.lstrip("+").isdigit():
+        return 1
+    n = int(count.lstrip("+"))
+    await p.out(data[:n] if unit == "c" else b"".join(data.splitlines(keepends=True)[:n]))
+    return 0
+
+
+async def _tail(p: Process, args: list[str]) -> int:
+    unit, count, files = _count_option(args)
+    data = await _input_of(p, files, "tail")
+    if data is None or not count.lstrip("+").isdigit():
+        return 1
+    n = int(count.lstrip("+"))
+    from_start = count.startswith("+")  # +N: from the N-th byte or line on
+    pieces: list[bytes] | bytes = data if unit == "c" else data.splitlines(keepends=True)
+    chosen = pieces[max(n - 1, 0):] if from_start else (pieces[-n:] if n else pieces[:0])
+    await p.out(chosen if isinstance(chosen, bytes) else b"".join(chosen))
+    return 0
+
+
 async def _uname(p: Process, args: list[str]) -> int:
     await p.out(b"Linux\n")
     return 0
@@ -496,9 +548,9 @@ async def _tar_extract(p: Process, base: str, archive: str | None) -> int:
 
 
 COMMANDS: dict[str, Command] = {
-    "[": _test, "cat": _cat, "echo": _echo, "env": _env, "false": _false, "grep": _grep, "hostname": _hostname,
+    "[": _test, "cat": _cat, "echo": _echo, "env": _env, "false": _false, "grep": _grep, "head": _head, "hostname": _hostname,
     "id": _id, "ls": _ls, "mkdir": _mkdir, "printenv": _printenv, "pwd": _pwd, "rm": _rm, "sleep": _sleep,
-    "tar": _tar, "test": _test, "touch": _touch, "true": _true, "uname": _uname, "whoami": _whoami,
+    "tail": _tail, "tar": _tar, "test": _test, "touch": _touch, "true": _true, "uname": _uname, "whoami": _whoami,
 }
 SHELLS = ("sh", "ash")
 INSTALLED = (*COMMANDS, *SHELLS)  # what the simulated image has in /bin

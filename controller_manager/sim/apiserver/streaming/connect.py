@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ __all__ = ["CONNECT_SUBRESOURCES", "StreamingServer"]
 
 Obj = dict[str, Any]
 CONNECT_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
+_BARE_NEWLINE = re.compile(rb"(?<!\r)\n")
 
 
 @dataclass
@@ -165,7 +167,8 @@ class StreamingServer:
 
         async def out(data: bytes) -> None:
             if opts.stdout:
-                await conn.write(channels.STDOUT, data.replace(b"\n", b"\r\n") if tty else data)
+                # A terminal's output processing (onlcr) turns each bare newline into CRLF.
+                await conn.write(channels.STDOUT, _BARE_NEWLINE.sub(b"\r\n", data) if tty else data)
 
         async def err(data: bytes) -> None:
             if tty:
