@@ -97,7 +97,8 @@ async def sim() -> AsyncIterator[Sim]:
                     "volumeMounts": [{"name": "cfg", "mountPath": "/etc/cfg"},
                                      {"name": "info", "mountPath": "/etc/podinfo"},
                                      {"name": "scratch", "mountPath": "/scratch"}]},
-                    {"name": "sidecar", "image": "busybox", "volumeMounts": [{"name": "scratch", "mountPath": "/data"}]}],
+                    {"name": "sidecar", "image": "busybox",
+                     "volumeMounts": [{"name": "scratch", "mountPath": "/data"}]}],
                 "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}},
                             {"name": "info", "downwardAPI": {"items": [
                                 {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
@@ -151,7 +152,7 @@ async def test_cp_to_and_from_a_pod(sim: Sim, tmp_path: Path) -> None:
     (src / "css").mkdir(parents=True)
     (src / "index.html").write_text("<h1>hi</h1>\n")
     (src / "css" / "main.css").write_text("body{}\n")
-    await sim.ok("cp", str(src), f"web:/tmp/site", "-c", "app")
+    await sim.ok("cp", str(src), "web:/tmp/site", "-c", "app")
     listing = await sim.ok("exec", "web", "-c", "app", "--", "ls", "/tmp/site", "/tmp/site/css")
     assert listing == "/tmp/site:\ncss\nindex.html\n\n/tmp/site/css:\nmain.css\n"
     out = await sim.ok("cp", "web:/tmp/site", str(tmp_path / "back"), "-c", "app")
@@ -168,7 +169,8 @@ async def test_port_forward_declared_and_undeclared_ports(sim: Sim) -> None:
         "--address", "127.0.0.1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "HOME": str(sim.home)})
     try:
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         ports: dict[int, int] = {}
         while len(ports) < 2:
             line = (await asyncio.wait_for(proc.stdout.readline(), 15)).decode()

@@ -52,9 +52,9 @@ from controller_manager.sim.apiserver.crd import list_kind
 from controller_manager.sim.apiserver.fieldmanager import apply
 from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.registry import strategy_for
-from controller_manager.sim.apiserver.streaming.connect import CONNECT_SUBRESOURCES, StreamingServer
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
+from controller_manager.sim.apiserver.streaming.connect import CONNECT_SUBRESOURCES, StreamingServer
 from controller_manager.sim.apiserver.watch import Watcher
 
 JSON = "application/json"

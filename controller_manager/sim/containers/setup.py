@@ -26,7 +26,7 @@ from controller_manager.api.quantity import parse_quantity
 from controller_manager.api.resources import CONFIGMAPS, SECRETS, SERVICES, Resource
 from controller_manager.sim.containers.filesystem import Directory, File, Tree
 
-__all__ = ["ClusterView", "Setup", "environment", "pod_volumes", "container_tree", "BIN_DIRECTORY"]
+__all__ = ["BIN_DIRECTORY", "ClusterView", "Setup", "container_tree", "environment", "pod_volumes"]
 
 Obj = dict[str, Any]
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

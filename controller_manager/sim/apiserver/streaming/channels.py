@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from aiohttp import WSMsgType, web
 
-__all__ = ["PROTOCOLS", "ChannelConnection", "STDIN", "STDOUT", "STDERR", "ERROR", "RESIZE"]
+__all__ = ["ERROR", "PROTOCOLS", "RESIZE", "STDERR", "STDIN", "STDOUT", "ChannelConnection"]
 
 V5 = "v5.channel.k8s.io"
 PROTOCOLS = (V5, "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "channel.k8s.io", "base64.channel.k8s.io")

@@ -20,8 +20,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from controller_manager.sim.containers.runtime import ContainerRuntime, sandbox_id
 from controller_manager.sim.apiserver.streaming.spdy import SpdyProtocolError, SpdySession, SpdyStream
+from controller_manager.sim.containers.runtime import ContainerRuntime, sandbox_id
 
 __all__ = ["TUNNEL_PROTOCOLS", "serve_tunnel"]
 
@@ -41,7 +41,7 @@ class _Pairs:
         kind = stream.headers.get("streamtype", "")
         request_id = stream.headers.get("requestid", str(stream.id))
         if kind not in ("error", "data"):
-            asyncio.ensure_future(stream.reset())
+            self.start(stream, stream)  # an unknown stream type: the forwarder resets it
             return
         pair = self.waiting.setdefault(request_id, {})
         pair[kind] = stream
@@ -51,6 +51,9 @@ class _Pairs:
 
 
 async def _forward(pod: Obj, error: SpdyStream, data: SpdyStream) -> None:
+    if error is data:
+        await data.reset()
+        return
     port_text = data.headers.get("port", "")
     try:
         port = int(port_text)

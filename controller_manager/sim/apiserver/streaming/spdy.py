@@ -17,7 +17,7 @@ import struct
 import zlib
 from collections.abc import Awaitable, Callable
 
-__all__ = ["DICTIONARY", "SpdySession", "SpdyStream", "SpdyProtocolError"]
+__all__ = ["DICTIONARY", "SpdyProtocolError", "SpdySession", "SpdyStream"]
 
 VERSION = 3
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
@@ -26,13 +26,16 @@ RST_PROTOCOL_ERROR = 1
 RST_CANCEL = 5
 
 _DICTIONARY_WORDS = (
-    "options head post put delete trace accept accept-charset accept-encoding accept-language accept-ranges age "
-    "allow authorization cache-control connection content-base content-encoding content-language content-length "
-    "content-location content-md5 content-range content-type date etag expect expires from host if-match "
-    "if-modified-since if-none-match if-range if-unmodified-since last-modified location max-forwards pragma "
-    "proxy-authenticate proxy-authorization range referer retry-after server te trailer transfer-encoding upgrade "
-    "user-agent vary via warning www-authenticate method get status").split() + ["200 OK"] + \
-    "version HTTP/1.1 url public set-cookie keep-alive origin".split()
+    "options", "head", "post", "put", "delete", "trace", "accept", "accept-charset", "accept-encoding",
+    "accept-language", "accept-ranges", "age", "allow", "authorization", "cache-control", "connection",
+    "content-base", "content-encoding", "content-language", "content-length", "content-location", "content-md5",
+    "content-range", "content-type", "date", "etag", "expect", "expires", "from", "host", "if-match",
+    "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "last-modified", "location",
+    "max-forwards", "pragma", "proxy-authenticate", "proxy-authorization", "range", "referer", "retry-after",
+    "server", "te", "trailer", "transfer-encoding", "upgrade", "user-agent", "vary", "via", "warning",
+    "www-authenticate", "method", "get", "status", "200 OK", "version", "HTTP/1.1", "url", "public", "set-cookie",
+    "keep-alive", "origin",
+)
 _DICTIONARY_TAIL = (
     b"100101201202205206300302303304305306307402405406407408409410411412413414415416417502504505"
     b"203 Non-Authoritative Information204 No Content301 Moved Permanently400 Bad Request401 Unauthorized"
@@ -179,10 +182,10 @@ class SpdySession:
             self.on_stream(stream)
         elif frame_type == RST_STREAM:
             (stream_id,) = struct.unpack_from(">I", payload)
-            stream = self.streams.pop(stream_id & 0x7FFFFFFF, None)
-            if stream is not None:
-                stream.local_closed = True
-                stream._receive(b"", True)
+            reset = self.streams.pop(stream_id & 0x7FFFFFFF, None)
+            if reset is not None:
+                reset.local_closed = True
+                reset._receive(b"", True)
         elif frame_type == PING:
             await self.send(_control(PING, 0, payload[:4]))
         elif frame_type == GOAWAY:
