@@ -292,3 +292,29 @@ async def test_api_server_refusals_before_the_upgrade(sim: Sim) -> None:
         assert found["pods/exec"] == {"name": "pods/exec", "singularName": "", "namespaced": True,
                                       "kind": "PodExecOptions", "verbs": ["create", "get"]}
         assert found["pods/portforward"]["kind"] == "PodPortForwardOptions"
+
+
+async def test_port_forward_over_the_channel_protocol(sim: Sim) -> None:
+    # What client libraries (the official Python client among them) speak: two channels per port, each opened by
+    # the server with the port's two little-endian bytes.
+    url = sim.url("web", "portforward", "ports=8080,9090")
+    request = b"GET / HTTP/1.1\r\nHost: web\r\n\r\n"
+    received, _ = await _session(sim, url, "v4.channel.k8s.io", [b"\x00" + request, b"\x02" + request])
+    by_channel: dict[int, bytes] = {}
+    for message in received:
+        assert isinstance(message, bytes)
+        if message[0] not in by_channel:
+            assert message[1:] == (8080 if message[0] < 2 else 9090).to_bytes(2, "little")
+            by_channel[message[0]] = b""
+        else:
+            by_channel[message[0]] += message[1:]
+    assert by_channel[0].endswith(b"\r\n\r\npod default/web container app port 8080\n")
+    assert by_channel[1] == b""
+    assert by_channel[2] == b""
+    assert by_channel[3].startswith(b"error forwarding port 9090 to pod ")
+    async with aiohttp.ClientSession() as http, http.get(
+            sim.url("web", "portforward", "").replace("wss", "https"), ssl=sim.ssl,
+            headers={"Authorization": f"Bearer {sim.token}", "Upgrade": "websocket", "Connection": "Upgrade",
+                     "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}) as resp:
+        assert resp.status == 400
+        assert (await resp.json())["message"] == 'query parameter "port" is required'

@@ -73,7 +73,7 @@ async def test_unknown_commands(sh: Run) -> None:
 
 async def test_kubelet_files_and_read_only_mounts(sh: Run) -> None:
     assert await sh("hostname") == (0, b"web\n", b"")
-    code, hosts, _ = await sh("cat", "/etc/hosts")
+    _, hosts, _ = await sh("cat", "/etc/hosts")
     assert hosts.endswith(b"10.1.2.3\tweb.api.shop.svc.cluster.local\tweb\n")
     assert (await sh("cat", "/etc/resolv.conf"))[1].startswith(b"search shop.svc.cluster.local svc.cluster.local")
     assert await sh("cat", "/etc/app/app.conf") == (0, b"mode=fast\n", b"")
@@ -88,7 +88,8 @@ async def test_tar_round_trip(sh: Run) -> None:
     await sh("sh", "-c", "mkdir -p /src/sub && echo a > /src/a && echo b > /src/sub/b")
     code, archive, err = await sh("tar", "cf", "-", "/src")
     assert (code, err) == (0, b"tar: removing leading '/' from member names\n")
-    names = tarfile.open(fileobj=io.BytesIO(archive)).getnames()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        names = tar.getnames()
     assert names == ["src", "src/a", "src/sub", "src/sub/b"]
     await sh("mkdir", "/dst")
     assert await sh("tar", "-xmf", "-", "-C", "/dst", stdin=archive) == (0, b"", b"")

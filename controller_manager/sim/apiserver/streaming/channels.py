@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 __all__ = ["ERROR", "PROTOCOLS", "RESIZE", "STDERR", "STDIN", "STDOUT", "ChannelConnection"]
 
@@ -27,6 +27,21 @@ V5 = "v5.channel.k8s.io"
 PROTOCOLS = (V5, "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "channel.k8s.io", "base64.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE = 255
+
+
+def decoded(conn: ChannelConnection, msg: WSMessage) -> bytes | None:
+    """A message as channel byte + data (base64 text decoded), or None for one that carries nothing."""
+    if msg.type == WSMsgType.BINARY:
+        data: bytes = msg.data
+    elif msg.type == WSMsgType.TEXT and conn.base64 and msg.data:
+        text: str = msg.data
+        try:
+            data = bytes([ord(text[0]) - ord("0")]) + base64.b64decode(text[1:])
+        except ValueError:
+            return None
+    else:
+        return None
+    return data or None
 
 
 class ChannelConnection:
@@ -61,17 +76,8 @@ class ChannelConnection:
         """Dispatch what the client sends until it closes the connection (stdin ends then too)."""
         try:
             async for msg in self.ws:
-                if msg.type == WSMsgType.BINARY:
-                    data: bytes = msg.data
-                elif msg.type == WSMsgType.TEXT and self.base64 and msg.data:
-                    text: str = msg.data
-                    try:
-                        data = bytes([ord(text[0]) - ord("0")]) + base64.b64decode(text[1:])
-                    except ValueError:
-                        continue
-                else:
-                    continue
-                if not data:
+                data = decoded(self, msg)
+                if data is None:
                     continue
                 if self.v5 and data[0] == CLOSE:
                     if len(data) > 1 and data[1] == STDIN:

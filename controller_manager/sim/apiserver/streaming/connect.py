@@ -147,7 +147,10 @@ class StreamingServer:
         if not websocket:
             raise errors.bad_request("Upgrade request required")
         if subresource == "portforward":
-            return await portforward.serve_tunnel(request, pod)
+            offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+            if any(p in portforward.TUNNEL_PROTOCOLS for p in offered):
+                return await portforward.serve_tunnel(request, pod)
+            return await portforward.serve_channels(request, pod, portforward.ports_of(request.query))
         if not (opts.stdin or opts.stdout or opts.stderr):
             raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
         ws = web.WebSocketResponse(protocols=channels.PROTOCOLS, autoping=True)

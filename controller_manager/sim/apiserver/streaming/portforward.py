@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from controller_manager.sim.apiserver import errors
+from controller_manager.sim.apiserver.streaming import channels
 from controller_manager.sim.apiserver.streaming.spdy import SpdyProtocolError, SpdySession, SpdyStream
+from controller_manager.sim.containers import shell
 from controller_manager.sim.containers.runtime import ContainerRuntime, sandbox_id
 
-__all__ = ["TUNNEL_PROTOCOLS", "serve_tunnel"]
+__all__ = ["TUNNEL_PROTOCOLS", "ports_of", "serve_channels", "serve_tunnel"]
 
 Obj = dict[str, Any]
 TUNNEL_PROTOCOLS = ("SPDY/3.1+portforward.k8s.io",)
@@ -50,29 +53,34 @@ class _Pairs:
             self.start(pair["error"], pair["data"])
 
 
+async def _connect(pod: Obj, port: int, read: Callable[[], Awaitable[bytes]], write: Callable[[bytes], Awaitable[None]],
+                   write_error: Callable[[bytes], Awaitable[None]]) -> None:
+    """One forwarded connection: the simulated server's answer to one request, or the kubelet's error."""
+    container = ContainerRuntime.listener(pod, port) if (pod.get("status") or {}).get("phase") == "Running" else None
+    if container is None:
+        why = ContainerRuntime.refused(pod, port)
+        await write_error(f"error forwarding port {port} to pod {sandbox_id(pod)}, uid : {why}".encode())
+        return
+    request = b""
+    while b"\r\n\r\n" not in request and len(request) < _REQUEST_LIMIT:
+        chunk = await read()
+        if not chunk:
+            break
+        request += chunk
+    if request:
+        await write(ContainerRuntime.http_answer(pod, container, port))
+
+
 async def _forward(pod: Obj, error: SpdyStream, data: SpdyStream) -> None:
     if error is data:
         await data.reset()
         return
-    port_text = data.headers.get("port", "")
     try:
-        port = int(port_text)
+        port = int(data.headers.get("port", ""))
     except ValueError:
         port = 0
-    container = ContainerRuntime.listener(pod, port) if (pod.get("status") or {}).get("phase") == "Running" else None
     try:
-        if container is None:
-            why = ContainerRuntime.refused(pod, port)
-            await error.write(f"error forwarding port {port} to pod {sandbox_id(pod)}, uid : {why}".encode())
-            return
-        request = b""
-        while b"\r\n\r\n" not in request and len(request) < _REQUEST_LIMIT:
-            chunk = await data.read()
-            if not chunk:
-                break
-            request += chunk
-        if request:
-            await data.write(ContainerRuntime.http_answer(pod, container, port))
+        await _connect(pod, port, data.read, data.write, error.write)
     finally:
         await data.close()
         await error.close()
@@ -113,4 +121,57 @@ async def serve_tunnel(request: web.Request, pod: Obj) -> web.WebSocketResponse:
         await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(ConnectionResetError):
             await ws.close()
+    return ws
+
+
+def ports_of(query: Any) -> list[int]:
+    """PodPortForwardOptions.ports: repeated or comma-separated; 400 for one that is not a port number."""
+    ports: list[int] = []
+    for value in query.getall("ports", []):
+        for text in str(value).split(","):
+            try:
+                port = int(text)
+            except ValueError:
+                raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+            if not 0 < port < 65536:
+                raise errors.bad_request(f"port {port} must be > 0 and < 65536")
+            ports.append(port)
+    if not ports:
+        raise errors.bad_request('query parameter "port" is required')
+    return ports
+
+
+async def serve_channels(request: web.Request, pod: Obj, ports: list[int]) -> web.WebSocketResponse:
+    """The kubelet's WebSocket port-forward (``v4.channel.k8s.io`` and kin, what client libraries speak): two
+    channels per port, data (2i) and error (2i+1), each opened by the server with the port as two
+    little-endian bytes; one connection per port and WebSocket."""
+    ws = web.WebSocketResponse(protocols=channels.PROTOCOLS[1:], autoping=True)
+    await ws.prepare(request)
+    conn = channels.ChannelConnection(ws)
+    inputs = [shell.Input() for _ in ports]
+    for index, port in enumerate(ports):
+        for channel in (2 * index, 2 * index + 1):
+            await conn.write(channel, port.to_bytes(2, "little"))
+
+    def writer(channel: int) -> Callable[[bytes], Awaitable[None]]:
+        async def write(data: bytes) -> None:
+            await conn.write(channel, data)
+        return write
+
+    async def received() -> None:
+        async for msg in ws:
+            data = channels.decoded(conn, msg)
+            if data is not None and data[0] % 2 == 0 and data[0] // 2 < len(inputs):
+                inputs[data[0] // 2].feed(data[1:])
+        for stdin in inputs:
+            stdin.close()
+
+    reader = asyncio.ensure_future(received())
+    try:
+        await asyncio.gather(*(_connect(pod, port, inputs[i].read, writer(2 * i), writer(2 * i + 1))
+                               for i, port in enumerate(ports)))
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        await conn.close()
     return ws
