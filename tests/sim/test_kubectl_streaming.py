@@ -206,6 +206,18 @@ async def test_attach_reads_what_the_client_types(sim: Sim) -> None:
     assert "If you don't see a command prompt, try pressing enter." in err
 
 
+async def test_attach_ends_when_the_container_stops(sim: Sim) -> None:
+    await sim.running("quiet", {"terminationGracePeriodSeconds": 0,
+                                "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]})
+    url = sim.url("quiet", "attach", "container=c&stdout=true&stderr=true")
+    session = asyncio.ensure_future(_session(sim, url, "v5.channel.k8s.io"))
+    done, _ = await asyncio.wait({session}, timeout=0.3)
+    assert not done  # a quiet process: nothing to read, the session stays
+    sim.cluster.api.delete(PODS, NS, "quiet")
+    received, code = await asyncio.wait_for(session, 15)
+    assert (received, code) == ([b'\x03{"metadata":{},"status":"Success"}'], 1000)
+
+
 async def test_refusals(sim: Sim) -> None:
     code, _, err = await sim.kubectl("exec", "nosuch", "--", "true")
     assert (code, err) == (1, 'Error from server (NotFound): pods "nosuch" not found\n')

@@ -167,6 +167,7 @@ class _Handlers:
     async def on_shutdown(self, _app: web.Application) -> None:
         for watcher in list(self.watchers):
             watcher.close("server shutting down")
+        await self.streaming.close_all()
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         auth_warnings: list[str] = []

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 
 from controller_manager.api.resources import PODS, SERVICEACCOUNTS, Resource
 from controller_manager.sim.apiserver import errors
@@ -132,6 +132,13 @@ class StreamingServer:
     def __init__(self, api: ApiServer) -> None:
         self.api = api
         self.runtime = ContainerRuntime(_ApiView(api), api.clock.now)
+        self.sessions: set[web.WebSocketResponse] = set()
+
+    async def close_all(self) -> None:
+        """The server is stopping: end every open session, as a going-away close."""
+        for ws in list(self.sessions):
+            with contextlib.suppress(ConnectionResetError):
+                await ws.close(code=WSCloseCode.GOING_AWAY)
 
     async def serve(self, request: web.Request, user: User, namespace: str, name: str,
                     subresource: str) -> web.StreamResponse:
@@ -149,17 +156,20 @@ class StreamingServer:
         if subresource == "portforward":
             offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
             if any(p in portforward.TUNNEL_PROTOCOLS for p in offered):
-                return await portforward.serve_tunnel(request, pod)
-            return await portforward.serve_channels(request, pod, portforward.ports_of(request.query))
+                return await portforward.serve_tunnel(request, pod, self.sessions)
+            ports = portforward.ports_of(request.query)
+            return await portforward.serve_channels(request, pod, ports, self.sessions)
         if not (opts.stdin or opts.stdout or opts.stderr):
             raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
         ws = web.WebSocketResponse(protocols=channels.PROTOCOLS, autoping=True)
         await ws.prepare(request)
+        self.sessions.add(ws)
         conn = channels.ChannelConnection(ws)
         try:
             status = await self._run(conn, pod, container, opts, subresource)
             await conn.write_status(status)
         finally:
+            self.sessions.discard(ws)
             await conn.close()
         return ws
 

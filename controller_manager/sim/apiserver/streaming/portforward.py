@@ -86,10 +86,12 @@ async def _forward(pod: Obj, error: SpdyStream, data: SpdyStream) -> None:
         await error.close()
 
 
-async def serve_tunnel(request: web.Request, pod: Obj) -> web.WebSocketResponse:
+async def serve_tunnel(request: web.Request, pod: Obj, sessions: set[web.WebSocketResponse]
+                       ) -> web.WebSocketResponse:
     """Accept the WebSocket and run the SPDY connection it carries until the client goes."""
     ws = web.WebSocketResponse(protocols=TUNNEL_PROTOCOLS, autoping=True)
     await ws.prepare(request)
+    sessions.add(ws)
     tasks: set[asyncio.Task[None]] = set()
 
     async def send(frame: bytes) -> None:
@@ -115,6 +117,7 @@ async def serve_tunnel(request: web.Request, pod: Obj) -> web.WebSocketResponse:
             if session.gone_away:
                 break
     finally:
+        sessions.discard(ws)
         session.close_all()
         for task in list(tasks):
             task.cancel()
@@ -141,12 +144,14 @@ def ports_of(query: Any) -> list[int]:
     return ports
 
 
-async def serve_channels(request: web.Request, pod: Obj, ports: list[int]) -> web.WebSocketResponse:
+async def serve_channels(request: web.Request, pod: Obj, ports: list[int], sessions: set[web.WebSocketResponse]
+                         ) -> web.WebSocketResponse:
     """The kubelet's WebSocket port-forward (``v4.channel.k8s.io`` and kin, what client libraries speak): two
     channels per port, data (2i) and error (2i+1), each opened by the server with the port as two
     little-endian bytes; one connection per port and WebSocket."""
     ws = web.WebSocketResponse(protocols=channels.PROTOCOLS[1:], autoping=True)
     await ws.prepare(request)
+    sessions.add(ws)
     conn = channels.ChannelConnection(ws)
     inputs = [shell.Input() for _ in ports]
     for index, port in enumerate(ports):
@@ -171,6 +176,7 @@ async def serve_channels(request: web.Request, pod: Obj, ports: list[int]) -> we
         await asyncio.gather(*(_connect(pod, port, inputs[i].read, writer(2 * i), writer(2 * i + 1))
                                for i, port in enumerate(ports)))
     finally:
+        sessions.discard(ws)
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
         await conn.close()
