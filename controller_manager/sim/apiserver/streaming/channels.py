@@ -27,6 +27,7 @@ V5 = "v5.channel.k8s.io"
 PROTOCOLS = (V5, "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "channel.k8s.io", "base64.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE = 255
+_FRAME_DATA = 32 * 1024
 
 
 def decoded(conn: ChannelConnection, msg: WSMessage) -> bytes | None:
@@ -58,10 +59,12 @@ class ChannelConnection:
         if not data or self.ws.closed:
             return
         with contextlib.suppress(ConnectionResetError):
-            if self.base64:
-                await self.ws.send_str(chr(ord("0") + channel) + base64.b64encode(data).decode())
-            else:
-                await self.ws.send_bytes(bytes([channel]) + data)
+            for start in range(0, len(data), _FRAME_DATA):  # a large output goes as many messages
+                piece = data[start:start + _FRAME_DATA]
+                if self.base64:
+                    await self.ws.send_str(chr(ord("0") + channel) + base64.b64encode(piece).decode())
+                else:
+                    await self.ws.send_bytes(bytes([channel]) + piece)
 
     async def write_status(self, status: dict[str, Any]) -> None:
         """The request's outcome on the error channel."""
