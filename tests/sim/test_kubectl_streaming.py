@@ -21,7 +21,7 @@ import orjson
 import pytest
 import pytest_asyncio
 
-from controller_manager.api.resources import CONFIGMAPS, PODS, SECRETS, SERVICES
+from controller_manager.api.resources import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS, SERVICES
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.kubelet import KubeletConfig
 
@@ -123,6 +123,19 @@ async def test_exec_runs_against_the_pods_environment_and_files(sim: Sim) -> Non
     code, _, err = await sim.kubectl("exec", "web", "-c", "app", "--", "sh", "-c", "echo x > /etc/cfg/new")
     assert (code, err) == (1, "sh: can't create /etc/cfg/new: Read-only file system\ncommand terminated with exit "
                               "code 1\n")
+
+
+async def test_projected_service_account_token_authenticates_as_the_pod(sim: Sim) -> None:
+    sim.cluster.api.create(SERVICEACCOUNTS, {"metadata": {"name": "robot", "namespace": NS}})
+    await sim.running("bot", {"serviceAccountName": "robot", "containers": [{
+        "name": "c", "image": "busybox", "volumeMounts": [{"name": "token", "mountPath": "/var/run/secrets/tokens"}]}],
+        "volumes": [{"name": "token", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "api-token", "expirationSeconds": 600}}]}}]})
+    token = await sim.ok("exec", "bot", "--", "cat", "/var/run/secrets/tokens/api-token")
+    out = await sim.ok("auth", "whoami", "--token", token, "-o", "json")
+    info = orjson.loads(out)["status"]["userInfo"]
+    assert info["username"] == "system:serviceaccount:default:robot"
+    assert info["extra"]["authentication.kubernetes.io/pod-name"] == ["bot"]
 
 
 async def test_exec_exit_codes_and_commands_that_cannot_start(sim: Sim) -> None:

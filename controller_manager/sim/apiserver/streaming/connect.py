@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import WSCloseCode, web
 
-from controller_manager.api.resources import PODS, SERVICEACCOUNTS, Resource
+from controller_manager.api.resources import NODES, PODS, SERVICEACCOUNTS, Resource
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import User
 from controller_manager.sim.apiserver.auth.tokens import API_AUDIENCES, Binding
@@ -120,8 +120,9 @@ class _ApiView:
                            str(spec.get("serviceAccountName") or "default"))
         if auth is None or account is None:
             return None
-        node_name = str(spec.get("nodeName") or "")
-        binding = Binding("Pod", str(meta.get("name")), str(meta.get("uid")), (node_name, "") if node_name else None)
+        node = self.get(NODES, "", str(spec.get("nodeName") or "")) if spec.get("nodeName") else None
+        binding = Binding("Pod", str(meta.get("name")), str(meta.get("uid")),
+                          (node["metadata"]["name"], str(node["metadata"].get("uid"))) if node else None)
         return auth.signer.issue(account, [audience] if audience else list(API_AUDIENCES), expiration_seconds,
                                  self.api.clock.now(), binding)
 
@@ -207,8 +208,9 @@ class StreamingServer:
                 return await work
             return _SUCCESS
         finally:
-            reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
+            for task in (work, reader):  # (this handler itself cancelled: nothing it started may outlive it)
+                task.cancel()
+            await asyncio.gather(work, reader, return_exceptions=True)
 
     async def _work(self, pod: Obj, container: str, opts: _StreamOptions, subresource: str, stdin: shell.Input,
                     out: shell.Writer, err: shell.Writer) -> Obj:
