@@ -25,7 +25,7 @@ from controller_manager.api.resources import CONFIGMAPS, PODS, SECRETS, SERVICEA
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.kubelet import KubeletConfig
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("kubectl-streaming")]
 
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 FAST = KubeletConfig(node_status_update_frequency=0.2, lease_renew_interval=0.2)
@@ -217,6 +217,14 @@ async def test_attach_reads_what_the_client_types(sim: Sim) -> None:
     code, out, err = await sim.kubectl("attach", "-i", "echo", stdin=b"typed in\n")
     assert (code, out) == (0, "typed in\n"), err
     assert "If you don't see a command prompt, try pressing enter." in err
+
+
+async def test_kubectl_run_interactive_ends_with_the_shells_exit(sim: Sim) -> None:
+    code, out, err = await sim.kubectl("run", "-i", "--rm", "--restart=Never", "oneshot", "--image=busybox", "--",
+                                       "sh", stdin=b"echo $HOSTNAME\nexit 3\n")
+    assert code == 3, err
+    assert out == 'oneshot\npod "oneshot" deleted from default namespace\n'
+    assert err.endswith("pod default/oneshot terminated (Error)\n")
 
 
 async def test_attach_ends_when_the_container_stops(sim: Sim) -> None:

@@ -69,6 +69,7 @@ _USER = web.RequestKey("user", auth.User)  # the request's authenticated user
 _AUTH_WARNINGS = web.RequestKey("auth_warnings", list[str])  # what the authenticator warns the client of
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
+STREAMING_KEY = web.AppKey("streaming", StreamingServer)  # exec/attach/port-forward and their container runtime
 _LIVENESS_CHECK = 5.0
 
 
@@ -694,6 +695,7 @@ def build_app(api: ApiServer, *, middlewares: Iterable[Any] = ()) -> web.Applica
     app = web.Application(middlewares=list(middlewares), client_max_size=64 * 1024 * 1024)
     handlers = _Handlers(api)
     app[API_KEY] = api
+    app[STREAMING_KEY] = handlers.streaming
     app.on_shutdown.append(handlers.on_shutdown)
     app.router.add_route("*", "/{tail:.*}", handlers.dispatch)
     return app

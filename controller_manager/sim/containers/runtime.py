@@ -12,8 +12,10 @@ container starts again from its image. What a request finds is the kubelet's and
   ``failed to execute portforward in network namespace ...: connection refused``. A declared TCP port
   answers HTTP: ``200`` with the pod, container and port.
 - attach joins the container's main process: a container whose command is ``sh`` or ``cat`` (with
-  ``stdin: true``) reads what the client types; otherwise there is nothing to read and no output, as for a
-  quiet process, until the container stops or the client leaves.
+  ``stdin: true``) reads what the client types, and when it ends (``exit``, end of input) the kubelet is told
+  (:attr:`ContainerRuntime.on_main_exit`) and the pod's containers exit with its code, so ``kubectl run -i
+  --rm`` ends as on a cluster; otherwise there is nothing to read and no output, as for a quiet process, until
+  the container stops or the client leaves.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ class ContainerRuntime:
         self.view = view
         self.now = now
         self._pods: dict[str, _PodState] = {}  # by "namespace/name"
+        # Told (pod uid, exit code) when an attached main process ends, so the kubelet ends the container.
+        self.on_main_exit: Callable[[str, int], None] | None = None
 
     def container(self, pod: Obj, name: str) -> SimContainer:
         """The running container ``name`` of ``pod`` (raises :class:`ContainerNotFound`)."""
@@ -164,6 +168,8 @@ class ContainerRuntime:
             if reads_stdin and stdin is not None:
                 main = asyncio.ensure_future(self._main_process(container, argv, stdin, out, err, tty))
                 await asyncio.wait([main, stopped], return_when=asyncio.FIRST_COMPLETED)
+                if main.done() and not main.cancelled() and self.on_main_exit is not None:
+                    self.on_main_exit(str(meta.get("uid")), main.result())
                 main.cancel()
                 await asyncio.gather(main, return_exceptions=True)
             else:
@@ -173,11 +179,11 @@ class ContainerRuntime:
             await asyncio.gather(stopped, return_exceptions=True)
 
     async def _main_process(self, container: SimContainer, argv: list[str], stdin: shell.Input, out: shell.Writer,
-                            err: shell.Writer, tty: bool) -> None:
+                            err: shell.Writer, tty: bool) -> int:
         try:
-            await shell.run(container.process(stdin, out, err, tty), argv)
+            return await shell.run(container.process(stdin, out, err, tty), argv)
         except shell.StartError:
-            pass
+            return 128
 
     async def _until_stopped(self, namespace: str, name: str, container: str, container_id: str) -> None:
         while True:
