@@ -184,7 +184,8 @@ def _volume_files(pod: Obj, volume: Obj, view: ClusterView) -> dict[str, bytes] 
         return _projected_file(_data(view.get(CONFIGMAPS, ns, str(src.get("name"))), secret=False), src.get("items"))
     if "secret" in volume:
         src = volume["secret"]
-        return _projected_file(_data(view.get(SECRETS, ns, str(src.get("secretName"))), secret=True),
+        name = src.get("secretName") or src.get("name")  # (a projected source names it "name")
+        return _projected_file(_data(view.get(SECRETS, ns, str(name)), secret=True),
                                src.get("items"))
     if "downwardAPI" in volume:
         return {str(i["path"]): _field(pod, str((i.get("fieldRef") or {}).get("fieldPath"))).encode()
