@@ -42,16 +42,19 @@ class Sim:
         self.ssl = ssl.create_default_context(
             cadata=base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"]).decode())
 
-    async def kubectl(self, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    async def kubectl(self, *args: str, stdin: bytes | None = None, spdy: bool = False) -> tuple[int, str, str]:
+        env = {**os.environ, "HOME": str(self.home)}
+        if spdy:  # kubectl's switches back to its SPDY executors and dialer
+            env |= {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false", "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}
         proc = await asyncio.create_subprocess_exec(
             KUBECTL, "--kubeconfig", str(self.cluster.kubeconfig_path), "--cache-dir", str(self.home / "cache"), *args,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "HOME": str(self.home)})
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
         out, err = await asyncio.wait_for(proc.communicate(stdin), 30)
         return proc.returncode or 0, out.decode(), err.decode()
 
-    async def ok(self, *args: str, stdin: bytes | None = None) -> str:
-        code, out, err = await self.kubectl(*args, stdin=stdin)
+    async def ok(self, *args: str, stdin: bytes | None = None, spdy: bool = False) -> str:
+        code, out, err = await self.kubectl(*args, stdin=stdin, spdy=spdy)
         assert code == 0, f"kubectl {' '.join(args)}: {err}"
         return out
 
@@ -176,11 +179,14 @@ async def test_cp_to_and_from_a_pod(sim: Sim, tmp_path: Path) -> None:
     assert (tmp_path / "app.conf").read_text() == "mode=fast\n"
 
 
-async def test_port_forward_declared_and_undeclared_ports(sim: Sim) -> None:
+@pytest.mark.parametrize("spdy", [False, True], ids=["websocket-tunnel", "spdy"])
+async def test_port_forward_declared_and_undeclared_ports(sim: Sim, spdy: bool) -> None:
+    env = {**os.environ, "HOME": str(sim.home)}
+    if spdy:
+        env["KUBECTL_PORT_FORWARD_WEBSOCKETS"] = "false"
     proc = await asyncio.create_subprocess_exec(
         KUBECTL, "--kubeconfig", str(sim.cluster.kubeconfig_path), "port-forward", "pod/web", ":8080", ":9090",
-        "--address", "127.0.0.1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "HOME": str(sim.home)})
+        "--address", "127.0.0.1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
     try:
         assert proc.stdout is not None
         assert proc.stderr is not None
@@ -210,6 +216,27 @@ async def test_port_forward_declared_and_undeclared_ports(sim: Sim) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_kubectl_over_spdy(sim: Sim, tmp_path: Path) -> None:
+    # The kubelet's answers reach a SPDY client without the stream translator's wrapping.
+    code, out, err = await sim.kubectl("exec", "web", "-c", "app", "--", "sh", "-c", "echo out; echo err >&2; exit 3",
+                                       spdy=True)
+    assert (code, out, err) == (3, "out\n", "err\ncommand terminated with exit code 3\n")
+    assert await sim.ok("exec", "-i", "web", "-c", "app", "--", "cat", stdin=b"via spdy\n", spdy=True) == "via spdy\n"
+    code, _, err = await sim.kubectl("exec", "web", "-c", "app", "--", "nosuch", spdy=True)
+    assert code == 1
+    assert err.startswith("error: Internal error occurred: error executing command in container: failed to exec")
+    (tmp_path / "f.txt").write_text("spdy copy\n")
+    await sim.ok("cp", str(tmp_path / "f.txt"), "web:/tmp/spdy.txt", "-c", "app", spdy=True)
+    await sim.ok("cp", "web:/tmp/spdy.txt", str(tmp_path / "back.txt"), "-c", "app", spdy=True)
+    assert (tmp_path / "back.txt").read_text() == "spdy copy\n"
+    sim.cluster.api.create(PODS, {"metadata": {"name": "slow", "namespace": NS,
+                                               "annotations": {"sim.controller-manager.io/start-seconds": "3600"}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    await until(lambda: bool(sim.cluster.api.get(PODS, NS, "slow")["spec"].get("nodeName")))
+    code, _, err = await sim.kubectl("exec", "slow", "--", "true", spdy=True)
+    assert (code, err) == (1, 'error: unable to upgrade connection: container not found ("c")\n')
 
 
 async def test_attach_reads_what_the_client_types(sim: Sim) -> None:

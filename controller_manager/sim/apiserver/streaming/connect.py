@@ -6,8 +6,8 @@ sees a failed handshake and kubectl falls back to SPDY, which gets the same answ
 container (400 ``container X is not valid for pod Y``, or which one to choose), a pod not yet scheduled
 (400 ``pod X does not have a host assigned``). A WebSocket GET must also be allowed to ``create`` the
 subresource (the ``AuthorizePodWebsocketUpgradeCreatePermission`` check, on by default since 1.35), beside the
-``get`` every GET is authorized for. A request that is not a WebSocket upgrade (a SPDY upgrade included:
-kube-sim speaks SPDY only tunneled in a WebSocket, for port-forward) is 400 ``Upgrade request required``.
+``get`` every GET is authorized for. A plain SPDY upgrade is served as the kubelet serves it
+(:mod:`spdy_upgrade`); a request that is neither is 400 ``Upgrade request required``.
 
 After the upgrade the kubelet's answers come on the error channel, as the API server's stream translator
 passes them on: ``Internal error occurred: unable to upgrade connection: container not found ("x")`` for a
@@ -31,7 +31,7 @@ from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import User
 from controller_manager.sim.apiserver.auth.tokens import API_AUDIENCES, Binding
 from controller_manager.sim.apiserver.server import ApiServer
-from controller_manager.sim.apiserver.streaming import channels, portforward
+from controller_manager.sim.apiserver.streaming import channels, portforward, spdy_upgrade
 from controller_manager.sim.containers import shell
 from controller_manager.sim.containers.runtime import ContainerNotFound, ContainerRuntime
 
@@ -153,7 +153,11 @@ class StreamingServer:
         if not (pod.get("spec") or {}).get("nodeName"):
             raise errors.bad_request(f"pod {name} does not have a host assigned")
         if not websocket:
-            raise errors.bad_request("Upgrade request required")
+            if not spdy_upgrade.is_spdy_upgrade(request):
+                raise errors.bad_request("Upgrade request required")
+            if subresource != "portforward" and not (opts.stdin or opts.stdout or opts.stderr):
+                raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
+            return await self._serve_spdy(request, pod, container, opts, subresource)
         if subresource == "portforward":
             offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
             if any(p in portforward.TUNNEL_PROTOCOLS for p in offered):
@@ -213,7 +217,9 @@ class StreamingServer:
             await asyncio.gather(work, reader, return_exceptions=True)
 
     async def _work(self, pod: Obj, container: str, opts: _StreamOptions, subresource: str, stdin: shell.Input,
-                    out: shell.Writer, err: shell.Writer) -> Obj:
+                    out: shell.Writer, err: shell.Writer, *, translated: bool = True) -> Obj:
+        """Run the exec or attach; its outcome as the client reads it: through the API server's stream
+        translator (``translated``, the WebSocket path) or straight from the kubelet (SPDY)."""
         try:
             if subresource == "attach":
                 await self.runtime.attach(pod, container, stdin if opts.stdin else None, out, err, opts.tty)
@@ -222,6 +228,36 @@ class StreamingServer:
         except ContainerNotFound as e:
             return errors.internal_error(f"unable to upgrade connection: {e}").status
         except shell.StartError as e:
-            # containerd's failure, wrapped by the kubelet and again by the API server's stream translator.
-            return errors.internal_error(f"Internal error occurred: error executing command in container: {e}").status
-        return _SUCCESS if code == 0 else _exit_status(code)
+            # containerd's failure, wrapped by the kubelet (and again by the stream translator).
+            why = f"error executing command in container: {e}"
+            return errors.internal_error(f"Internal error occurred: {why}" if translated else why).status
+        if code == 0:
+            return _SUCCESS
+        if translated:
+            return _exit_status(code)
+        # containerd's CodeExitError, as the kubelet words it.
+        status = _exit_status(code)
+        status["message"] = (f"command terminated with non-zero exit code: error executing command "
+                             f"[{' '.join(opts.command)}], exit code {code}")
+        return status
+
+    async def _serve_spdy(self, request: web.Request, pod: Obj, container: str, opts: _StreamOptions,
+                          subresource: str) -> web.StreamResponse:
+        """The request proxied to the kubelet as a SPDY upgrade (see :mod:`spdy_upgrade`)."""
+        if subresource == "portforward":
+            protocol = spdy_upgrade.negotiate(request, spdy_upgrade.PORT_FORWARD_PROTOCOLS)
+            response, conn = await spdy_upgrade.upgrade(request, protocol)
+            await portforward.serve_spdy(conn, pod)
+            return response
+        try:
+            self.runtime.container(pod, container)
+        except ContainerNotFound as e:  # the kubelet's plain-text answer, passed on by the proxy
+            return web.Response(status=500, text=str(e))
+        protocol = spdy_upgrade.negotiate(request, spdy_upgrade.EXEC_PROTOCOLS)
+        response, conn = await spdy_upgrade.upgrade(request, protocol)
+
+        async def work(stdin: shell.Input, out: shell.Writer, err: shell.Writer) -> Obj:
+            return await self._work(pod, container, opts, subresource, stdin, out, err, translated=False)
+
+        await spdy_upgrade.run_remote_command(conn, protocol, opts.stdin, opts.stdout, opts.stderr, opts.tty, work)
+        return response

@@ -23,10 +23,11 @@ from aiohttp import WSMsgType, web
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.streaming import channels
 from controller_manager.sim.apiserver.streaming.spdy import SpdyProtocolError, SpdySession, SpdyStream
+from controller_manager.sim.apiserver.streaming.spdy_upgrade import SpdyConnection
 from controller_manager.sim.containers import shell
 from controller_manager.sim.containers.runtime import ContainerRuntime, sandbox_id
 
-__all__ = ["TUNNEL_PROTOCOLS", "ports_of", "serve_channels", "serve_tunnel"]
+__all__ = ["TUNNEL_PROTOCOLS", "ports_of", "serve_channels", "serve_spdy", "serve_tunnel"]
 
 Obj = dict[str, Any]
 TUNNEL_PROTOCOLS = ("SPDY/3.1+portforward.k8s.io",)
@@ -181,3 +182,29 @@ async def serve_channels(request: web.Request, pod: Obj, ports: list[int], sessi
         await asyncio.gather(reader, return_exceptions=True)
         await conn.close()
     return ws
+
+
+async def serve_spdy(conn: SpdyConnection, pod: Obj) -> None:
+    """Port-forward over a plain SPDY upgrade: the same stream pairs, until the client closes the connection."""
+    tasks: set[asyncio.Task[None]] = set()
+
+    def start(error: SpdyStream, data: SpdyStream) -> None:
+        task = asyncio.ensure_future(_forward(pod, error, data))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    pairs = _Pairs(start)
+
+    async def accept() -> None:
+        while True:
+            pairs.add(await conn.new_streams.get())
+
+    pump = asyncio.ensure_future(conn.pump())
+    acceptor = asyncio.ensure_future(accept())
+    try:
+        await pump
+    finally:
+        for task in [acceptor, *tasks]:
+            task.cancel()
+        await asyncio.gather(acceptor, *tasks, return_exceptions=True)
+        conn.close()
