@@ -209,15 +209,14 @@ def pod_volumes(pod: Obj, view: ClusterView, now: float) -> dict[str, Directory]
     out: dict[str, Directory] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         files = _volume_files(pod, volume, view)
-        directory = Directory(mtime=now, mode=0o777 if files is None else 0o755, read_only=files is not None)
+        directory = Directory(mtime=now, mode=0o777 if files is None else 0o755)
         tree = Tree(directory, now=now)
-        directory.read_only = False
         for path, data in sorted((files or {}).items()):
             parent = posixpath.dirname(path)
             if parent:
                 tree.mkdir("/" + parent, parents=True)
             tree.write("/" + path, data)
-        directory.read_only = files is not None
+        directory.read_only = files is not None  # filled: from now on only the kubelet could change it
         out[str(volume.get("name"))] = directory
     return out
 

@@ -17,8 +17,7 @@ POD = {"metadata": {"name": "web", "namespace": "shop"}, "spec": {"subdomain": "
 
 class Run:
     def __init__(self) -> None:
-        self.config = Directory(read_only=True)
-        Tree(self.config).root.read_only = False
+        self.config = Directory()
         Tree(self.config).write("/app.conf", b"mode=fast\n")
         self.config.read_only = True
         container = {"name": "app", "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}]}

@@ -32,8 +32,8 @@ __all__ = ["EXEC_PROTOCOLS", "PORT_FORWARD_PROTOCOLS", "SpdyConnection", "is_spd
            "run_remote_command", "upgrade"]
 
 Obj = dict[str, Any]
-EXEC_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
-                  "channel.k8s.io")
+# The CRI streaming server's versions: v5 (the close signal) exists only for WebSockets, SPDY half-closes.
+EXEC_PROTOCOLS = ("v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
 PORT_FORWARD_PROTOCOLS = ("portforward.k8s.io",)
 STREAM_CREATION_TIMEOUT = 30.0
 
@@ -167,7 +167,7 @@ async def run_remote_command(conn: SpdyConnection, protocol: str, stdin: bool, s
             return  # the client went away
         status = running.result()
         bare = {k: v for k, v in status.items() if k not in ("kind", "apiVersion")}
-        if protocol in ("v4.channel.k8s.io", "v5.channel.k8s.io"):
+        if protocol == "v4.channel.k8s.io":
             await streams["error"].write(orjson.dumps(bare))
         elif bare.get("status") != "Success":
             await streams["error"].write(str(bare.get("message") or "").encode())
