@@ -27,6 +27,9 @@ V5 = "v5.channel.k8s.io"
 PROTOCOLS = (V5, "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "channel.k8s.io", "base64.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
 CLOSE = 255
+# How long a server's close waits for the client's close frame: the API server closes the connection without
+# waiting, and a client that never answers (the official Python client) must not hold the handler.
+CLOSE_WAIT = 1.0
 _FRAME_DATA = 32 * 1024
 
 

@@ -166,7 +166,7 @@ class StreamingServer:
             return await portforward.serve_channels(request, pod, ports, self.sessions)
         if not (opts.stdin or opts.stdout or opts.stderr):
             raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
-        ws = web.WebSocketResponse(protocols=channels.PROTOCOLS, autoping=True)
+        ws = web.WebSocketResponse(protocols=channels.PROTOCOLS, autoping=True, timeout=channels.CLOSE_WAIT)
         await ws.prepare(request)
         self.sessions.add(ws)
         conn = channels.ChannelConnection(ws)

@@ -90,7 +90,7 @@ async def _forward(pod: Obj, error: SpdyStream, data: SpdyStream) -> None:
 async def serve_tunnel(request: web.Request, pod: Obj, sessions: set[web.WebSocketResponse]
                        ) -> web.WebSocketResponse:
     """Accept the WebSocket and run the SPDY connection it carries until the client goes."""
-    ws = web.WebSocketResponse(protocols=TUNNEL_PROTOCOLS, autoping=True)
+    ws = web.WebSocketResponse(protocols=TUNNEL_PROTOCOLS, autoping=True, timeout=channels.CLOSE_WAIT)
     await ws.prepare(request)
     sessions.add(ws)
     tasks: set[asyncio.Task[None]] = set()
@@ -150,7 +150,7 @@ async def serve_channels(request: web.Request, pod: Obj, ports: list[int], sessi
     """The kubelet's WebSocket port-forward (``v4.channel.k8s.io`` and kin, what client libraries speak): two
     channels per port, data (2i) and error (2i+1), each opened by the server with the port as two
     little-endian bytes; one connection per port and WebSocket."""
-    ws = web.WebSocketResponse(protocols=channels.PROTOCOLS[1:], autoping=True)
+    ws = web.WebSocketResponse(protocols=channels.PROTOCOLS[1:], autoping=True, timeout=channels.CLOSE_WAIT)
     await ws.prepare(request)
     sessions.add(ws)
     conn = channels.ChannelConnection(ws)
