@@ -61,7 +61,8 @@ _CREATE_ONLY = ("create",)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False, ("ns",), ("status", "finalize"),
                       ("create", "delete", "get", "list", "patch", "update", "watch"))
 NODES = Resource("", "v1", "nodes", "Node", False, ("no",), ("status",))
-PODS = Resource("", "v1", "pods", "Pod", True, ("po",), ("status", "binding", "eviction", "log"),
+PODS = Resource("", "v1", "pods", "Pod", True, ("po",), ("status", "binding", "eviction", "log", "attach", "exec",
+                                                          "portforward"),
                 categories=("all",))
 EVENTS = Resource("", "v1", "events", "Event", True, ("ev",))
 SERVICES = Resource("", "v1", "services", "Service", True, ("svc",), ("status",), categories=("all",))

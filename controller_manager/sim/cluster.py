@@ -54,6 +54,7 @@ from controller_manager.sim import tls as tls_certs
 from controller_manager.sim.apiserver import ApiServer, ApiServerOptions, build_app
 from controller_manager.sim.apiserver.audit import AuditLog
 from controller_manager.sim.apiserver.component_status import Health, Probe
+from controller_manager.sim.apiserver.http import STREAMING_KEY
 from controller_manager.sim.faults import FaultInjector
 from controller_manager.sim.kubeconfig import write_kubeconfig
 from controller_manager.sim.kubelet import KUBELET_ANNOTATION, KubeletConfig, KubeletManager
@@ -174,6 +175,8 @@ class SimCluster:
         if self._anonymous_admin:
             middlewares.append(self._insecure_port_admin)
         app = build_app(self.api, middlewares=[*middlewares, self.faults.middleware])
+        if self.kubelets is not None:  # an attached main process that ends ends its container
+            app[STREAMING_KEY].runtime.on_main_exit = self.kubelets.main_process_exited
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         cert = self.serving_cert

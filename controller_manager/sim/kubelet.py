@@ -408,14 +408,22 @@ class KubeletManager:
             run.ready = True
             await self._post(run)
 
-    async def _exit(self, run: PodRun) -> None:
+    def main_process_exited(self, uid: str, code: int) -> None:
+        """A simulated container's main process (one an attached client drove, see sim/containers) ended with
+        ``code``: the pod's containers exit as if their run time were up, with that code."""
+        run = self._runs.get(uid)
+        if run is not None and run.stage == "running" and not self._nodes[run.node].stopped:
+            self._do(lambda: self._exit(run, code))
+
+    async def _exit(self, run: PodRun, code: int | None = None) -> None:
         if run.stage != "running":
             return
-        raw = (meta(run.pod).get("annotations") or {}).get(ANNOTATION_PREFIX + "exit-code", "0")
-        try:
-            code = int(raw)
-        except ValueError:
-            code = 1
+        if code is None:
+            raw = (meta(run.pod).get("annotations") or {}).get(ANNOTATION_PREFIX + "exit-code", "0")
+            try:
+                code = int(raw)
+            except ValueError:
+                code = 1
         policy = (run.pod.get("spec") or {}).get("restartPolicy") or "Always"
         run.cancel_timers()
         run.terminated = run.terminated_state(code, self._clock.now())

@@ -31,6 +31,9 @@ _SUBRESOURCES: dict[str, tuple[str | None, str | None, str | None, tuple[str, ..
     "finalize": (None, None, None, ("update",)),
     "approval": (None, None, None, ("get", "patch", "update")),
     "token": ("authentication.k8s.io", "v1", "TokenRequest", ("create",)),
+    "attach": ("", "v1", "PodAttachOptions", ("create", "get")),
+    "exec": ("", "v1", "PodExecOptions", ("create", "get")),
+    "portforward": ("", "v1", "PodPortForwardOptions", ("create", "get")),
 }
 
 

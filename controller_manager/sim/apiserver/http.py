@@ -58,6 +58,7 @@ from controller_manager.sim.apiserver.objects import Obj, encode
 from controller_manager.sim.apiserver.registry import strategy_for
 from controller_manager.sim.apiserver.requestinfo import RequestInfo, parse
 from controller_manager.sim.apiserver.server import ApiServer, ListResult
+from controller_manager.sim.apiserver.streaming.connect import CONNECT_SUBRESOURCES, StreamingServer
 from controller_manager.sim.apiserver.watch import Watcher
 
 JSON = "application/json"
@@ -72,6 +73,7 @@ _USER = web.RequestKey("user", auth.User)  # the request's authenticated user
 _AUTH_WARNINGS = web.RequestKey("auth_warnings", list[str])  # what the authenticator warns the client of
 _DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 API_KEY = web.AppKey("api", ApiServer)
+STREAMING_KEY = web.AppKey("streaming", StreamingServer)  # exec/attach/port-forward and their container runtime
 _LIVENESS_CHECK = 5.0
 
 
@@ -165,10 +167,12 @@ class _Handlers:
         assert api.auth is not None
         self.auth: auth.Auth = api.auth
         self.watchers: set[Watcher] = set()
+        self.streaming = StreamingServer(api)
 
     async def on_shutdown(self, _app: web.Application) -> None:
         for watcher in list(self.watchers):
             watcher.close("server shutting down")
+        await self.streaming.close_all()
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         auth_warnings: list[str] = []
@@ -414,6 +418,10 @@ class _Handlers:
             raise errors.path_not_found()
         if verb in ("update", "patch") and not name:
             raise errors.method_not_allowed()
+        if sub in CONNECT_SUBRESOURCES and namespace is not None:
+            if verb not in ("get", "create"):
+                raise errors.method_not_allowed()
+            return await self.streaming.serve(request, request[_USER], namespace, name, sub)
         manager = ""
         if verb in ("create", "update", "patch"):
             is_apply = codec.media_type(request.headers.get("Content-Type", "")) == "application/apply-patch+yaml"
@@ -702,6 +710,7 @@ def build_app(api: ApiServer, *, middlewares: Iterable[Any] = ()) -> web.Applica
     app = web.Application(middlewares=list(middlewares), client_max_size=64 * 1024 * 1024)
     handlers = _Handlers(api)
     app[API_KEY] = api
+    app[STREAMING_KEY] = handlers.streaming
     app.on_shutdown.append(handlers.on_shutdown)
     app.cleanup_ctx.append(functools.partial(_post_start_loops, api))
     app.router.add_route("*", "/{tail:.*}", handlers.dispatch)
