@@ -35,6 +35,7 @@ __all__ = [
     "is_bound_and_active",
     "is_schedulable_candidate",
     "match_node_selector_terms",
+    "num_feasible_nodes_to_find",
     "score_node",
 ]
 
@@ -46,6 +47,11 @@ REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_TOO_MANY_PODS = "Too many pods"
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod"
+
+# kube-scheduler's adaptive percentageOfNodesToScore (the default profile sets none): how many feasible nodes a
+# scheduling cycle looks for before it stops filtering and scores what it found.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 # kube-scheduler's non-zero request defaults, used only for scoring (util.GetNonzeroRequests).
 _DEFAULT_MILLI_CPU = 100
@@ -225,10 +231,22 @@ _UNRESOLVABLE = "unresolvable"  # preemption cannot help (taints, affinity, unsc
 _RESOLVABLE = "resolvable"  # freeing resources could help
 
 
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes kube-scheduler's filtering stops at (``numFeasibleNodesToFind``): every node below
+    100; else ``percentage`` of them (0: adaptive, 50% less 1% per 125 nodes, at least 5%), at least 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+_UNSCHEDULABLE_TAINT = {"key": taints.TAINT_NODE_UNSCHEDULABLE, "effect": taints.EFFECT_NO_SCHEDULE}
+
+
 def filter_node(req: PodRequest, node: NodeInfo, usage: Usage) -> tuple[list[str], str]:
     """The reasons ``node`` cannot take the pod (empty if it can) and whether preemption could help."""
-    unschedulable_tol = {"key": taints.TAINT_NODE_UNSCHEDULABLE, "effect": taints.EFFECT_NO_SCHEDULE}
-    if node.unschedulable and not any(taints.tolerates(t, unschedulable_tol) for t in req.tolerations):
+    if node.unschedulable and not any(taints.tolerates(t, _UNSCHEDULABLE_TAINT) for t in req.tolerations):
         return [REASON_UNSCHEDULABLE], _UNRESOLVABLE
     bad = taints.find_untolerated_taint(req.tolerations, node.taints)
     if bad is not None:

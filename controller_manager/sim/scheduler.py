@@ -9,6 +9,10 @@ Guarantees:
   plugins, LeastAllocated scoring), against ``status.allocatable`` minus the requests of non-terminal
   pods bound there, including the ones this scheduler just bound (assumed before the write lands).
   Ties go to the node with fewer pods, then to the first name: pods spread evenly.
+- As kube-scheduler's default (adaptive ``percentageOfNodesToScore``), a pod's filtering stops once it has found
+  :func:`~controller_manager.sim.predicates.num_feasible_nodes_to_find` feasible nodes (all of them below 100
+  nodes; 420 of 1,000; 500 of 5,000), starting where the previous pod's stopped, and the best of those is
+  chosen: a pod costs O(nodes sampled), not O(nodes), and the rotation keeps the spreading even.
 - A pod that fits nowhere gets ``PodScheduled=False``, reason ``Unschedulable`` and kube-scheduler's
   message ("0/3 nodes are available: ... preemption: ..."), plus a ``FailedScheduling`` Warning
   event when the message changes. A gated pod gets ``PodScheduled=False``, reason
@@ -51,6 +55,7 @@ from controller_manager.sim.predicates import (
     is_bound_and_active,
     is_schedulable_candidate,
     match_node_selector_terms,
+    num_feasible_nodes_to_find,
     prefilter_error_message,
     score_node,
 )
@@ -111,6 +116,8 @@ class Scheduler:
         self._retry_interval = retry_interval
         self._batch_yield = batch_yield
         self._nodes: dict[str, NodeInfo] = {}
+        self._node_order: list[tuple[str, NodeInfo]] | None = None  # _nodes as a list, made again on change
+        self._next_start = 0  # kube-scheduler's nextStartNodeIndex: where the next pod's filtering begins
         self._usage: dict[str, Usage] = {}
         self._bound: dict[str, _Bound] = {}  # pod uid -> where it counts
         self._waiting: dict[str, _Waiting] = {}  # pod key -> pod not yet bound
@@ -134,6 +141,7 @@ class Scheduler:
             if self._nodes.get(name) == info:
                 return  # heartbeats change nothing the filters read
             self._nodes[name] = info
+        self._node_order = None
         self._retry_all()
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
@@ -262,8 +270,20 @@ class Scheduler:
         failures: dict[str, tuple[list[str], str]] = {}
         decisions: dict[str, NodeDecision] = {}
         best: tuple[float, int, str] | None = None
-        for name, node in self._nodes.items():
-            usage = self._usage.get(name) or Usage()
+        if self._node_order is None:
+            self._node_order = list(self._nodes.items())
+        nodes = self._node_order
+        total = len(nodes)
+        wanted = num_feasible_nodes_to_find(total)
+        start = self._next_start % total if total else 0
+        feasible = processed = 0
+        empty = Usage()
+        for i in range(total):
+            if feasible >= wanted:
+                break
+            name, node = nodes[(start + i) % total]
+            processed += 1
+            usage = self._usage.get(name) or empty
             reasons, kind = filter_node(req, node, usage)
             if not reasons and volumes is not None:
                 reasons, decision = volumes.decide(name, node.labels)
@@ -272,10 +292,13 @@ class Scheduler:
             if reasons:
                 failures[name] = (reasons, kind)
                 continue
+            feasible += 1
             # Highest score; then fewest pods (the default topology spreading by hostname); then name.
             candidate = (score_node(req, node, usage), usage.pods, name)
             if best is None or candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1:] < best[1:]):
                 best = candidate
+        if total:
+            self._next_start = (start + processed) % total
         if best is None:
             message = fit_error_message(len(self._nodes), failures)
             if message != waiting.last_message:
