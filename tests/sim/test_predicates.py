@@ -13,11 +13,13 @@ from controller_manager.sim.predicates import (
     Usage,
     filter_node,
     fit_error_message,
+    fit_resources,
     is_bound_and_active,
     is_schedulable_candidate,
     match_node_selector_terms,
     num_feasible_nodes_to_find,
     score_node,
+    static_filter,
 )
 
 # ----------------------------------------------------------------------------- builders
@@ -263,3 +265,14 @@ def test_num_feasible_nodes_to_find_is_kube_schedulers_adaptive_default(nodes: i
 def test_num_feasible_nodes_to_find_with_a_set_percentage() -> None:
     assert num_feasible_nodes_to_find(1000, 20) == 200
     assert num_feasible_nodes_to_find(1000, 5) == 100
+
+
+def test_filter_node_is_the_static_filters_then_resource_fit() -> None:
+    tainted = NodeInfo.of(node(taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]))
+    full = Usage(pods=110)
+    req = PodRequest.of(pod())
+    assert static_filter(req, tainted) == filter_node(req, tainted, full)  # a static reason comes first
+    plain = NodeInfo.of(node())
+    assert static_filter(req, plain) is None
+    assert filter_node(req, plain, full) == (fit_resources(req, plain, full), "resolvable") == (["Too many pods"],
+                                                                                               "resolvable")
