@@ -229,7 +229,7 @@ def figures(results: list[SizeResult]) -> list[Figure]:
             Figure("simscale", f"kube-sim CPU idle with {size} (heartbeats)", r.idle_cores, "cores"),
             Figure("simscale", f"kube-sim CPU per node-second of heartbeats ({size})", r.heartbeat_us_per_node_s,
                    "us"),
-            Figure("simscale", f"kube-sim RSS per node ({size})", r.rss_nodes_mib * 1024 / r.nodes, "KiB"),
+            Figure("simscale", f"kube-sim RSS with {size} registered", r.rss_nodes_mib, "MiB"),
             Figure("simscale", f"kube-sim CPU per pod create+bind+Running ({size}, {r.pods} pods at {r.rate:g}/s)",
                    r.cpu_ms_per_pod, "ms"),
             Figure("simscale", f"kube-sim pods/s sustained ({size})", r.sustained_pods_s, "pods/s", r.rate,
