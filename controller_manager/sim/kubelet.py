@@ -4,7 +4,10 @@ Guarantees:
 - Each node registers a Node (:func:`~controller_manager.sim.nodestatus.node_object`), renews its
   Lease in ``kube-node-lease`` every ``lease_renew_interval`` and posts node status every
   ``node_status_update_frequency`` when it changed, or every ``node_status_report_frequency``
-  regardless, as the kubelet does since node leases exist.
+  regardless, as the kubelet does since node leases exist. All nodes' renewals and checks run from one timer
+  (:class:`~controller_manager.sim.heartbeats.HeartbeatSchedule`), those due together in one pass; a renewal
+  whose stored result is certain is written by :func:`~controller_manager.sim.apiserver.renewal.renew_in_place`
+  (the update's bytes and watch event, without its machinery).
 - Pods bound to a node go Pending (containers waiting ``ContainerCreating``) -> Running, driven by
   annotations (prefix ``sim.controller-manager.io/``): ``start-seconds``, ``ready-after-seconds``,
   ``run-seconds``, ``exit-code``. Exits follow ``restartPolicy`` (Always: restart after a short
