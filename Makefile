@@ -83,3 +83,10 @@ bench-sharding: $(STAMP)
 .PHONY: bench-scale-paths
 bench-scale-paths: $(STAMP)
 	$(BIN)/python -m bench.scale_paths
+# kube-sim's own cost at size (bench/simscale.py): for each of SIMSCALE_NODES, kube-sim alone, its idle CPU
+# (heartbeats) and the CPU, RSS and sustained rate of SIMSCALE_PODS pods created at 50/s, bound and Running.
+.PHONY: bench-simscale
+SIMSCALE_NODES ?= 100,1000,5000
+SIMSCALE_PODS ?= 3000
+bench-simscale: $(STAMP)
+	$(BIN)/python -m bench.simscale --nodes $(SIMSCALE_NODES) --pods $(SIMSCALE_PODS)

@@ -79,8 +79,13 @@ def format_time(ts: float) -> str:
 
 
 def format_micro_time(ts: float) -> str:
-    """RFC 3339 with microseconds, as metav1.MicroTime serialises (Lease renewTime, events.k8s.io eventTime)."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 with microseconds, as metav1.MicroTime serialises (Lease renewTime, events.k8s.io eventTime).
+    What ``datetime.fromtimestamp(ts).strftime`` gives, for the price of the seconds' text (a kubelet renews its
+    Lease every 10 s: at 5,000 nodes, 500 of these a second)."""
+    frac, whole = math.modf(ts)
+    micros = round(frac * 1e6)  # half-even, as datetime.fromtimestamp rounds
+    second = int(whole) + (micros >= 1_000_000) - (micros < 0)
+    return f"{format_time(second)[:-1]}.{micros % 1_000_000:06d}Z"
 
 
 def parse_time(value: str | None) -> float | None:

@@ -40,6 +40,7 @@ import secrets
 import shutil
 import string
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -200,8 +201,7 @@ class SimCluster:
             self.api.component_probes["scheduler"] = _task_probe(scheduler_task)
         self._tasks.append(asyncio.create_task(self.resizer.run(), name="sim-resizer"))
         if self.kubelets is not None:
-            names = self.kubelets.node_names
-            await self._wait(lambda: all(self._node_ready(n) for n in names), "nodes to register")
+            await self._wait(self._all_ready(self.kubelets.node_names), "nodes to register")
         self.kubeconfig_path = self._kubeconfig_arg or Path(self._make_tmpdir()) / "kubeconfig"
         await asyncio.to_thread(write_kubeconfig, self.kubeconfig_path, self.url,
                                 self.api.options.admin_token or "", self.api.options.viewer_token or "",
@@ -249,10 +249,21 @@ class SimCluster:
                 raise TimeoutError(f"kube-sim: timed out waiting for {what}")
             await asyncio.sleep(0.005)
 
+    def _all_ready(self, names: list[str]) -> Callable[[], bool]:
+        """A predicate true once every node named is Ready; each call resumes at the first one not seen Ready
+        (checking all 5,000 nodes every poll made start-up quadratic)."""
+        seen = 0
+
+        def ready() -> bool:
+            nonlocal seen
+            while seen < len(names) and self._node_ready(names[seen]):
+                seen += 1
+            return seen == len(names)
+        return ready
+
     def _node_ready(self, name: str) -> bool:
-        try:
-            node = self.api.get(NODES, None, name)
-        except Exception:
+        node = self.api.stored_object(NODES, None, name)  # read only: no private copy
+        if node is None:
             return False
         return any(c.get("type") == "Ready" and c.get("status") == "True"
                    for c in (node.get("status") or {}).get("conditions") or ())

@@ -4,7 +4,10 @@ Guarantees:
 - Each node registers a Node (:func:`~controller_manager.sim.nodestatus.node_object`), renews its
   Lease in ``kube-node-lease`` every ``lease_renew_interval`` and posts node status every
   ``node_status_update_frequency`` when it changed, or every ``node_status_report_frequency``
-  regardless, as the kubelet does since node leases exist.
+  regardless, as the kubelet does since node leases exist. All nodes' renewals and checks run from one timer
+  (:class:`~controller_manager.sim.heartbeats.HeartbeatSchedule`), those due together in one pass; a renewal
+  whose stored result is certain is written by :func:`~controller_manager.sim.apiserver.renewal.renew_in_place`
+  (the update's bytes and watch event, without its machinery).
 - Pods bound to a node go Pending (containers waiting ``ContainerCreating``) -> Running, driven by
   annotations (prefix ``sim.controller-manager.io/``): ``start-seconds``, ``ready-after-seconds``,
   ``run-seconds``, ``exit-code``. Exits follow ``restartPolicy`` (Always: restart after a short
@@ -43,7 +46,9 @@ import structlog
 
 from controller_manager.api.meta import format_micro_time, meta, parse_time
 from controller_manager.api.resources import LEASES, NAMESPACES, NODES, PODS
-from controller_manager.clock import Clock, RealClock, TimerHandle
+from controller_manager.clock import Clock, RealClock
+from controller_manager.sim.apiserver.renewal import renew_in_place
+from controller_manager.sim.heartbeats import HeartbeatSchedule
 from controller_manager.sim.listwatch import ListWatch, status_code
 from controller_manager.sim.nodestatus import (
     NODE_CONDITIONS,
@@ -72,6 +77,8 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 FIELD_MANAGER = "kubelet"  # what a kubelet's writes are recorded under in managedFields (its User-Agent)
 _REPORTED_STAGES = frozenset({"creating", "running", "backoff", "exited"})  # stages a status describes
 _UNMOUNTED_STAGES = frozenset({"exited", "confirmed", "gone"})  # a pod in these holds no volume any more
+# Heartbeats due together are done in slices of this many, the loop let in between (HTTP requests, watches).
+_HEARTBEAT_SLICE = 256
 
 
 def _annotation_seconds(pod: dict[str, Any], name: str, default: float | None) -> float | None:
@@ -94,13 +101,8 @@ class _Node:
     obj: dict[str, Any] | None = None  # latest Node seen through the watch
     uid: str = ""
     last_report: float = float("-inf")
-    timers: list[TimerHandle] = field(default_factory=list)
     next_ip: int = 0
-
-    def cancel_timers(self) -> None:
-        for t in self.timers:
-            t.cancel()
-        self.timers.clear()
+    runs: dict[str, PodRun] = field(default_factory=dict)  # pod uid -> run, the pods bound to this node
 
 
 class KubeletManager:
@@ -113,7 +115,9 @@ class KubeletManager:
         self.config = config or KubeletConfig()
         self._volumes = KubeletVolumes(api, storage) if storage is not None else None
         self._nodes: dict[str, _Node] = {}
-        self._runs: dict[str, PodRun] = {}  # pod uid -> what the kubelet knows of it
+        self._runs: dict[str, PodRun] = {}  # pod uid -> what the kubelet knows of it (also under its _Node)
+        # Every node's Lease renewals and status checks, on one timer; due ones are done in one queued action.
+        self._heartbeats: HeartbeatSchedule[str, str] = HeartbeatSchedule(self._clock, self._heartbeats_due)
         self._actions: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
         self._running = False
         self._seq = 0
@@ -141,17 +145,26 @@ class KubeletManager:
         self._arm_node_timers(node)
 
     def _arm_node_timers(self, node: _Node) -> None:
-        node.cancel_timers()
+        self._heartbeats.arm(node.name, [("status", self.config.node_status_update_frequency),
+                                         ("lease", self.config.lease_renew_interval)])
 
-        def every(interval: float, action: Callable[[], Awaitable[None]]) -> None:
-            def fire() -> None:
-                if not node.stopped:
-                    self._do(action)
-                    node.timers.append(self._clock.call_later(interval, fire))
-            node.timers.append(self._clock.call_later(interval, fire))
+    def _heartbeats_due(self, due: list[tuple[str, str]]) -> None:
+        beats = [(node, beat) for name, beat in due if not (node := self._nodes[name]).stopped]
+        if beats:
+            self._do(lambda: self._heartbeat(beats))
 
-        every(self.config.node_status_update_frequency, lambda: self._post_node_status(node, force=False))
-        every(self.config.lease_renew_interval, lambda: self._renew_lease(node))
+    async def _heartbeat(self, beats: list[tuple[_Node, str]]) -> None:
+        """The status checks and Lease renewals due now, in due order, a slice at a time."""
+        for i, (node, beat) in enumerate(beats):
+            if i and i % _HEARTBEAT_SLICE == 0:
+                await asyncio.sleep(0)
+            try:
+                if beat == "lease":
+                    await self._renew_lease(node)
+                else:
+                    await self._post_node_status(node, force=False)
+            except Exception:
+                log.exception("kubelet heartbeat failed", node=node.name, beat=beat)
 
     async def _register(self, node: _Node) -> None:
         obj = node_object(node.name, node.index, node.zone, self.config, self._clock.now())
@@ -202,14 +215,19 @@ class KubeletManager:
     async def _renew_lease(self, node: _Node) -> None:
         if node.stopped or node.deleted:
             return
-        now = format_micro_time(self._clock.now())
+        when = self._clock.now()
+        now = format_micro_time(when)
         try:
-            lease = self._api.get(LEASES, NODE_LEASE_NAMESPACE, node.name)
+            stored = self._api.get_stored(LEASES, NODE_LEASE_NAMESPACE, node.name)
         except Exception as exc:
             if status_code(exc) != 404:
                 raise
             await self._create_lease(node, now)
             return
+        if renew_in_place(self._api, stored, holder=node.name, duration=self.config.lease_duration_seconds,
+                          renew_time=now, manager=FIELD_MANAGER, now=when):
+            return
+        lease = self._api.get(LEASES, NODE_LEASE_NAMESPACE, node.name)
         spec = {**(lease.get("spec") or {}), "holderIdentity": node.name, "renewTime": now,
                 "leaseDurationSeconds": self.config.lease_duration_seconds}
         self._api.update(LEASES, {**lease, "spec": spec}, field_manager=FIELD_MANAGER)
@@ -258,10 +276,9 @@ class KubeletManager:
     def _stop_node(self, node: _Node) -> None:
         log.info("kubelet stopped", node=node.name)
         node.stopped = True
-        node.cancel_timers()
-        for run in self._runs.values():
-            if run.node == node.name:
-                run.cancel_timers()
+        self._heartbeats.disarm(node.name)
+        for run in node.runs.values():
+            run.cancel_timers()
 
     def _resume_node(self, node: _Node) -> None:
         log.info("kubelet resumed", node=node.name)
@@ -269,9 +286,8 @@ class KubeletManager:
         self._do(lambda: self._post_node_status(node, force=True))
         self._do(lambda: self._renew_lease(node))
         self._arm_node_timers(node)
-        for run in list(self._runs.values()):
-            if run.node == node.name:
-                self._adopt(run)
+        for run in list(node.runs.values()):
+            self._adopt(run)
 
     # ---- pods
 
@@ -284,11 +300,15 @@ class KubeletManager:
                 run.cancel_timers()
                 run.stage = "gone"
                 del self._runs[uid]
+                owner = self._nodes.get(run.node)
+                if owner is not None:
+                    owner.runs.pop(uid, None)
                 self._volumes_released(run)
             return
         if run is None:
             run = PodRun(uid=uid, node=node.name, pod=pod)
             self._runs[uid] = run
+            node.runs[uid] = run
             if not node.stopped:
                 self._adopt(run)
             return
@@ -512,8 +532,7 @@ class KubeletManager:
     def _volumes_in_use(self, node: _Node) -> list[str]:
         if self._volumes is None:
             return []
-        return self._volumes.in_use(r.uid for r in self._runs.values()
-                                    if r.node == node.name and r.stage not in _UNMOUNTED_STAGES)
+        return self._volumes.in_use(r.uid for r in node.runs.values() if r.stage not in _UNMOUNTED_STAGES)
 
     def _sync_volumes_in_use(self, node: _Node) -> None:
         """Post the node's status soon if the volumes it reports in use would change."""
@@ -564,8 +583,7 @@ class KubeletManager:
                 tg.create_task(pod_watch.run(), name="sim-kubelet-watch-pods")
         finally:
             self._running = False
-            for node in self._nodes.values():
-                node.cancel_timers()
+            self._heartbeats.cancel()
             for run in self._runs.values():
                 run.cancel_timers()
 

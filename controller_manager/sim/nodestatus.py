@@ -9,7 +9,8 @@ Guarantees:
 - :func:`node_conditions` gives the four kubelet conditions (MemoryPressure, DiskPressure,
   PIDPressure False; Ready True, reason ``KubeletReady``) with the heartbeat at ``now`` and each
   transition time kept while its status holds.
-- Node ``index`` ``i`` gets InternalIP ``172.18.x.y`` and pod CIDR ``10.(244+i/256).(i%256).0/24``.
+- Node ``index`` ``i`` gets InternalIP ``172.18.x.y`` and pod CIDR ``10.(244+i/256).(i%256).0/24``, wrapping round
+  inside 10.0.0.0/8 past node 3,071 (:func:`pod_cidr`): valid and distinct for 65,536 nodes.
 """
 
 from __future__ import annotations
@@ -125,5 +126,7 @@ def node_ip(index: int) -> str:
 
 
 def pod_cidr(index: int) -> str:
-    """The pod CIDR of the node with this index (a /24 out of 10.244.0.0/14 and up)."""
-    return f"10.{244 + index // 256}.{index % 256}.0/24"
+    """The pod CIDR of the node with this index: the index-th /24 from 10.244.0.0, wrapping round inside 10.0.0.0/8
+    (node 3,072 gets 10.0.0.0/24), so 65,536 nodes have distinct valid ones."""
+    n = (244 * 256 + index) % 65536
+    return f"10.{n // 256}.{n % 256}.0/24"

@@ -32,10 +32,13 @@ __all__ = [
     "Usage",
     "filter_node",
     "fit_error_message",
+    "fit_resources",
     "is_bound_and_active",
     "is_schedulable_candidate",
     "match_node_selector_terms",
+    "num_feasible_nodes_to_find",
     "score_node",
+    "static_filter",
 ]
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -46,6 +49,11 @@ REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_TOO_MANY_PODS = "Too many pods"
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPTION_NO_VICTIMS = "No preemption victims found for incoming pod"
+
+# kube-scheduler's adaptive percentageOfNodesToScore (the default profile sets none): how many feasible nodes a
+# scheduling cycle looks for before it stops filtering and scores what it found.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 # kube-scheduler's non-zero request defaults, used only for scoring (util.GetNonzeroRequests).
 _DEFAULT_MILLI_CPU = 100
@@ -225,18 +233,45 @@ _UNRESOLVABLE = "unresolvable"  # preemption cannot help (taints, affinity, unsc
 _RESOLVABLE = "resolvable"  # freeing resources could help
 
 
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int = 0) -> int:
+    """How many feasible nodes kube-scheduler's filtering stops at (``numFeasibleNodesToFind``): every node below
+    100; else ``percentage`` of them (0: adaptive, 50% less 1% per 125 nodes, at least 5%), at least 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage == 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+_UNSCHEDULABLE_TAINT = {"key": taints.TAINT_NODE_UNSCHEDULABLE, "effect": taints.EFFECT_NO_SCHEDULE}
+
+
 def filter_node(req: PodRequest, node: NodeInfo, usage: Usage) -> tuple[list[str], str]:
     """The reasons ``node`` cannot take the pod (empty if it can) and whether preemption could help."""
-    unschedulable_tol = {"key": taints.TAINT_NODE_UNSCHEDULABLE, "effect": taints.EFFECT_NO_SCHEDULE}
-    if node.unschedulable and not any(taints.tolerates(t, unschedulable_tol) for t in req.tolerations):
+    static = static_filter(req, node)
+    if static is not None:
+        return static
+    return fit_resources(req, node, usage), _RESOLVABLE
+
+
+def static_filter(req: PodRequest, node: NodeInfo) -> tuple[list[str], str] | None:
+    """The filters that read only the pod and the Node (NodeUnschedulable, TaintToleration, NodeAffinity): why
+    the node is out whatever is bound there, or None. Pods with equal requests get equal answers."""
+    if node.unschedulable and not any(taints.tolerates(t, _UNSCHEDULABLE_TAINT) for t in req.tolerations):
         return [REASON_UNSCHEDULABLE], _UNRESOLVABLE
-    bad = taints.find_untolerated_taint(req.tolerations, node.taints)
-    if bad is not None:
-        return [f"node(s) had untolerated taint {{{bad.get('key', '')}: {bad.get('value', '')}}}"], _UNRESOLVABLE
+    if node.taints:
+        bad = taints.find_untolerated_taint(req.tolerations, node.taints)
+        if bad is not None:
+            return [f"node(s) had untolerated taint {{{bad.get('key', '')}: {bad.get('value', '')}}}"], _UNRESOLVABLE
     if any(node.labels.get(k) != v for k, v in req.node_selector.items()) or (
         req.affinity_terms is not None and not match_node_selector_terms(req.affinity_terms, node.name, node.labels)
     ):
         return [REASON_AFFINITY], _UNRESOLVABLE
+    return None
+
+
+def fit_resources(req: PodRequest, node: NodeInfo, usage: Usage) -> list[str]:
+    """NodeResourcesFit: why what is bound to the node leaves no room for the pod (empty: it fits)."""
     reasons = []
     if usage.pods + 1 > node.pods:
         reasons.append(REASON_TOO_MANY_PODS)
@@ -244,15 +279,16 @@ def filter_node(req: PodRequest, node: NodeInfo, usage: Usage) -> tuple[list[str
         reasons.append("Insufficient cpu")
     if req.memory and usage.memory + req.memory > node.memory:
         reasons.append("Insufficient memory")
-    return reasons, _RESOLVABLE
+    return reasons
 
 
 def score_node(req: PodRequest, node: NodeInfo, usage: Usage) -> float:
     """LeastAllocated: the mean share of cpu and memory left free once the pod is placed (0..100)."""
-    def free(alloc: int, used: int) -> float:
-        return 0.0 if alloc <= 0 or used > alloc else (alloc - used) * 100.0 / alloc
-    return (free(node.milli_cpu, usage.nonzero_milli_cpu + req.nonzero_milli_cpu)
-            + free(node.memory, usage.nonzero_memory + req.nonzero_memory)) / 2
+    alloc, used = node.milli_cpu, usage.nonzero_milli_cpu + req.nonzero_milli_cpu
+    cpu = 0.0 if alloc <= 0 or used > alloc else (alloc - used) * 100.0 / alloc
+    alloc, used = node.memory, usage.nonzero_memory + req.nonzero_memory
+    memory = 0.0 if alloc <= 0 or used > alloc else (alloc - used) * 100.0 / alloc
+    return (cpu + memory) / 2
 
 
 def fit_error_message(num_nodes: int, failures: Mapping[str, tuple[list[str], str]]) -> str:
@@ -280,6 +316,7 @@ def prefilter_error_message(num_nodes: int, reason: str) -> str:
 
 
 UNRESOLVABLE = _UNRESOLVABLE
+RESOLVABLE = _RESOLVABLE
 
 
 def is_schedulable_candidate(pod: Mapping[str, Any], scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> bool:

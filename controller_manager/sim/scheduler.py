@@ -9,6 +9,10 @@ Guarantees:
   plugins, LeastAllocated scoring), against ``status.allocatable`` minus the requests of non-terminal
   pods bound there, including the ones this scheduler just bound (assumed before the write lands).
   Ties go to the node with fewer pods, then to the first name: pods spread evenly.
+- As kube-scheduler's default (adaptive ``percentageOfNodesToScore``), a pod's filtering stops once it has found
+  :func:`~controller_manager.sim.predicates.num_feasible_nodes_to_find` feasible nodes (all of them below 100
+  nodes; 420 of 1,000; 500 of 5,000), starting where the previous pod's stopped, and the best of those is
+  chosen: a pod costs O(nodes sampled), not O(nodes), and the rotation keeps the spreading even.
 - A pod that fits nowhere gets ``PodScheduled=False``, reason ``Unschedulable`` and kube-scheduler's
   message ("0/3 nodes are available: ... preemption: ..."), plus a ``FailedScheduling`` Warning
   event when the message changes. A gated pod gets ``PodScheduled=False``, reason
@@ -33,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import structlog
 
 from controller_manager.api.meta import format_time, key_of, meta, parse_time
@@ -42,17 +47,21 @@ from controller_manager.sim.apiserver import subresources
 from controller_manager.sim.listwatch import ListWatch, status_code
 from controller_manager.sim.predicates import (
     DEFAULT_SCHEDULER_NAME,
+    RESOLVABLE,
     UNRESOLVABLE,
     NodeInfo,
     PodRequest,
     Usage,
     filter_node,
     fit_error_message,
+    fit_resources,
     is_bound_and_active,
     is_schedulable_candidate,
     match_node_selector_terms,
+    num_feasible_nodes_to_find,
     prefilter_error_message,
     score_node,
+    static_filter,
 )
 from controller_manager.sim.recorder import event_object, record
 from controller_manager.sim.volumebinding import NodeDecision, VolumeBinding, VolumeBindingError
@@ -60,6 +69,7 @@ from controller_manager.sim.volumebinding import NodeDecision, VolumeBinding, Vo
 if TYPE_CHECKING:
     from controller_manager.sim.apiserver.server import ApiServer
 
+_EXCLUDED_CACHE_SIZE = 256  # pod shapes whose statically excluded nodes are kept (cleared when a node changes)
 FIELD_MANAGER = "kube-scheduler"  # what its writes are recorded under in managedFields (its User-Agent)
 
 # The pure names stay importable from here, where callers first found them.
@@ -111,6 +121,11 @@ class Scheduler:
         self._retry_interval = retry_interval
         self._batch_yield = batch_yield
         self._nodes: dict[str, NodeInfo] = {}
+        self._node_order: list[tuple[str, NodeInfo]] | None = None  # _nodes as a list, made again on change
+        self._next_start = 0  # kube-scheduler's nextStartNodeIndex: where the next pod's filtering begins
+        # Per pod shape (tolerations, node selector, required node affinity): the nodes the filters that read
+        # only the pod and the Node rule out, with why. Pods of one template share it; a node change clears it.
+        self._excluded: dict[bytes, dict[str, tuple[list[str], str]]] = {}
         self._usage: dict[str, Usage] = {}
         self._bound: dict[str, _Bound] = {}  # pod uid -> where it counts
         self._waiting: dict[str, _Waiting] = {}  # pod key -> pod not yet bound
@@ -134,6 +149,8 @@ class Scheduler:
             if self._nodes.get(name) == info:
                 return  # heartbeats change nothing the filters read
             self._nodes[name] = info
+        self._node_order = None
+        self._excluded.clear()
         self._retry_all()
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
@@ -262,9 +279,27 @@ class Scheduler:
         failures: dict[str, tuple[list[str], str]] = {}
         decisions: dict[str, NodeDecision] = {}
         best: tuple[float, int, str] | None = None
-        for name, node in self._nodes.items():
-            usage = self._usage.get(name) or Usage()
-            reasons, kind = filter_node(req, node, usage)
+        if self._node_order is None:
+            self._node_order = list(self._nodes.items())
+        nodes = self._node_order
+        total = len(nodes)
+        wanted = num_feasible_nodes_to_find(total)
+        start = self._next_start % total if total else 0
+        feasible = processed = 0
+        empty = Usage()
+        excluded = self._excluded_nodes(req)
+        usages = self._usage
+        for i in range(total):
+            if feasible >= wanted:
+                break
+            name, node = nodes[(start + i) % total]
+            processed += 1
+            out = excluded.get(name)
+            if out is not None:
+                failures[name] = out
+                continue
+            usage = usages.get(name) or empty
+            reasons, kind = fit_resources(req, node, usage), RESOLVABLE
             if not reasons and volumes is not None:
                 reasons, decision = volumes.decide(name, node.labels)
                 kind = UNRESOLVABLE
@@ -272,10 +307,13 @@ class Scheduler:
             if reasons:
                 failures[name] = (reasons, kind)
                 continue
+            feasible += 1
             # Highest score; then fewest pods (the default topology spreading by hostname); then name.
             candidate = (score_node(req, node, usage), usage.pods, name)
             if best is None or candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1:] < best[1:]):
                 best = candidate
+        if total:
+            self._next_start = (start + processed) % total
         if best is None:
             message = fit_error_message(len(self._nodes), failures)
             if message != waiting.last_message:
@@ -286,6 +324,21 @@ class Scheduler:
             self._bind_after_volumes(pod, best[2], req, decisions[best[2]])
             return
         await self._bind(pod, best[2], req)
+
+    def _excluded_nodes(self, req: PodRequest) -> dict[str, tuple[list[str], str]]:
+        """The nodes :func:`static_filter` rules out for pods shaped as ``req``, computed once per shape."""
+        shape = orjson.dumps([req.tolerations, req.node_selector, req.affinity_terms], option=orjson.OPT_SORT_KEYS)
+        excluded = self._excluded.get(shape)
+        if excluded is None:
+            if len(self._excluded) >= _EXCLUDED_CACHE_SIZE:
+                self._excluded.clear()
+            excluded = {}
+            for name, node in self._nodes.items():
+                out = static_filter(req, node)
+                if out is not None:
+                    excluded[name] = out
+            self._excluded[shape] = excluded
+        return excluded
 
     def _bind_after_volumes(self, pod: dict[str, Any], node: str, req: PodRequest, decision: NodeDecision) -> None:
         """Reserve the node, then PreBind (volumes) and bind beside the scheduling loop, as the binding cycle."""

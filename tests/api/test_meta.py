@@ -43,6 +43,17 @@ def test_time_formats_round_trip() -> None:
     assert parse_time(None) is None
 
 
+def test_micro_time_is_what_strftime_gives() -> None:
+    import random
+    from datetime import UTC, datetime
+
+    rng = random.Random(7)
+    samples = [1_700_000_000.0, 1_700_000_000.9999995, 1_700_000_000.0000005, -0.25, 0.0, 1_799_999_999.999999]
+    samples += [rng.uniform(0, 4e9) for _ in range(2000)] + [rng.randrange(0, 4 * 10**9) / 1e6 for _ in range(500)]
+    for ts in samples:
+        assert format_micro_time(ts) == datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), ts
+
+
 def test_deep_copy_is_equal_and_shares_nothing() -> None:
     obj = {"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 3, "ratio": 0.5, "on": True,
                                                                      "list": [{"k": None}], "big": 2**70}}

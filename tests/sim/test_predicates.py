@@ -13,10 +13,13 @@ from controller_manager.sim.predicates import (
     Usage,
     filter_node,
     fit_error_message,
+    fit_resources,
     is_bound_and_active,
     is_schedulable_candidate,
     match_node_selector_terms,
+    num_feasible_nodes_to_find,
     score_node,
+    static_filter,
 )
 
 # ----------------------------------------------------------------------------- builders
@@ -248,3 +251,28 @@ CANDIDATES = [
 def test_candidates_and_counted_pods(the_pod: dict[str, Any], candidate: bool, counted: bool) -> None:
     assert is_schedulable_candidate(the_pod) is candidate
     assert is_bound_and_active(the_pod) is counted
+
+
+@pytest.mark.parametrize(("nodes", "want"), [
+    (0, 0), (5, 5), (99, 99),  # below 100: every node
+    (100, 100), (200, 100),  # 50%, 48%: still at least 100
+    (1000, 420), (5000, 500), (6000, 300), (15000, 750),  # 50% less 1% per 125 nodes, at least 5%
+])
+def test_num_feasible_nodes_to_find_is_kube_schedulers_adaptive_default(nodes: int, want: int) -> None:
+    assert num_feasible_nodes_to_find(nodes) == want
+
+
+def test_num_feasible_nodes_to_find_with_a_set_percentage() -> None:
+    assert num_feasible_nodes_to_find(1000, 20) == 200
+    assert num_feasible_nodes_to_find(1000, 5) == 100
+
+
+def test_filter_node_is_the_static_filters_then_resource_fit() -> None:
+    tainted = NodeInfo.of(node(taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]))
+    full = Usage(pods=110)
+    req = PodRequest.of(pod())
+    assert static_filter(req, tainted) == filter_node(req, tainted, full)  # a static reason comes first
+    plain = NodeInfo.of(node())
+    assert static_filter(req, plain) is None
+    assert filter_node(req, plain, full) == (fit_resources(req, plain, full), "resolvable") == (["Too many pods"],
+                                                                                               "resolvable")

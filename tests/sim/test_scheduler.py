@@ -181,3 +181,20 @@ async def test_a_thousand_pods_bind_fast(cluster: Cluster) -> None:
     for p in cluster.api.list(PODS, "default")[0]:
         per_node[p["spec"]["nodeName"]] += 1
     assert set(per_node.values()) == {200}
+
+
+async def test_large_clusters_sample_nodes_where_the_last_pod_stopped(cluster: Cluster) -> None:
+    # 250 nodes: each pod's filtering stops at 120 feasible ones (kube-scheduler's adaptive percentage: 48%),
+    # starting where the previous pod's stopped; the best of those wins (the emptiest, then the first name).
+    for i in range(250):
+        cluster.add_node(f"n{i:03d}", pods="2")
+    for i in range(4):
+        cluster.add_pod(f"p{i}")
+        await eventually(lambda i=i: cluster.node_of(f"p{i}"))
+    assert [cluster.node_of(f"p{i}") for i in range(4)] == ["n000", "n120", "n001", "n110"]
+    for i in range(4, 501):
+        cluster.add_pod(f"p{i}")
+    await eventually(lambda: cluster.scheduler.scheduled == 500 and cluster.scheduled_condition("p500"), timeout=30)
+    # A pod that fits nowhere was checked against every node, not a sample.
+    assert cluster.scheduled_condition("p500")["message"].startswith(  # type: ignore[index]
+        "0/250 nodes are available: 250 Too many pods.")

@@ -322,6 +322,16 @@ class ApiServer:
             raise errors.already_exists(res.group, res.plural, obj["metadata"]["name"])
         return self._commit(store, key, obj, False, normalized=True).obj
 
+    def store_update_prepared(self, res: Resource, existing: Stored, obj: Obj) -> Stored:
+        """Store ``obj`` over ``existing``, the latest stored version, where the caller holds the very object an
+        update would store (stored form, managedFields included; only its resourceVersion is assigned here): the
+        write and its watch event without the update's machinery. For in-process actors' periodic writes whose
+        result is known (the kubelets' Lease renewals, :mod:`renewal`); their tests hold it equal to an update's."""
+        store = self.store(res)
+        if store.get(existing.key) is not existing:
+            raise errors.conflict(res.group, res.plural, str(existing.obj["metadata"].get("name", "")))
+        return self._commit(store, existing.key, obj, False, normalized=True)
+
     def _remove(self, store: ResourceStore, key: str, dry_run: bool) -> Stored:
         existing = store.objects[key]
         if dry_run:
