@@ -294,16 +294,28 @@ class Set:
     def to_fields_v1(self) -> dict[str, Any]:
         if self._fields_v1 is None:
             out: dict[str, Any] = {}
-            for pe in sorted(self.members | self.children.keys(), key=element_sort_key):
-                child = self.children.get(pe)
-                if child is None:
-                    out[element_text(pe)] = {}
-                elif pe in self.members:
-                    out[element_text(pe)] = {".": {}, **child.to_fields_v1()}
-                else:
-                    out[element_text(pe)] = child.to_fields_v1()
+            children = self.children
+            if not children:
+                for _, text in _in_order(self.members):
+                    out[text] = {}
+            else:
+                members = self.members
+                for pe, text in _in_order(members.union(children)):
+                    child = children.get(pe)
+                    if child is None:
+                        out[text] = {}
+                    elif pe in members:
+                        out[text] = {".": {}, **child.to_fields_v1()}
+                    else:
+                        out[text] = child.to_fields_v1()
             self._fields_v1 = out
         return self._fields_v1
+
+
+@functools.lru_cache(maxsize=16384)  # (the same field names and item keys make up every object of a kind)
+def _in_order(elements: frozenset[PathElement]) -> tuple[tuple[PathElement, str], ...]:
+    """A node's elements in SMD's order, each with its FieldsV1 key."""
+    return tuple((pe, element_text(pe)) for pe in sorted(elements, key=element_sort_key))
 
 
 EMPTY = Set()

@@ -233,13 +233,15 @@ def _go_quoted_list(items: tuple[str, ...]) -> str:
 # --- ToFieldSet -------------------------------------------------------------------------------------------
 
 class _Builder:
-    """A mutable set under construction (frozen into a :class:`Set` at the end)."""
+    """A mutable set under construction (frozen into a :class:`Set` at the end). ``sets``: subtrees already
+    built as sets (an added value's, see :func:`added_set`), taken as they are when frozen."""
 
-    __slots__ = ("children", "members")
+    __slots__ = ("children", "members", "sets")
 
     def __init__(self) -> None:
         self.members: set[PathElement] = set()
         self.children: dict[PathElement, _Builder] = {}
+        self.sets: dict[PathElement, Set] | None = None
 
     def insert(self, path: Path) -> None:
         if not path:
@@ -265,12 +267,24 @@ class _Builder:
             found = self.children[pe] = _Builder()
         return found
 
+    def put(self, pe: PathElement, s: Set) -> None:
+        """Add the (non-empty) set ``s`` under ``pe``."""
+        if self.sets is None:
+            self.sets = {pe: s}
+        else:
+            held = self.sets.get(pe)
+            self.sets[pe] = s if held is None else held.union(s)
+
     def freeze(self) -> Set:
         children = {}
         for pe, child in self.children.items():
             frozen = child.freeze()
             if frozen:
                 children[pe] = frozen
+        if self.sets is not None:
+            for pe, s in self.sets.items():
+                held = children.get(pe)
+                children[pe] = s if held is None else held.union(s)
         if not self.members and not children:
             return EMPTY
         return Set(frozenset(self.members), children)
@@ -401,13 +415,18 @@ class _Compare:
                 self.removed.insert(path)
 
     def added_tree(self, value: Any, atom: Atom, path: Path) -> None:
-        """walk(MISSING, value): the path and every path under it are added (the common case of a create)."""
+        """walk(MISSING, value): the path and every path under it are added (the common case of a create, and
+        of a status written for the first time)."""
+        under = added_set(value, atom) if isinstance(value, dict | list) else EMPTY
         if not path:
-            _add_under(self.added, value, atom)
+            self.added.members.update(under.members)
+            for pe, child in under.children.items():
+                self.added.put(pe, child)
             return
         node = self.added.node(path[:-1])
         node.members.add(path[-1])
-        _add_under(node.child(path[-1]), value, atom)
+        if under is not EMPTY:
+            node.put(path[-1], under)
 
     def same_order(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> bool:
         """The usual update of a keyed list: the same items in the same order, some of them changed. Then only
@@ -511,35 +530,45 @@ class _Compare:
                 self.added.insert(item_path)
 
 
-def _add_under(node: _Builder, value: Any, atom: Atom) -> None:
-    """Add every path under ``value`` to ``node`` (the builder of the set under the value's own path), as
-    ToFieldSet would list them: built in place, so no path is walked again from the root."""
+_REPEATED: Any = object()  # (an associative list's key given to more than one item)
+
+
+def added_set(value: Any, atom: Atom) -> Set:
+    """Every path under ``value`` as ToFieldSet would list them, as Compare reports a value added whole: each
+    map key and associative list item a member, with the set under it where it has one. Built straight
+    into sets (nothing under an added value is merged with anything else), EMPTY when nothing is under it."""
     a = atom.deduce(value)
-    if a.map is not None:
-        if a.map.atomic or not isinstance(value, dict):
-            return
-        m = a.map
-        members = node.members
+    m = a.map
+    if m is not None:
+        if m.atomic or not isinstance(value, dict) or not value:
+            return EMPTY
+        children: dict[PathElement, Set] = {}
         for key, val in value.items():
-            pe = ("f", key)
-            members.add(pe)
-            child_atom = m.child(key)
-            if isinstance(val, dict | list):
-                _add_under(node.child(pe), val, child_atom)
-        return
-    if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
-        return
-    counts: dict[PathElement, list[Any]] = {}
+            if isinstance(val, dict | list) and val:
+                under = added_set(val, m.child(key))
+                if under is not EMPTY:
+                    children[("f", key)] = under
+        return Set(frozenset([("f", key) for key in value]), children)
+    lt = a.list
+    if a.scalar or lt is None or not lt.associative or not isinstance(value, list):
+        return EMPTY
+    items: dict[PathElement, Any] = {}
     for item in value:
         try:
-            counts.setdefault(item_element(a.list, item), []).append(item)
+            pe = item_element(lt, item)
         except TypedError:
             continue
-    elem = a.list.elem()
-    for pe, items in counts.items():
-        node.members.add(pe)
-        if len(items) == 1 and isinstance(items[0], dict | list):
-            _add_under(node.child(pe), items[0], elem)
+        items[pe] = item if pe not in items else _REPEATED
+    if not items:
+        return EMPTY
+    elem = lt.elem()
+    children = {}
+    for pe, item in items.items():
+        if item is not _REPEATED and isinstance(item, dict | list) and item:
+            under = added_set(item, elem)
+            if under is not EMPTY:
+                children[pe] = under
+    return Set(frozenset(items), children)
 
 
 def equal(a: Any, b: Any) -> bool:
