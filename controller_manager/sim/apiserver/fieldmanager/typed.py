@@ -543,9 +543,11 @@ def added_set(value: Any, atom: Atom) -> Set:
         if m.atomic or not isinstance(value, dict) or not value:
             return EMPTY
         children: dict[PathElement, Set] = {}
+        named, elem = m.fields, m.elem
         for key, val in value.items():
-            if isinstance(val, dict | list) and val:
-                under = added_set(val, m.child(key))
+            if _is_container(val) and val:
+                found = named(key) if named is not None else None
+                under = added_set(val, found if found is not None else elem() if elem is not None else NONE)
                 if under is not EMPTY:
                     children[("f", key)] = under
         return Set(frozenset([("f", key) for key in value]), children)
@@ -561,14 +563,24 @@ def added_set(value: Any, atom: Atom) -> Set:
         items[pe] = item if pe not in items else _REPEATED
     if not items:
         return EMPTY
-    elem = lt.elem()
+    item_atom = lt.elem()
     children = {}
     for pe, item in items.items():
-        if item is not _REPEATED and isinstance(item, dict | list) and item:
-            under = added_set(item, elem)
+        if item is not _REPEATED and _is_container(item) and item:
+            under = added_set(item, item_atom)
             if under is not EMPTY:
                 children[pe] = under
     return Set(frozenset(items), children)
+
+
+def _is_container(value: Any) -> bool:
+    """isinstance(value, dict | list), the plain types (nearly every value) told apart without it."""
+    t = type(value)
+    if t is dict or t is list:
+        return True
+    if t is str or t is int or t is bool or value is None:
+        return False
+    return isinstance(value, dict | list)
 
 
 def equal(a: Any, b: Any) -> bool:
