@@ -469,8 +469,7 @@ class _Walk:
             elif fast is None or type(item) is not fast or (fast is int and not fp.lo <= item <= fp.hi):  # type: ignore[operator]
                 path.append(key)
                 self.struct_name = plan.go
-                item = self.value(item, fp.type, fp.go_type, before if isinstance(before, dict | list) else None,
-                                  other if isinstance(other, list) else None)
+                item = self.value(item, fp.type, fp.go_type, before if isinstance(before, dict | list) else None)
                 path.pop()
             if not (fp.empty and _is_empty(fp.empty, item)):
                 decoded[key] = item
@@ -481,8 +480,7 @@ class _Walk:
         ordered = sorted(keys, key=plan.index.__getitem__)
         return decoded if ordered == keys else {key: decoded[key] for key in ordered}
 
-    def value(self, value: Any, t: Type, go_type: str, old: Any = None, like: list[Any] | None = None) -> Any:
-        """``like`` (normalize only): a list already written (see :meth:`_struct`), when ``value`` is one."""
+    def value(self, value: Any, t: Type, go_type: str, old: Any = None) -> Any:
         kind = t.kind
         if kind == "string":
             if not isinstance(value, str):
@@ -510,7 +508,7 @@ class _Walk:
                 return None
             if not isinstance(value, list):
                 raise self.type_error(value, go_type)
-            return self._list(value, t, go_type, old if isinstance(old, list) else None, like)
+            return self._list(value, t, go_type, old if isinstance(old, list) else None)
         if kind == "map":
             if value is None:
                 return None
@@ -535,10 +533,7 @@ class _Walk:
     def _field_name(self) -> str:
         return f"{self.struct_name}.{'.'.join(seg for seg in self.path if isinstance(seg, str))}"
 
-    def _list(self, value: list[Any], t: Type, go_type: str, old: list[Any] | None,
-              like: list[Any] | None = None) -> list[Any]:
-        """Items equal to ``old``'s or ``like``'s at the same index are taken from them (a create's defaulted
-        containers are walked against the body's, so only what defaulting added is read again)."""
+    def _list(self, value: list[Any], t: Type, go_type: str, old: list[Any] | None) -> list[Any]:
         elem = t.elem
         assert elem is not None
         nullable = t.elem_pointer or elem.kind in _NULLABLE_ELEMS
@@ -558,16 +553,11 @@ class _Walk:
                                                                                or _same_json(item, before)))):
                 out.append(before)
                 continue
-            other = like[i] if like is not None and i < len(like) else None
-            if other is not None and (item is other or item == other):
-                out.append(other)
-                continue
             path.append(i)
             self.struct_name = struct_name
             if sub is not None and type(item) is dict:
                 out.append((sub.decode if self.report else sub.normalize)(
-                    self, item, before if isinstance(before, dict) else None,
-                    other if isinstance(other, dict) else None))
+                    self, item, before if isinstance(before, dict) else None, None))
             else:
                 out.append(self.value(_null_to_zero(item, elem), elem, elem_go, before))
             path.pop()
@@ -811,8 +801,7 @@ def _emit_field(fp: _FieldPlan, indent: str, emit: Callable[[str], None], const:
         emit(f"{indent}    continue")  # null leaves the field at its zero value
     generic = (f"path.append({key}); w.struct_name = GO; "
                f"item = w.value(item, {const(fp.type)}, {const(fp.go_type)}, "
-               "before if isinstance(before, (dict, list)) else None, "
-               "other if isinstance(other, list) else None); path.pop()")
+               "before if isinstance(before, (dict, list)) else None); path.pop()")
     if kind == "struct":
         sub = const(_plan(fp.type.struct))  # (a plan compiles on its first walk: recursive types end)
         walk = "decode" if report else "normalize"
