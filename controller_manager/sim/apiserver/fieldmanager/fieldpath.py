@@ -27,7 +27,7 @@ PathElement = tuple[str, Any]
 Path = tuple[PathElement, ...]
 
 __all__ = ["EMPTY", "FieldsError", "Path", "PathElement", "Set", "element_sort_key", "field", "from_fields_v1",
-           "key_element", "path_string", "value_element"]
+           "key_element", "path_string", "single_key_element", "value_element"]
 
 
 class FieldsError(ValueError):
@@ -62,6 +62,19 @@ def _key_element(keys: tuple[tuple[str, type, Any], ...]) -> PathElement:
 
 def _build_key_element(keys: tuple[tuple[str, type, Any], ...]) -> PathElement:
     return ("k", "{" + ",".join(f"{_json(k)}:{_json(v)}" for k, _, v in sorted(keys, key=lambda kv: kv[0])) + "}")
+
+
+def single_key_element(key: str, value: Any) -> PathElement:
+    """``key_element([(key, value)])``, the usual associative list item (one key field)."""
+    try:
+        return _single_key_element(key, value.__class__, value)
+    except TypeError:  # a key value that is a list or map
+        return _build_key_element(((key, value.__class__, value),))
+
+
+@functools.lru_cache(maxsize=65536)
+def _single_key_element(key: str, kind: type, value: Any) -> PathElement:
+    return _build_key_element(((key, kind, value),))
 
 
 def value_element(value: Any) -> PathElement:

@@ -31,6 +31,7 @@ from controller_manager.sim.apiserver.fieldmanager.fieldpath import (
     PathElement,
     Set,
     key_element,
+    single_key_element,
     value_element,
 )
 
@@ -207,6 +208,8 @@ def item_element(lt: ListType, item: Any) -> PathElement:
             raise TypedError("associative list with keys may not have a null element")
         if not isinstance(item, dict):
             raise TypedError("associative list with keys may not have non-map elements")
+        if len(lt.keys) == 1 and lt.keys[0] in item:  # the usual list map: one key field, given (name, type)
+            return single_key_element(lt.keys[0], item[lt.keys[0]])
         keys = []
         for k in lt.keys:
             if k in item:
@@ -545,12 +548,15 @@ def added_set(value: Any, atom: Atom) -> Set:
         children: dict[PathElement, Set] = {}
         named, elem = m.fields, m.elem
         for key, val in value.items():
-            if _is_container(val) and val:
-                found = named(key) if named is not None else None
-                under = added_set(val, found if found is not None else elem() if elem is not None else NONE)
-                if under is not EMPTY:
-                    children[("f", key)] = under
-        return Set(frozenset([("f", key) for key in value]), children)
+            t = type(val)
+            # (only a non-empty map or list has anything under it; plain strings, the most values, go first)
+            if t is not dict and t is not list and (t is str or not isinstance(val, dict | list)) or not val:
+                continue
+            found = named(key) if named is not None else None
+            under = added_set(val, found if found is not None else elem() if elem is not None else NONE)
+            if under is not EMPTY:
+                children[("f", key)] = under
+        return Set(_field_members(tuple(value)), children)
     lt = a.list
     if a.scalar or lt is None or not lt.associative or not isinstance(value, list):
         return EMPTY
@@ -566,21 +572,25 @@ def added_set(value: Any, atom: Atom) -> Set:
     item_atom = lt.elem()
     children = {}
     for pe, item in items.items():
-        if item is not _REPEATED and _is_container(item) and item:
+        if item is not _REPEATED and isinstance(item, dict | list) and item:
             under = added_set(item, item_atom)
             if under is not EMPTY:
                 children[pe] = under
     return Set(frozenset(items), children)
 
 
-def _is_container(value: Any) -> bool:
-    """isinstance(value, dict | list), the plain types (nearly every value) told apart without it."""
-    t = type(value)
-    if t is dict or t is list:
-        return True
-    if t is str or t is int or t is bool or value is None:
-        return False
-    return isinstance(value, dict | list)
+_FIELD_MEMBERS: dict[tuple[str, ...], frozenset[PathElement]] = {}
+
+
+def _field_members(keys: tuple[str, ...]) -> frozenset[PathElement]:
+    """The field elements of a map with these keys, shared by every map of that shape (objects of one kind
+    repeat a few: each condition, each container status)."""
+    found = _FIELD_MEMBERS.get(keys)
+    if found is None:
+        if len(_FIELD_MEMBERS) >= 4096:
+            _FIELD_MEMBERS.clear()
+        found = _FIELD_MEMBERS[keys] = frozenset([("f", key) for key in keys])
+    return found
 
 
 def equal(a: Any, b: Any) -> bool:
