@@ -480,8 +480,24 @@ class _Compare:
             m = atom.map
             lm = lm or {}
             rm = rm or {}
-            for key in lm.keys() | rm.keys():
-                self.walk(lm.get(key, MISSING), rm.get(key, MISSING), m.child(key), (*path, ("f", key)))
+            added: _Builder | None = None
+            for key, right in rm.items():
+                left = lm.get(key, MISSING)
+                if left is not MISSING:
+                    self.walk(left, right, m.child(key), (*path, ("f", key)))
+                    continue
+                # A field the old value lacks: added whole, into this map's node of the added set.
+                if added is None:
+                    added = self.added.node(path)
+                pe = ("f", key)
+                added.members.add(pe)
+                if isinstance(right, dict | list):
+                    under = added_set(right, m.child(key))
+                    if under is not EMPTY:
+                        added.put(pe, under)
+            for key, left in lm.items():
+                if key not in rm:
+                    self.walk(left, MISSING, m.child(key), (*path, ("f", key)))
             return False
         if atom.scalar:
             return self.leaf(lhs, rhs, path)
