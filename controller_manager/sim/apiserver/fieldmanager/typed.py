@@ -566,7 +566,7 @@ def added_set(value: Any, atom: Atom) -> Set:
         for key, val in value.items():
             t = type(val)
             # (only a non-empty map or list has anything under it; plain strings, the most values, go first)
-            if t is not dict and t is not list and (t is str or not isinstance(val, dict | list)) or not val:
+            if (t is not dict and t is not list and (t is str or not isinstance(val, dict | list))) or not val:
                 continue
             found = named(key) if named is not None else None
             under = added_set(val, found if found is not None else elem() if elem is not None else NONE)
