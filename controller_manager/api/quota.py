@@ -71,7 +71,8 @@ LEGACY_COUNTS = frozenset({"configmaps", "secrets", "replicationcontrollers", "r
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # (a plain dict, nearly always, spares the Mapping ABC's instance check)
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def _is(res: Resource, plural: str) -> bool:

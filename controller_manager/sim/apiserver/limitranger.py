@@ -32,7 +32,8 @@ _TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # (a plain dict, nearly always, spares the Mapping ABC's instance check)
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 # --- the kind ---------------------------------------------------------------------------------------------

@@ -66,7 +66,8 @@ _PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 def _dict(value: Any) -> Obj:
-    return value if isinstance(value, Mapping) else {}
+    # (a plain dict, nearly always, spares the Mapping ABC's instance check)
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def pod_errors(obj: Obj, old: Obj | None) -> list[FieldError]:

@@ -52,7 +52,8 @@ _V4_SLOPPY = re.compile(r"(\d+)\.(\d+)\.(\d+)\.(\d+)")
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # (a plain dict, nearly always, spares the Mapping ABC's instance check)
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def _list(value: Any) -> list[Any]:

@@ -58,7 +58,8 @@ def name_is_dns1035_label(name: str, prefix: bool) -> list[str]:
 
 
 def _dict(value: Any) -> Obj:
-    return value if isinstance(value, Mapping) else {}
+    # (a plain dict, nearly always, spares the Mapping ABC's instance check)
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def _list(value: Any) -> list[Any]:

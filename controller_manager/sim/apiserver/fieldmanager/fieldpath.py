@@ -27,7 +27,7 @@ PathElement = tuple[str, Any]
 Path = tuple[PathElement, ...]
 
 __all__ = ["EMPTY", "FieldsError", "Path", "PathElement", "Set", "element_sort_key", "field", "from_fields_v1",
-           "key_element", "path_string", "value_element"]
+           "key_element", "path_string", "single_key_element", "value_element"]
 
 
 class FieldsError(ValueError):
@@ -62,6 +62,19 @@ def _key_element(keys: tuple[tuple[str, type, Any], ...]) -> PathElement:
 
 def _build_key_element(keys: tuple[tuple[str, type, Any], ...]) -> PathElement:
     return ("k", "{" + ",".join(f"{_json(k)}:{_json(v)}" for k, _, v in sorted(keys, key=lambda kv: kv[0])) + "}")
+
+
+def single_key_element(key: str, value: Any) -> PathElement:
+    """``key_element([(key, value)])``, the usual associative list item (one key field)."""
+    try:
+        return _single_key_element(key, value.__class__, value)
+    except TypeError:  # a key value that is a list or map
+        return _build_key_element(((key, value.__class__, value),))
+
+
+@functools.lru_cache(maxsize=65536)
+def _single_key_element(key: str, kind: type, value: Any) -> PathElement:
+    return _build_key_element(((key, kind, value),))
 
 
 def value_element(value: Any) -> PathElement:
@@ -294,16 +307,28 @@ class Set:
     def to_fields_v1(self) -> dict[str, Any]:
         if self._fields_v1 is None:
             out: dict[str, Any] = {}
-            for pe in sorted(self.members | self.children.keys(), key=element_sort_key):
-                child = self.children.get(pe)
-                if child is None:
-                    out[element_text(pe)] = {}
-                elif pe in self.members:
-                    out[element_text(pe)] = {".": {}, **child.to_fields_v1()}
-                else:
-                    out[element_text(pe)] = child.to_fields_v1()
+            children = self.children
+            if not children:
+                for _, text in _in_order(self.members):
+                    out[text] = {}
+            else:
+                members = self.members
+                for pe, text in _in_order(members.union(children)):
+                    child = children.get(pe)
+                    if child is None:
+                        out[text] = {}
+                    elif pe in members:
+                        out[text] = {".": {}, **child.to_fields_v1()}
+                    else:
+                        out[text] = child.to_fields_v1()
             self._fields_v1 = out
         return self._fields_v1
+
+
+@functools.lru_cache(maxsize=16384)  # (the same field names and item keys make up every object of a kind)
+def _in_order(elements: frozenset[PathElement]) -> tuple[tuple[PathElement, str], ...]:
+    """A node's elements in SMD's order, each with its FieldsV1 key."""
+    return tuple((pe, element_text(pe)) for pe in sorted(elements, key=element_sort_key))
 
 
 EMPTY = Set()

@@ -31,6 +31,7 @@ from controller_manager.sim.apiserver.fieldmanager.fieldpath import (
     PathElement,
     Set,
     key_element,
+    single_key_element,
     value_element,
 )
 
@@ -207,6 +208,8 @@ def item_element(lt: ListType, item: Any) -> PathElement:
             raise TypedError("associative list with keys may not have a null element")
         if not isinstance(item, dict):
             raise TypedError("associative list with keys may not have non-map elements")
+        if len(lt.keys) == 1 and lt.keys[0] in item:  # the usual list map: one key field, given (name, type)
+            return single_key_element(lt.keys[0], item[lt.keys[0]])
         keys = []
         for k in lt.keys:
             if k in item:
@@ -233,13 +236,15 @@ def _go_quoted_list(items: tuple[str, ...]) -> str:
 # --- ToFieldSet -------------------------------------------------------------------------------------------
 
 class _Builder:
-    """A mutable set under construction (frozen into a :class:`Set` at the end)."""
+    """A mutable set under construction (frozen into a :class:`Set` at the end). ``sets``: subtrees already
+    built as sets (an added value's, see :func:`added_set`), taken as they are when frozen."""
 
-    __slots__ = ("children", "members")
+    __slots__ = ("children", "members", "sets")
 
     def __init__(self) -> None:
         self.members: set[PathElement] = set()
         self.children: dict[PathElement, _Builder] = {}
+        self.sets: dict[PathElement, Set] | None = None
 
     def insert(self, path: Path) -> None:
         if not path:
@@ -265,12 +270,24 @@ class _Builder:
             found = self.children[pe] = _Builder()
         return found
 
+    def put(self, pe: PathElement, s: Set) -> None:
+        """Add the (non-empty) set ``s`` under ``pe``."""
+        if self.sets is None:
+            self.sets = {pe: s}
+        else:
+            held = self.sets.get(pe)
+            self.sets[pe] = s if held is None else held.union(s)
+
     def freeze(self) -> Set:
         children = {}
         for pe, child in self.children.items():
             frozen = child.freeze()
             if frozen:
                 children[pe] = frozen
+        if self.sets is not None:
+            for pe, s in self.sets.items():
+                held = children.get(pe)
+                children[pe] = s if held is None else held.union(s)
         if not self.members and not children:
             return EMPTY
         return Set(frozenset(self.members), children)
@@ -401,13 +418,18 @@ class _Compare:
                 self.removed.insert(path)
 
     def added_tree(self, value: Any, atom: Atom, path: Path) -> None:
-        """walk(MISSING, value): the path and every path under it are added (the common case of a create)."""
+        """walk(MISSING, value): the path and every path under it are added (the common case of a create, and
+        of a status written for the first time)."""
+        under = added_set(value, atom) if isinstance(value, dict | list) else EMPTY
         if not path:
-            _add_under(self.added, value, atom)
+            self.added.members.update(under.members)
+            for pe, child in under.children.items():
+                self.added.put(pe, child)
             return
         node = self.added.node(path[:-1])
         node.members.add(path[-1])
-        _add_under(node.child(path[-1]), value, atom)
+        if under is not EMPTY:
+            node.put(path[-1], under)
 
     def same_order(self, lt: ListType, lhs: list[Any], rhs: list[Any], path: Path) -> bool:
         """The usual update of a keyed list: the same items in the same order, some of them changed. Then only
@@ -458,8 +480,24 @@ class _Compare:
             m = atom.map
             lm = lm or {}
             rm = rm or {}
-            for key in lm.keys() | rm.keys():
-                self.walk(lm.get(key, MISSING), rm.get(key, MISSING), m.child(key), (*path, ("f", key)))
+            added: _Builder | None = None
+            for key, right in rm.items():
+                left = lm.get(key, MISSING)
+                if left is not MISSING:
+                    self.walk(left, right, m.child(key), (*path, ("f", key)))
+                    continue
+                # A field the old value lacks: added whole, into this map's node of the added set.
+                if added is None:
+                    added = self.added.node(path)
+                pe = ("f", key)
+                added.members.add(pe)
+                if isinstance(right, dict | list):
+                    under = added_set(right, m.child(key))
+                    if under is not EMPTY:
+                        added.put(pe, under)
+            for key, left in lm.items():
+                if key not in rm:
+                    self.walk(left, MISSING, m.child(key), (*path, ("f", key)))
             return False
         if atom.scalar:
             return self.leaf(lhs, rhs, path)
@@ -511,35 +549,64 @@ class _Compare:
                 self.added.insert(item_path)
 
 
-def _add_under(node: _Builder, value: Any, atom: Atom) -> None:
-    """Add every path under ``value`` to ``node`` (the builder of the set under the value's own path), as
-    ToFieldSet would list them: built in place, so no path is walked again from the root."""
+_REPEATED: Any = object()  # (an associative list's key given to more than one item)
+
+
+def added_set(value: Any, atom: Atom) -> Set:
+    """Every path under ``value`` as ToFieldSet would list them, as Compare reports a value added whole: each
+    map key and associative list item a member, with the set under it where it has one. Built straight
+    into sets (nothing under an added value is merged with anything else), EMPTY when nothing is under it."""
     a = atom.deduce(value)
-    if a.map is not None:
-        if a.map.atomic or not isinstance(value, dict):
-            return
-        m = a.map
-        members = node.members
+    m = a.map
+    if m is not None:
+        if m.atomic or not isinstance(value, dict) or not value:
+            return EMPTY
+        children: dict[PathElement, Set] = {}
+        named, elem = m.fields, m.elem
         for key, val in value.items():
-            pe = ("f", key)
-            members.add(pe)
-            child_atom = m.child(key)
-            if isinstance(val, dict | list):
-                _add_under(node.child(pe), val, child_atom)
-        return
-    if a.scalar or a.list is None or not a.list.associative or not isinstance(value, list):
-        return
-    counts: dict[PathElement, list[Any]] = {}
+            t = type(val)
+            # (only a non-empty map or list has anything under it; plain strings, the most values, go first)
+            if (t is not dict and t is not list and (t is str or not isinstance(val, dict | list))) or not val:
+                continue
+            found = named(key) if named is not None else None
+            under = added_set(val, found if found is not None else elem() if elem is not None else NONE)
+            if under is not EMPTY:
+                children[("f", key)] = under
+        return Set(_field_members(tuple(value)), children)
+    lt = a.list
+    if a.scalar or lt is None or not lt.associative or not isinstance(value, list):
+        return EMPTY
+    items: dict[PathElement, Any] = {}
     for item in value:
         try:
-            counts.setdefault(item_element(a.list, item), []).append(item)
+            pe = item_element(lt, item)
         except TypedError:
             continue
-    elem = a.list.elem()
-    for pe, items in counts.items():
-        node.members.add(pe)
-        if len(items) == 1 and isinstance(items[0], dict | list):
-            _add_under(node.child(pe), items[0], elem)
+        items[pe] = item if pe not in items else _REPEATED
+    if not items:
+        return EMPTY
+    item_atom = lt.elem()
+    children = {}
+    for pe, item in items.items():
+        if item is not _REPEATED and isinstance(item, dict | list) and item:
+            under = added_set(item, item_atom)
+            if under is not EMPTY:
+                children[pe] = under
+    return Set(frozenset(items), children)
+
+
+_FIELD_MEMBERS: dict[tuple[str, ...], frozenset[PathElement]] = {}
+
+
+def _field_members(keys: tuple[str, ...]) -> frozenset[PathElement]:
+    """The field elements of a map with these keys, shared by every map of that shape (objects of one kind
+    repeat a few: each condition, each container status)."""
+    found = _FIELD_MEMBERS.get(keys)
+    if found is None:
+        if len(_FIELD_MEMBERS) >= 4096:
+            _FIELD_MEMBERS.clear()
+        found = _FIELD_MEMBERS[keys] = frozenset([("f", key) for key in keys])
+    return found
 
 
 def equal(a: Any, b: Any) -> bool:

@@ -66,3 +66,29 @@ def test_duplicate_keys_in_an_applied_list_are_refused() -> None:
     config = _pod(containers=[{"name": "a"}, {"name": "a"}])
     with pytest.raises(typed.TypedError, match=r'duplicate entries for key \[name="a"\]'):
         typed.merge(_pod(), config, POD)
+
+
+def test_a_value_added_whole_reports_every_field_and_keyed_item_under_it() -> None:
+    # A status written for the first time: each field a member, keyed list items with their fields, a key
+    # given twice only as the item itself, atomic lists and empty values as leaves.
+    old = {**_pod(), "status": {"phase": "Pending"}}
+    status = {"phase": "Running", "podIP": "10.0.0.1", "podIPs": [],
+              "conditions": [{"type": "Ready", "status": "True"}, {"type": "Ready", "status": "False"},
+                             {"type": "PodScheduled", "status": "True"}],
+              "containerStatuses": [{"name": "app", "ready": True}],
+              "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "c"}]}
+    cmp = typed.compare(old, {**_pod(), "status": status}, POD)
+    assert _paths(cmp.modified) == [".status.phase"]
+    assert _paths(cmp.removed) == []
+    assert _paths(cmp.added) == [
+        ".status.conditions", '.status.conditions[type="PodScheduled"]',
+        '.status.conditions[type="PodScheduled"].status', '.status.conditions[type="PodScheduled"].type',
+        '.status.conditions[type="Ready"]', ".status.containerStatuses", ".status.podIP", ".status.podIPs",
+        ".status.resourceClaimStatuses", '.status.resourceClaimStatuses[name="gpu"]',
+        '.status.resourceClaimStatuses[name="gpu"].name',
+        '.status.resourceClaimStatuses[name="gpu"].resourceClaimName']
+    assert cmp.added.to_fields_v1() == {"f:status": {
+        "f:conditions": {".": {}, 'k:{"type":"PodScheduled"}': {".": {}, "f:status": {}, "f:type": {}},
+                         'k:{"type":"Ready"}': {}},
+        "f:containerStatuses": {}, "f:podIP": {}, "f:podIPs": {},
+        "f:resourceClaimStatuses": {".": {}, 'k:{"name":"gpu"}': {".": {}, "f:name": {}, "f:resourceClaimName": {}}}}}
