@@ -336,6 +336,7 @@ class Manager:
             return
         self._synced = True
         gctuning.freeze_cache()  # the synced caches are long-lived: keep them out of every later collection
+        self._spawn(tg, gctuning.collect_periodically(self.clock), "garbage-collection")
         self.log.info("informer caches synced")
         self._start_workers(tg, self.controllers if self.shard is None else
                             [c for c in self.controllers if c.name not in SHARDED_CONTROLLERS])

@@ -1,0 +1,74 @@
+"""The daemon's periodic collections reclaim cyclic garbage that the raised thresholds would leave for ages."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from controller_manager.clock import FakeClock
+from controller_manager.manager import gctuning
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def cycle() -> weakref.ref[Node]:
+    """Two objects referring to each other: freed only by the cyclic collector. A weak reference to one."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+@pytest.fixture(autouse=True)
+def collector_off() -> Iterator[None]:
+    """Only the collections under test run (no automatic ones); the process's heap unfrozen afterwards."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+async def test_cyclic_garbage_made_after_the_freeze_is_reclaimed_on_the_next_run() -> None:
+    clock = FakeClock()
+    gctuning.freeze_cache()
+    task = asyncio.create_task(gctuning.collect_periodically(clock, interval=60))
+    await asyncio.sleep(0)
+    ref = cycle()
+    assert ref() is not None, "nothing collects it until the run"
+    clock.advance(59)
+    await asyncio.sleep(0)
+    assert ref() is not None
+    clock.advance(1)
+    await asyncio.sleep(0)
+    assert ref() is None, "the periodic run reclaimed the cycle"
+    task.cancel()
+
+
+def test_a_cycle_frozen_while_alive_is_reclaimed_by_the_unfreezing_run() -> None:
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    gctuning.collect_young()  # alive: frozen with the survivors
+    del a, b
+    gctuning.collect_young()
+    assert ref() is not None, "frozen objects are not walked by the cheap runs"
+    gctuning.collect_young(unfreeze=True)
+    assert ref() is None
+
+
+def test_every_run_leaves_the_survivors_frozen() -> None:
+    gctuning.collect_young()
+    survivors = Node()
+    assert gc.get_freeze_count() > 0
+    before = gc.get_freeze_count()
+    gctuning.collect_young()
+    assert gc.get_freeze_count() > before, "what survived the run was frozen too"
+    assert gc.is_tracked(survivors)
