@@ -360,7 +360,7 @@ class WireDecoder:
     def _projected(self, text: bytes, decode: Callable[[bytes], list[Any]], project: Callable[[Any], Any]) -> Any:
         try:
             kept = decode(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects, or odd numbers
+        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects
             return self._sharer.canonical(project(_loads(text)))
         form = _encode(kept)
         value = self._pool.get(form)
