@@ -15,6 +15,10 @@ Guarantees:
   resourceVersion it saw.
 - The HTTP request is only sent on the first ``__anext__``; ``aclose()`` (or leaving ``async with``)
   drops the connection. The stream closes itself once it ends or raises.
+- :meth:`WatchStream.read_batch` is the same stream a read at a time, for a consumer that handles many events
+  per second (an informer): every event one read of the socket completed, as ``(type, object)`` pairs, with no
+  per-event await or wrapper object. Both ways of reading may be mixed on one stream; an error is raised once
+  the events before it have been handed out, either way, and nothing after it is delivered.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ def plain_decode(line: bytes | memoryview) -> tuple[str, Any]:
 class WatchStream:
     """``async for event in client.watch(...)``; also an async context manager."""
 
-    __slots__ = ("_closed", "_decode", "_open", "_partial", "_pending", "_resp")
+    __slots__ = ("_closed", "_decode", "_error", "_open", "_partial", "_pending", "_resp")
 
     def __init__(
         self, open_response: Callable[[], Awaitable[aiohttp.ClientResponse]], decode: Decode | None = None
@@ -57,7 +61,9 @@ class WatchStream:
         self._open = open_response
         self._decode = decode or plain_decode
         self._resp: aiohttp.ClientResponse | None = None
-        self._pending: deque[WatchEvent | ApiError] = deque()
+        # Decoded events not handed out yet, then the error that ended the stream (no line after it is decoded).
+        self._pending: deque[tuple[str, Any]] = deque()
+        self._error: ApiError | None = None
         self._partial: list[bytes] = []
         self._closed = False
 
@@ -75,6 +81,7 @@ class WatchStream:
     async def aclose(self) -> None:
         self._closed = True
         self._pending.clear()
+        self._error = None
         self._partial.clear()
         resp, self._resp = self._resp, None
         if resp is not None:
@@ -84,20 +91,40 @@ class WatchStream:
     async def __anext__(self) -> WatchEvent:
         while True:
             if self._pending:
-                item = self._pending.popleft()
-                if isinstance(item, ApiError):
-                    await self.aclose()
-                    raise item
-                return item
+                typ, obj = self._pending.popleft()
+                return WatchEvent(typ, obj)
+            await self._raise_error()
             if self._closed:
                 raise StopAsyncIteration
-            if self._resp is None:
-                try:
-                    self._resp = await self._open()
-                except BaseException:
-                    self._closed = True
-                    raise
-            await self._read_more(self._resp)
+            await self._read_more(await self._response())
+
+    async def read_batch(self) -> list[tuple[str, Any]]:
+        """The events of the next read of the stream (or those not handed out yet), in order, as ``(type,
+        object)`` pairs; an empty list once the stream has ended."""
+        while True:
+            if self._pending:
+                batch = list(self._pending)
+                self._pending.clear()
+                return batch
+            await self._raise_error()
+            if self._closed:
+                return []
+            await self._read_more(await self._response())
+
+    async def _response(self) -> aiohttp.ClientResponse:
+        if self._resp is None:
+            try:
+                self._resp = await self._open()
+            except BaseException:
+                self._closed = True
+                raise
+        return self._resp
+
+    async def _raise_error(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            await self.aclose()
+            raise error
 
     async def _read_more(self, resp: aiohttp.ClientResponse) -> None:
         try:
@@ -133,7 +160,7 @@ class WatchStream:
             self._handle(line)
             start = nl + 1
             nl = chunk.find(b"\n", start)
-        while nl >= 0:
+        while nl >= 0 and self._error is None:
             if nl > start:
                 self._handle(view[start:nl])
             start = nl + 1
@@ -142,17 +169,18 @@ class WatchStream:
             self._partial.append(chunk[start:])
 
     def _handle(self, line: bytes | memoryview) -> None:
+        if self._error is not None:
+            return  # the stream ends at its first error
         try:
-            typ, obj = self._decode(line)
+            event = self._decode(line)
         except (ValueError, KeyError, TypeError) as exc:  # orjson.JSONDecodeError is a ValueError
             if not bytes(line).strip():
                 return
-            self._pending.append(
-                ServerError(500, "InternalError", f"unable to decode watch event: {exc}", None, bytes(line)[:512])
-            )
+            self._error = ServerError(500, "InternalError", f"unable to decode watch event: {exc}", None,
+                                      bytes(line)[:512])
             return
-        if typ == "ERROR":
-            status = obj if isinstance(obj, dict) else {}
-            self._pending.append(error_from_status(status))
+        if event[0] == "ERROR":
+            status = event[1] if isinstance(event[1], dict) else {}
+            self._error = error_from_status(status)
             return
-        self._pending.append(WatchEvent(typ, obj))
+        self._pending.append(event)

@@ -168,3 +168,39 @@ async def test_watches_do_not_starve_requests(fake: FakeApiServer) -> None:
             for s in streams:
                 await s.aclose()
             hold.set()
+
+
+async def test_read_batch_gives_each_read_s_events_in_order(fake: FakeApiServer, client: ApiClient) -> None:
+    first = line("ADDED", pod("a", "1")) + line("MODIFIED", pod("a", "2"))
+    second = line("ADDED", pod("b", "3"))
+    # The second read ends mid-line; the rest of that line comes with the third.
+    fake.on("GET", PODS_PATH, streaming(first, second[:20], second[20:]))
+    stream = client.watch(PODS, "ns")
+    batches: list[list[tuple[str, str]]] = []
+    while batch := await stream.read_batch():
+        batches.append([(typ, obj["metadata"]["resourceVersion"]) for typ, obj in batch])
+    # The client may merge reads; what each batch holds is whole events, all of them, in order.
+    assert [event for batch in batches for event in batch] == [("ADDED", "1"), ("MODIFIED", "2"), ("ADDED", "3")]
+    assert all(batches)
+    assert await stream.read_batch() == []
+
+
+async def test_read_batch_raises_after_the_events_before_an_error(fake: FakeApiServer, client: ApiClient) -> None:
+    gone = status_object(410, "Expired", "too old resource version: 5 (120)")
+    # One read: two events, the ERROR, and an event after it that must never be delivered.
+    fake.on("GET", PODS_PATH, streaming(line("ADDED", pod("a", "6")) + line("ADDED", pod("b", "7"))
+                                        + line("ERROR", gone) + line("ADDED", pod("never", "8"))))
+    stream = client.watch(PODS, "ns", resource_version="5")
+    assert [obj["metadata"]["name"] for _, obj in await stream.read_batch()] == ["a", "b"]
+    with pytest.raises(Gone, match="too old resource version"):
+        await stream.read_batch()
+    assert await stream.read_batch() == []
+
+
+async def test_iteration_and_batches_mix_on_one_stream(fake: FakeApiServer, client: ApiClient) -> None:
+    fake.on("GET", PODS_PATH, streaming(line("ADDED", pod("a", "1")) + line("ADDED", pod("b", "2"))
+                                        + line("ADDED", pod("c", "3"))))
+    stream = client.watch(PODS, "ns")
+    head = await stream.__anext__()
+    rest = await stream.read_batch()
+    assert [head.object["metadata"]["name"], *(obj["metadata"]["name"] for _, obj in rest)] == ["a", "b", "c"]

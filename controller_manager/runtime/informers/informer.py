@@ -282,7 +282,9 @@ class SharedInformer:
             # An index function choked on the object; the store is unchanged (it indexes before writing).
             self._log.exception("indexing failed; object not cached", key=key)
             return
-        self._dispatch(Added(new) if old is None else Updated(old, new))
+        event = Added(new) if old is None else Updated(old, new)
+        for handler in self._handlers:  # _dispatch, inlined: this runs for every watch event
+            self._call(handler, event)
 
     # -- internals --------------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from typing import Any, Protocol
 import structlog
 
 from controller_manager.api.resources import Resource
+from controller_manager.client.watch import WatchStream
 from controller_manager.clock import Clock, TimerHandle
 
 from . import metrics
@@ -427,9 +428,17 @@ class Reflector:
                     decode=self._decode,
                     **self._selector,
                 )
-            async for event in stream:
-                received += 1
-                self._handle(event)
+            if isinstance(stream, WatchStream):
+                # The real client's stream, a socket read at a time: no await and no wrapper object per event.
+                handle = self._handle
+                while batch := await stream.read_batch():
+                    received += len(batch)
+                    for etype, obj in batch:
+                        handle(etype, obj)
+            else:
+                async for event in stream:
+                    received += 1
+                    self._handle(getattr(event, "type", None), getattr(event, "object", None))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -452,9 +461,7 @@ class Reflector:
             return False, True
         return False, False
 
-    def _handle(self, event: WatchEventLike) -> None:
-        etype = getattr(event, "type", None)
-        obj = getattr(event, "object", None)
+    def _handle(self, etype: object, obj: object) -> None:
         if etype == "BOOKMARK":
             rv = _resource_version(obj)
             if rv is None:

@@ -28,20 +28,31 @@ CONTROLLER_UID_INDEX = "controller-uid"
 NODE_NAME_INDEX = "node-name"
 
 
+# The built-in index functions run on every cached write: each reads the plain-dict case first (what the API
+# sends) and goes the general way (any Mapping) only when it is not one.
+
 def namespace_index(obj: Obj) -> list[str]:
-    ns = meta(obj).get("namespace")
+    m = obj.get("metadata")
+    ns = m.get("namespace") if type(m) is dict else meta(obj).get("namespace")
     return [ns] if isinstance(ns, str) and ns else []
 
 
 def controller_uid_index(obj: Obj) -> list[str]:
-    ref = controller_ref(obj)
-    uid = ref.get("uid") if ref is not None else None
-    return [uid] if isinstance(uid, str) and uid else []
+    m = obj.get("metadata")
+    if type(m) is not dict:
+        ref = controller_ref(obj)
+        uid = ref.get("uid") if ref is not None else None
+        return [uid] if isinstance(uid, str) and uid else []
+    for ref in m.get("ownerReferences") or ():  # controller_ref's walk, on a plain dict
+        if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return [uid] if isinstance(uid, str) and uid else []
+    return []
 
 
 def node_name_index(obj: Obj) -> list[str]:
     spec = obj.get("spec")
-    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
     return [node] if isinstance(node, str) and node else []
 
 
@@ -55,6 +66,8 @@ class Store:
         self._indexers: dict[str, IndexFunc] = {}
         # index name -> indexed value -> keys of the objects with that value
         self._indices: dict[str, dict[str, set[str]]] = {}
+        # (index function, its index) for each index: what a write walks, without a lookup by name
+        self._writes: builtins.list[tuple[IndexFunc, dict[str, set[str]]]] = []
         if indexers:
             self.add_indexers(indexers)
 
@@ -113,6 +126,7 @@ class Store:
                 for value in fn(obj):
                     index.setdefault(value, set()).add(key)
             self._indices[name] = index
+            self._writes.append((fn, index))
 
     # -- writes (informer only) -------------------------------------------------------------------
 
@@ -121,12 +135,13 @@ class Store:
 
         Index functions run before anything changes, so one that raises leaves the store as it was.
         """
-        old = self._items.get(key)
+        items = self._items
+        old = items.get(key)
         if old is None:
             # The common case on a watch: a new key, so nothing to take out of any bucket.
-            values = [(self._indices[name], fn(obj)) for name, fn in self._indexers.items()]
-            self._items[key] = obj
-            for index, new_values in values:
+            values = [fn(obj) for fn, _ in self._writes]
+            items[key] = obj
+            for (_, index), new_values in zip(self._writes, values, strict=True):
                 for value in new_values:
                     bucket = index.get(value)
                     if bucket is None:

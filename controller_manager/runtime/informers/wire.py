@@ -19,6 +19,10 @@ Guarantees:
   status, a section that is not an object, an ERROR event) takes the general path: orjson, then the transform.
 - Invalid JSON raises ``ValueError`` (the watch turns it into a ServerError), as the plain decoder does.
 - Shares the pool with the default transform, so objects from a re-list and from the watch share sub-trees.
+
+A pod's spec is mostly its template, the same text for every pod of a ReplicaSet: it is decoded field by field
+once, and then found whole by that text (see :meth:`WireDecoder._pod_spec`), leaving only the fields that differ
+between such pods (node, hostname, volumes, containers) to the per-field loop.
 """
 
 from __future__ import annotations
@@ -81,42 +85,45 @@ class _List(msgspec.Struct, gc=False):
 _decode_event = msgspec.json.Decoder(_Event).decode
 _decode_object = msgspec.json.Decoder(_Object).decode
 _decode_list = msgspec.json.Decoder(_List).decode
+_decode_value = msgspec.json.Decoder().decode  # a field's raw text, read in place (no copy into bytes first)
 _loads = orjson.loads
 _intern = sys.intern
 
 
 
+# The kept fields are left as their raw text (msgspec.Raw): writing a projected list back out (its pool key) is
+# then a copy of those texts, and Python objects are only made for a list new to the pool, by orjson like the rest.
 class _Container(msgspec.Struct, gc=False):
     """A container as the pod projection keeps it: msgspec skips every other field (env, probes, ...) in C."""
 
-    name: Any = msgspec.UNSET
-    image: Any = msgspec.UNSET
-    resources: Any = msgspec.UNSET
-    restartPolicy: Any = msgspec.UNSET
-    ports: Any = msgspec.UNSET
+    name: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    image: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    resources: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    restartPolicy: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    ports: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class _ContainerStatus(msgspec.Struct, gc=False):
     """A container status as the pod projection keeps it."""
 
-    name: Any = msgspec.UNSET
-    state: Any = msgspec.UNSET
-    lastState: Any = msgspec.UNSET
-    ready: Any = msgspec.UNSET
-    restartCount: Any = msgspec.UNSET
-    started: Any = msgspec.UNSET
-    image: Any = msgspec.UNSET
-    resources: Any = msgspec.UNSET
-    allocatedResources: Any = msgspec.UNSET
+    name: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    state: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    lastState: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    ready: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    restartCount: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    started: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    image: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    resources: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    allocatedResources: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Volume(msgspec.Struct, gc=False):
     """A pod volume as the projection keeps it (its name and a claim or CSI source; the rest is skipped in C)."""
 
-    name: Any = msgspec.UNSET
-    persistentVolumeClaim: Any = msgspec.UNSET
-    ephemeral: Any = msgspec.UNSET
-    csi: Any = msgspec.UNSET
+    name: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    persistentVolumeClaim: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    ephemeral: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    csi: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 assert frozenset(_Volume.__struct_fields__) - {"name"} == POD_VOLUME_SOURCES_KEEP, "keep _Volume in step"
@@ -153,6 +160,14 @@ def _rules(kind_is_pod: bool) -> dict[str, dict[str, str]]:
 _MISS = object()
 _DROPPED = object()  # what a projection returns for a field it leaves out
 
+# The fields of a pod's spec that usually differ between pods of one template, left out of the spec memo's key:
+# the scheduler's node, a StatefulSet pod's hostname, the volumes and the containers (the service-account token
+# volume has a random name per pod, and every container mounts it by that name).
+POD_SPEC_PER_POD: tuple[str, ...] = ("nodeName", "volumes", "hostname", *CONTAINER_LISTS)
+# Pod templates remembered at most (each entry is its spec's JSON text, ~1 KiB, and the decoded spec without
+# the per-pod fields, whose values are shared with the cache anyway): a cluster's live templates, not its pods.
+SPEC_MEMO_SIZE = 512
+
 
 class WireDecoder:
     """Decodes the watch events and list pages of one informer into cached objects (see the module docstring).
@@ -163,7 +178,7 @@ class WireDecoder:
 
     def __init__(self, sharer: Sharer | None = None, fallback: Transform = default_transform, *,
                  kind: str | None = None, api_version: str | None = None) -> None:
-        self._sharer = sharer or default_sharer()
+        self._sharer = sharer if sharer is not None else default_sharer()  # an empty Sharer is falsy
         self._pool = self._sharer.pool
         self._fallback = fallback
         self._kind = kind
@@ -173,6 +188,12 @@ class WireDecoder:
             {section: {key: getattr(self, rule) if rule not in (DROP, UNIQUE) else rule for key, rule in r.items()}
              for section, r in _rules(pod).items()}
             for pod in (True, False))
+        self._pod_spec_rules = self._pod_rules["spec"]
+        # A pod spec's text without the per-pod fields -> those fields decoded (a section of their own, copied into
+        # each pod). Filled on the second sight of a text (hashes seen once are in _specs_seen), so specs that
+        # never repeat cost no entry.
+        self._spec_memo: dict[bytes, Obj] = {}
+        self._specs_seen: set[int] = set()
 
     def decode(self, line: bytes | memoryview) -> tuple[str, Any]:
         """One watch event line -> ``(type, cached form of its object)``."""
@@ -222,7 +243,9 @@ class WireDecoder:
         if wire.metadata is not msgspec.UNSET:
             obj["metadata"] = self._section(wire.metadata, rules["metadata"])
         if wire.spec is not msgspec.UNSET:
-            obj["spec"] = self._section(wire.spec, rules["spec"])
+            spec_rules = rules["spec"]
+            obj["spec"] = (self._pod_spec(wire.spec) if spec_rules is self._pod_spec_rules
+                           else self._section(wire.spec, spec_rules))
         if wire.status is not msgspec.UNSET:
             obj["status"] = self._section(wire.status, rules["status"])
         return obj
@@ -240,9 +263,11 @@ class WireDecoder:
                 if value is _MISS:
                     value = self._new_value(text)
             elif rule is UNIQUE:
-                value = _loads(bytes(raw))
-                if type(value) is dict or type(value) is list:
-                    value = self._sharer.canonical(value)
+                value = _decode_value(raw)
+                if type(value) is not str:  # as orjson reads it (it reads integers past 64 bits as floats)
+                    value = _loads(bytes(raw))
+                    if type(value) is dict or type(value) is list:
+                        value = self._sharer.canonical(value)
             elif rule is DROP:
                 continue
             else:
@@ -251,6 +276,41 @@ class WireDecoder:
                     continue
             out[key] = value
         return out
+
+    def _pod_spec(self, fields: _Sections) -> Obj:
+        """A pod's spec: its template part found whole by its text, the per-pod fields decoded one by one.
+
+        The result equals :meth:`_section`'s (each field's value depends on its own text alone); its keys come in
+        another order (the per-pod fields last), which no reader of a dict can tell but by iterating it."""
+        per_pod: _Sections = {}
+        for key in POD_SPEC_PER_POD:
+            raw = fields.pop(key, None)
+            if raw is not None:
+                per_pod[key] = raw
+        text = _encode(fields)
+        template = self._spec_memo.get(text)
+        if template is None:
+            template = self._section(fields, self._pod_spec_rules)
+            self._remember_spec(text, template)
+        spec = template.copy()
+        if per_pod:
+            spec.update(self._section(per_pod, self._pod_spec_rules))
+        return spec
+
+    def _remember_spec(self, text: bytes, template: Obj) -> None:
+        h = hash(text)
+        seen = self._specs_seen
+        if h not in seen:
+            if len(seen) >= 4 * SPEC_MEMO_SIZE:
+                seen.clear()
+            seen.add(h)
+            return
+        memo = self._spec_memo
+        if len(memo) >= SPEC_MEMO_SIZE:
+            # Forget the oldest half: live templates come back within a few pods, dead ones do not.
+            for old in list(memo)[:SPEC_MEMO_SIZE // 2]:
+                del memo[old]
+        memo[text] = template
 
     def _new_value(self, text: bytes) -> Any:
         """A value the pool does not hold yet: parse, share, and pool it if it is seen again."""
@@ -284,7 +344,7 @@ class WireDecoder:
         form = _encode(kept)
         value = self._pool.get(form)
         if value is None:
-            value = self._sharer.canonical(msgspec.to_builtins(kept), form)
+            value = self._sharer.canonical(_loads(form), form)
         return value
 
     def _container_statuses(self, text: bytes) -> Any:
@@ -300,12 +360,12 @@ class WireDecoder:
     def _projected(self, text: bytes, decode: Callable[[bytes], list[Any]], project: Callable[[Any], Any]) -> Any:
         try:
             kept = decode(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects, or odd numbers
+        except (msgspec.ValidationError, msgspec.DecodeError):  # not a list of objects
             return self._sharer.canonical(project(_loads(text)))
         form = _encode(kept)
         value = self._pool.get(form)
         if value is None:
-            value = self._sharer.canonical(msgspec.to_builtins(kept), form)
+            value = self._sharer.canonical(_loads(form), form)
         return value
 
     def _general(self, line: bytes | memoryview) -> tuple[str, Any]:

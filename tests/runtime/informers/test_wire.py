@@ -233,3 +233,22 @@ def test_claim_and_csi_volumes_are_kept_whole_and_the_rest_dropped() -> None:
     _, got = decoder.decode(_line("ADDED", plain))
     assert got == _expected(plain)
     assert "volumes" not in got["spec"]
+
+
+def test_pods_of_one_template_differ_where_their_specs_differ() -> None:
+    decoder = WireDecoder(Sharer())
+    template = pod(0, replicasets=1, nodes=1)
+    variants = []
+    for i in range(6):  # the template's text is remembered from its second sight on
+        obj = copy.deepcopy(template)
+        obj["metadata"]["name"] = f"p{i}"
+        obj["spec"]["nodeName"] = f"node-{i % 2}"
+        if i >= 4:
+            obj["spec"]["priority"] = 7  # outside the per-pod fields: another template
+            obj["spec"]["hostname"] = f"p{i}"
+        variants.append(obj)
+    for obj in variants:
+        _, got = decoder.decode(_line("ADDED", obj))
+        assert got == _expected(obj)
+    spec = decoder.decode(_line("ADDED", variants[5]))[1]["spec"]
+    assert (spec["priority"], spec["hostname"], spec["nodeName"]) == (7, "p5", "node-1")
