@@ -67,6 +67,13 @@ RSS_WARMUP = 20.0  # seconds after a replica starts before its RSS is sampled (c
 SCALE_GRACE = 30.0  # seconds a Deployment's earlier replica count still bounds its ReplicaSets
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 # Realistic API trouble: a few 5xx and 429s, watches that cannot start or are too old, a lagging watch cache.
+# The kinds whose informers hold most of a leader's cache in this workload.
+CACHED_KINDS = ("/api/v1/pods", "/apis/apps/v1/replicasets", "/apis/apps/v1/deployments", "/apis/apps/v1/statefulsets",
+                "/apis/apps/v1/daemonsets", "/apis/apps/v1/controllerrevisions", "/apis/batch/v1/jobs",
+                "/apis/batch/v1/cronjobs", "/apis/discovery.k8s.io/v1/endpointslices", "/api/v1/endpoints",
+                "/api/v1/services", "/apis/policy/v1/poddisruptionbudgets", "/api/v1/namespaces",
+                "/api/v1/serviceaccounts", "/api/v1/configmaps", "/api/v1/secrets")
+
 DEFAULT_FAULTS = ",".join((
     "error:code=500:p=0.01",
     "error:code=429:p=0.01:retry-after=1",
@@ -136,6 +143,8 @@ class Report:
     # Replica processes that lived through the whole calm stretch: first and last RSS sample in it (MiB) and the
     # least-squares slope over its samples (MiB per minute).
     rss_calm: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Objects of the kinds the leader caches (CACHED_KINDS) at the calm stretch's start and end.
+    calm_cluster_objects: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         by_kind: dict[str, int] = {}
@@ -152,7 +161,9 @@ class Report:
                 f"converged: {self.converged} in {self.converge_seconds} s; "
                 f"longest without a leader: {self.longest_leaderless_seconds:.1f} s; RSS {rss}"
                 + "".join(f"; calm {self.calm_minutes:g} min, {k} RSS {v['first']:.0f}->{v['last']:.0f} MiB "
-                          f"({v['slope_mib_per_min']:+.2f} MiB/min)" for k, v in sorted(self.rss_calm.items())))
+                          f"({v['slope_mib_per_min']:+.2f} MiB/min)" for k, v in sorted(self.rss_calm.items()))
+                + (f"; cluster objects over the calm stretch {self.calm_cluster_objects.get('first')}->"
+                   f"{self.calm_cluster_objects.get('last')}" if self.calm_cluster_objects else ""))
 
 
 # --- processes ------------------------------------------------------------------------------------------
@@ -986,14 +997,24 @@ class Soak:
             self.sim.send_signal(signal.SIGUSR1)
             self.report.watch_restarts += 1
 
+        self.report.calm_cluster_objects["first"] = await self._cluster_objects(api)
         await asyncio.gather(self._every(self.profile.churn_interval, self.rng, over, workload.step),
                              self._every(self.profile.chaos_interval * 5, self.chaos_rng, over, restart_watch_cache))
+        self.report.calm_cluster_objects["last"] = await self._cluster_objects(api)
         lived = {f"{r.name}#{r.starts}" for r in self.replicas if r.running}
         for key, start in first.items():
             samples = self.report.rss_samples.get(key, [])[start:]
             if key in lived and len(samples) >= 3:
                 self.report.rss_calm[key] = {"first": samples[0], "last": samples[-1],
                                              "slope_mib_per_min": round(_slope(samples, self.profile.rss_interval), 3)}
+
+    async def _cluster_objects(self, api: Api) -> int:
+        """How many objects of the kinds the leader caches the cluster holds now: a growing cluster grows the
+        leader's caches, which is not a leak."""
+        total = 0
+        for path in CACHED_KINDS:
+            total += len(await api.items(path))
+        return total
 
     async def _converge(self, api: Api) -> None:
         for r in self.replicas:
