@@ -68,8 +68,9 @@ def _names(spec: Mapping[str, Any], key: str) -> list[str]:
     return [str(c.get("name")) for c in spec.get(key) or [] if isinstance(c, Mapping)]
 
 
-def _container(pod: Obj, wanted: str) -> str:
-    """validateContainer: the container named, or the pod's only one."""
+def choose_container(pod: Obj, wanted: str) -> str:
+    """The pod strategy's container choice (validateContainer) for logs, exec, attach: the container named, or
+    the pod's only one; 400 with upstream's messages otherwise."""
     spec = pod.get("spec") or {}
     name = pod["metadata"]["name"]
     every = [*_names(spec, "initContainers"), *_names(spec, "containers"), *_names(spec, "ephemeralContainers")]
@@ -136,7 +137,7 @@ async def pod_log(api: ApiServer, request: web.Request, namespace: str, name: st
     follow, previous = (bool(request_options.parse_bool(query, k)) for k in ("follow", "previous"))
     _check_options(query, name)
     pod = api.get(PODS, namespace, name)
-    container = _container(pod, query.get("container", ""))
+    container = choose_container(pod, query.get("container", ""))
     if (pod.get("spec") or {}).get("nodeName"):
         refusal = _kubelet_refusal(pod, container, previous)
         if refusal is not None:

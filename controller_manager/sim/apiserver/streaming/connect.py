@@ -30,6 +30,7 @@ from controller_manager.api.resources import NODES, PODS, SERVICEACCOUNTS, Resou
 from controller_manager.sim.apiserver import errors
 from controller_manager.sim.apiserver.auth import User
 from controller_manager.sim.apiserver.auth.tokens import API_AUDIENCES, Binding
+from controller_manager.sim.apiserver.pod_logs import choose_container
 from controller_manager.sim.apiserver.server import ApiServer
 from controller_manager.sim.apiserver.streaming import channels, portforward, spdy_upgrade
 from controller_manager.sim.containers import shell
@@ -59,28 +60,6 @@ def _flag(query: Mapping[str, str], key: str) -> bool:
 def _options(query: Any) -> _StreamOptions:
     return _StreamOptions(query.get("container", ""), list(query.getall("command", [])), _flag(query, "stdin"),
                           _flag(query, "stdout"), _flag(query, "stderr"), _flag(query, "tty"))
-
-
-def _names(spec: Mapping[str, Any], key: str) -> list[str]:
-    return [str(c.get("name")) for c in spec.get(key) or [] if isinstance(c, Mapping)]
-
-
-def _container(pod: Obj, wanted: str) -> str:
-    """The pod strategy's container choice for a stream: the one named, or the pod's only one."""
-    spec = pod.get("spec") or {}
-    name = pod["metadata"]["name"]
-    every = [*_names(spec, "initContainers"), *_names(spec, "containers"), *_names(spec, "ephemeralContainers")]
-    if wanted:
-        if wanted not in every:
-            raise errors.bad_request(f"container {wanted} is not valid for pod {name}")
-        return wanted
-    containers = _names(spec, "containers")
-    if len(containers) == 1:
-        return containers[0]
-    if not containers:
-        raise errors.bad_request(f"a container name must be specified for pod {name}")
-    raise errors.bad_request(f"a container name must be specified for pod {name}, choose one of: "
-                             f"[{' '.join(every)}]")
 
 
 def _is_websocket(request: web.Request) -> bool:
@@ -149,7 +128,7 @@ class StreamingServer:
             self.api.auth.check_resource(user, "create", "", "pods", subresource, namespace, name)
         pod = self.api.get(PODS, namespace, name)
         opts = _options(request.query)
-        container = _container(pod, opts.container) if subresource != "portforward" else ""
+        container = choose_container(pod, opts.container) if subresource != "portforward" else ""
         if not (pod.get("spec") or {}).get("nodeName"):
             raise errors.bad_request(f"pod {name} does not have a host assigned")
         if not websocket:
