@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import procs
+from bench.envelope import ensure_namespace
 from bench.report import Figure, markdown, table, write_json
-from controller_manager.api.resources import NAMESPACES, PODS, SERVICEACCOUNTS
+from controller_manager.api.resources import PODS
 from controller_manager.client import ApiClient, ApiError, load_config
 
 HERE = Path(__file__).resolve().parent
@@ -80,14 +81,6 @@ def bare_pod(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "simscale"}},
             "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                      "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}
-
-
-async def ensure_namespace(client: ApiClient, name: str) -> None:
-    with contextlib.suppress(ApiError):
-        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    with contextlib.suppress(ApiError):
-        await client.create(SERVICEACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                              "metadata": {"name": "default", "namespace": name}}, name)
 
 
 class RunningTracker:

@@ -20,6 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import base64
 import os
@@ -47,13 +48,14 @@ class CredentialError(Exception):
     """Credentials could not be obtained; the message is one line."""
 
 
-class CredentialSource:
+class CredentialSource(abc.ABC):
     """Something that hands out the current ``Authorization`` header value."""
 
+    @abc.abstractmethod
     async def authorization(self) -> str | None:
-        raise NotImplementedError
+        """The value to send now (refreshed first when it is due); None for no header."""
 
-    def rejected(self, authorization: str | None) -> None:
+    def rejected(self, authorization: str | None) -> None:  # noqa: B027  # a hook: only refreshable sources act
         """The server answered 401 to a request sent with ``authorization``."""
 
 
