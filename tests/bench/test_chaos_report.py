@@ -25,6 +25,10 @@ def test_adding_a_linear_trend_adds_exactly_its_slope(noise: list[float], per_mi
 
 def test_the_summary_names_the_calm_stretch_and_its_trend() -> None:
     report = Report(seed=1, minutes=60, replicas=3, calm_minutes=20,
-                    rss_calm={"replica-0#4": {"first": 110.0, "last": 112.0, "slope_mib_per_min": 0.05}})
-    assert "calm 20 min, replica-0#4 RSS 110->112 MiB (+0.05 MiB/min)" in report.summary()
+                    rss_calm={"replica-0#4": {"first": 110.0, "half": 111.5, "last": 112.0, "slope_mib_per_min": 0.05,
+                                              "second_half_slope_mib_per_min": 0.01}},
+                    calm_cluster_objects={"first": 85, "half": 97, "last": 100})
+    summary = report.summary()
+    assert "calm 20 min, replica-0#4 RSS 110->112 MiB (+0.05 MiB/min; second half +0.01)" in summary
+    assert "cluster objects over the calm stretch 85->97->100" in summary
     assert "calm" not in Report(seed=1, minutes=2, replicas=2).summary()
