@@ -81,24 +81,45 @@ class _Fenced:
 
 
 class _FencedBody(aiohttp.payload.BytesPayload):
-    """A write's body that checks the fence once more in the step that puts the request on the socket.
+    """A write's body whose bytes are checked against the fence by the very call that hands them to the socket.
 
     aiohttp buffers a request's headers and writes them with the body from a task of its own, which runs an
-    event-loop turn (or, on a busy loop, many) after the connection-time check: a process stopped in between
-    (SIGSTOP, a stuck VM) would send the request the moment it wakes, long after its Lease expired. The check
-    and the write happen here without an await between them, so what reaches the API server was allowed when
-    it left. A refused write raises :class:`WriteFenced` before a byte of it is sent; aiohttp then closes the
-    connection and :meth:`ApiClient._exchange` raises the :class:`WriteFenced` itself."""
+    event-loop turn (or, on a busy loop, many) after the connection-time check, and builds the bytes (trace
+    signals, headers, TLS records) in Python on the way: a process stopped anywhere in between (SIGSTOP, a stuck
+    VM) would send the request the moment it wakes, long after its Lease expired (the 60-minute soak caught one
+    Event PATCH that way). So for the length of this body's write, the connection's transport checks the fence
+    in its own ``write``, the last Python call before the bytes are encrypted and leave: what reaches the API
+    server was allowed microseconds before it left. A refused write raises :class:`WriteFenced` before a byte of
+    the request is handed over; aiohttp then closes the connection and :meth:`ApiClient._exchange` raises the
+    :class:`WriteFenced` itself."""
 
     def __init__(self, value: bytes, may_write: Callable[[], bool], what: str, content_type: str) -> None:
         super().__init__(value, content_type=content_type)
         self._may_write = may_write
         self._what = what
 
+    def _refuse(self) -> WriteFenced:
+        return WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the leader Lease")
+
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        if not self._may_write():
-            raise WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the leader Lease")
-        await super().write_with_length(writer, content_length)
+        transport = writer.transport
+        if transport is None:  # the connection is gone: aiohttp raises its own error on the write
+            await super().write_with_length(writer, content_length)
+            return
+        send = transport.write
+
+        def fenced_send(data: Any) -> None:
+            if not self._may_write():
+                raise self._refuse()
+            send(data)
+
+        # An attribute on this one transport instance (one request at a time uses an HTTP/1.1 connection), removed
+        # once the body is written, so the pooled connection goes back exactly as it came.
+        setattr(transport, "write", fenced_send)  # noqa: B010 (a method is shadowed on purpose)
+        try:
+            await super().write_with_length(writer, content_length)
+        finally:
+            delattr(transport, "write")
 
 
 class ApiClient:

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from aiohttp.http_writer import StreamWriter
 
 from controller_manager.api.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
 from controller_manager.client import ApiClient, ClientConfig, Conflict, Forbidden, NotFound, WriteFenced
@@ -312,3 +313,32 @@ async def test_the_fence_is_checked_again_as_the_body_is_written(fake: FakeApiSe
     assert (await client.create(PODS, POD, "ns"))["metadata"]["name"] == "web-1"
     assert [(r.method, r.path) for r in fake.requests] == [("GET", "/api/v1/namespaces/ns/pods/web-1")] * 2 + [
         ("POST", "/api/v1/namespaces/ns/pods")]
+
+
+async def test_a_pause_while_the_request_is_being_built_sends_nothing(
+    fake: FakeApiServer, client: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the body's own check and the bytes leaving, aiohttp still runs Python (trace signals, the headers
+    # merged with the body, TLS records): the 60-minute soak caught an Event PATCH stopped in there by SIGSTOP and
+    # sent on waking, 7 s after the Lease had passed to another replica. The lease clock runs out exactly there
+    # (as it would for a paused process): the transport's write itself refuses.
+    fake.on("PATCH", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    fake.on("GET", "/api/v1/namespaces/ns/pods/web-1", reply(POD))
+    leading = True
+    client.fence_writes(lambda: leading)
+    build = StreamWriter._send_headers_with_payload
+
+    def paused_while_building(self: StreamWriter, *args: Any, **kwargs: Any) -> Any:
+        nonlocal leading
+        leading = False  # the process "wakes" here, its lease clock run out
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(StreamWriter, "_send_headers_with_payload", paused_while_building)
+    with pytest.raises(WriteFenced, match=r"PATCH /api/v1/namespaces/ns/pods/web-1: not sent"):
+        await client.patch(PODS, "web-1", {"metadata": {"labels": {"a": "b"}}}, "ns")
+    assert fake.requests == []
+    monkeypatch.undo()
+    leading = True  # the pooled connection still serves, and the transport is back as it was
+    patched = await client.patch(PODS, "web-1", {"metadata": {"labels": {"a": "b"}}}, "ns")
+    assert patched["metadata"]["name"] == "web-1"
+    assert [(r.method, r.path) for r in fake.requests] == [("PATCH", "/api/v1/namespaces/ns/pods/web-1")]
