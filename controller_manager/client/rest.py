@@ -80,29 +80,33 @@ class _Fenced:
     what: str
 
 
+class _Refused(OSError):
+    """Raised inside the socket transport's ``write`` when the fence refuses; an ``OSError`` so that both aiohttp's
+    writer and asyncio's TLS layer close the connection quietly (the TLS layer swallows it: the refusal the
+    caller sees is the :class:`WriteFenced` the body recorded)."""
+
+
 class _FencedBody(aiohttp.payload.BytesPayload):
     """A write's body whose bytes are checked against the fence by the very call that hands them to the socket.
 
     aiohttp buffers a request's headers and writes them with the body from a task of its own, which runs an
     event-loop turn (or, on a busy loop, many) after the connection-time check, and builds the bytes (trace
     signals, headers, TLS records) in Python on the way: a process stopped anywhere in between (SIGSTOP, a stuck
-    VM) would send the request the moment it wakes, long after its Lease expired (the 60-minute soak caught one
-    Event PATCH that way). So for the length of this body's write, the connection's transport checks the fence
-    in its own ``write``, the last Python call before the bytes are encrypted and leave: what reaches the API
-    server was allowed microseconds before it left. A refused write raises :class:`WriteFenced` before a byte of
-    the request is handed over; aiohttp then closes the connection and :meth:`ApiClient._exchange` raises the
-    :class:`WriteFenced` itself."""
+    VM) would send the request the moment it wakes, long after its Lease expired (the 60-minute soak caught an
+    Event PATCH and a pod create that way). So for the length of this body's write, the connection's socket
+    transport (beneath TLS, where there is TLS) checks the fence in its own ``write``, the last Python call before
+    ``send``: what reaches the API server was allowed microseconds before it left. A refusal is recorded in
+    :attr:`refused` and the connection closed before a byte of the request is sent; :meth:`ApiClient._exchange`
+    raises the recorded :class:`WriteFenced`."""
 
     def __init__(self, value: bytes, may_write: Callable[[], bool], what: str, content_type: str) -> None:
         super().__init__(value, content_type=content_type)
         self._may_write = may_write
         self._what = what
-
-    def _refuse(self) -> WriteFenced:
-        return WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the leader Lease")
+        self.refused: WriteFenced | None = None
 
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        transport = writer.transport
+        transport = _socket_transport(writer.transport)
         if transport is None:  # the connection is gone: aiohttp raises its own error on the write
             await super().write_with_length(writer, content_length)
             return
@@ -110,16 +114,28 @@ class _FencedBody(aiohttp.payload.BytesPayload):
 
         def fenced_send(data: Any) -> None:
             if not self._may_write():
-                raise self._refuse()
+                self.refused = WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the "
+                                           f"leader Lease")
+                raise _Refused(self.refused.message)
             send(data)
 
-        # An attribute on this one transport instance (one request at a time uses an HTTP/1.1 connection), removed
-        # once the body is written, so the pooled connection goes back exactly as it came.
+        # An attribute on this one transport instance (an HTTP/1.1 connection carries one request at a time),
+        # removed once the body is written, so the pooled connection goes back exactly as it came.
         setattr(transport, "write", fenced_send)  # noqa: B010 (a method is shadowed on purpose)
         try:
             await super().write_with_length(writer, content_length)
         finally:
             delattr(transport, "write")
+
+
+def _socket_transport(transport: Any) -> Any:
+    """The transport that writes to the socket: beneath asyncio's TLS layer when there is one (its app-facing
+    transport encrypts into the one below, and may hold the bytes back while that one is paused)."""
+    if transport is None:
+        return None
+    protocol = getattr(transport, "_ssl_protocol", None)
+    below = getattr(protocol, "_transport", None)
+    return below if below is not None else transport
 
 
 class ApiClient:
@@ -266,8 +282,10 @@ class ApiClient:
                 )
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 metrics.request(method, None, time.perf_counter() - start)
+                if isinstance(body, _FencedBody) and body.refused is not None:
+                    raise body.refused from None  # refused as it was about to leave: nothing was sent
                 if isinstance(exc.__cause__, WriteFenced):
-                    raise exc.__cause__ from None  # refused as it was about to leave: nothing was sent
+                    raise exc.__cause__ from None  # refused when the connection was taken: nothing was sent
                 never_sent = isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
                     exc, aiohttp.ClientSSLError
                 )
