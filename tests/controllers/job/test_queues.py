@@ -10,7 +10,6 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.clock import FakeClock
-from controller_manager.controllers.job import JobController
 from controller_manager.runtime.controller import run_controller
 from controller_manager.runtime.informers import Added, Deleted, Updated
 from tests.prometheus import sample_value
@@ -101,7 +100,8 @@ async def test_a_deleted_jobs_orphans_do_not_hold_up_other_jobs() -> None:
     # The job queue saw the two Job keys only; the orphans went to their own queue.
     assert adds("job") - job_adds == 2
     assert adds("job_orphan_pod") - orphan_adds == 200
-    assert jm.queue.name == "job" and jm.orphan_queue.name == "job_orphan_pod"
+    assert jm.queue.name == "job"
+    assert jm.orphan_queue.name == "job_orphan_pod"
 
 
 async def test_job_events_count_as_retries_as_upstreams_add_after_does() -> None:
