@@ -119,3 +119,40 @@ async def test_job_events_count_as_retries_as_upstreams_add_after_does() -> None
     assert (sample_value("workqueue_retries_total", {"name": "job"}) or 0.0) - before == 4
     jm.queue.shut_down()
     jm.orphan_queue.shut_down()
+
+
+@dataclass
+class RecordingAdmission:
+    """A shard member's admission that admits everything and remembers what it was asked."""
+
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+
+    def admit(self, queue: Any, key: str) -> bool:
+        self.asked.append((queue.name, key))
+        return True
+
+    def release(self, key: str) -> None:
+        self.released.append(key)
+
+
+async def test_orphan_keys_pass_the_shard_admission_with_their_kind_prefix() -> None:
+    # Sharding parks keys whose root another member owns; an orphan pod is told from a Job by its "pod:" prefix.
+    client = SlowClient()
+    jm, _, clock = new_controller(client)
+    client.clock = clock
+    admission = RecordingAdmission()
+    jm.ctx.admission = admission
+    gone = new_job(name="gone-sharded")
+    pod = build_pod(gone, name="left-behind")
+    cache(jm.pod_informer, pod)
+    runner = asyncio.create_task(run_controller(jm, 5))
+    try:
+        jm._on_job(Deleted(gone))
+        await run_until(clock, lambda: len(client.patched_at) == 1, limit=5.0)
+    finally:
+        jm.queue.shut_down()
+        await run_until(clock, runner.done, limit=10.0)
+    assert ("job_orphan_pod", "pod:default/left-behind") in admission.asked
+    assert ("job", "default/gone-sharded") in admission.asked
+    assert "pod:default/left-behind" in admission.released
