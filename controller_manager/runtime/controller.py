@@ -26,8 +26,9 @@ Guarantees of :func:`run_controller`:
   default) runs as one more task, started with the workers and cancelled once they have all returned. An
   exception from it is logged and reported by :meth:`Controller.health`; the workers keep going.
 - With a :class:`SyncAdmission` in the context (a shard member's sharded controllers), a key taken off the
-  controller's own queue is synced only if ``admit(queue, key)`` says so (else it is forgotten: the admission
-  adds it back when it may sync); ``release(key)`` follows every admitted sync.
+  controller's own queue (or another queue run with ``admitted=True``) is synced only if ``admit(queue, key)``
+  says so (else it is forgotten: the admission adds it back when it may sync); ``release(key)`` follows every
+  admitted sync.
 - Prometheus: ``controller_sync_duration_seconds{controller}`` (histogram) and
   ``controller_sync_errors_total{controller}`` (counter), on the default registry.
 """
@@ -138,7 +139,7 @@ class _Loop(Generic[T]):
     yield_between: bool = False
     timed: bool = True
     gate: Callable[[], Awaitable[None]] | None = None  # awaited before each sync (the leader's intake fence)
-    admission: SyncAdmission | None = None  # asked before each sync of the controller's own queue (sharding)
+    admission: SyncAdmission | None = None  # asked before each sync of an admitted queue (sharding)
 
 
 @dataclass
@@ -195,7 +196,7 @@ class Controller(ABC):
 
     async def run_queue(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]], *,
                         workers: int = 1, describe: Callable[[T], str] = str, yield_between: bool = False,
-                        timed: bool = True, max_retries: int | None = None) -> None:
+                        timed: bool = True, max_retries: int | None = None, admitted: bool = False) -> None:
         """Drain one more queue this controller owns through the shared runner, from :meth:`run_background`.
 
         ``sync`` follows the contract of :meth:`sync` (a :class:`Result`, an exception to retry with backoff
@@ -203,11 +204,15 @@ class Controller(ABC):
         under ``<controller>/<queue name>``. Returns once ``queue`` is shut down and drained.
         ``yield_between``: give the event loop a turn after every item (a queue fed in bursts of thousands);
         ``timed=False``: no duration observations or debug lines (very many cheap items); ``max_retries``: this
-        queue's retry budget, as :attr:`Controller.max_retries` is the controller's own queue's."""
+        queue's retry budget, as :attr:`Controller.max_retries` is the controller's own queue's; ``admitted``: its
+        keys pass the context's :class:`SyncAdmission` too, as the own queue's do (sharding: keys whose kind the
+        admission tells by a prefix, such as the job controller's orphan pods)."""
         loop = self._loop(queue, sync, describe, yield_between)
         loop.timed = timed
         if max_retries is not None:
             loop.max_retries = max_retries
+        if admitted:
+            loop.admission = self.ctx.admission
         await run_queue(loop, workers)
 
     async def process_next(self, queue: WorkQueue[T], sync: Callable[[T], Awaitable[Result | None]], *,

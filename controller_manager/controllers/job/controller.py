@@ -14,7 +14,13 @@ Guarantees:
   pod-recreation backoff (``pod_backoff_base`` doubling up to ``pod_backoff_max``, upstream 10 s / 10 min).
   Pod events are batched per Job (``sync_batch_period``, upstream 1 s); Job spec changes sync at once.
 - Orphaned pods that still carry the tracking finalizer (their Job is gone, finished, or released them) have
-  it removed: they go through the same queue under the key ``pod:<namespace>/<name>``.
+  it removed through a queue of their own, upstream's ``job_orphan_pod`` with one worker beside the
+  ``--concurrent-job-syncs`` Job workers: a deleted Job's pods fanning out into hundreds of finalizer patches
+  neither wait in nor hold the workers of the ``job`` queue, whose metrics count Job keys only. Its keys are
+  ``pod:<namespace>/<name>`` (the prefix tells a shard member's admission their kind).
+- Job events are enqueued as upstream's ``enqueueSyncJobImmediately``/``Batched`` do, through ``AddAfter``
+  (with no delay for additions, spec changes and deletions), so ``workqueue_retries_total{name="job"}`` counts
+  them as upstream's does.
 - Prometheus metrics under upstream's names (:mod:`.metrics`): syncs, finished Jobs, pods and indexes, pod
   failure policy actions, pod creations, terminated pods holding the tracking finalizer, external Jobs.
 - Read-your-own-writes, as upstream's StaleControllerConsistencyJob (beta, on by default since 1.36): the
@@ -88,7 +94,7 @@ def _nothing_for_jobs(old: Obj, new: Obj) -> bool:
 
 
 class JobController(Controller):
-    """Jobs -> pods. Its queue holds Job keys and ``pod:<ns>/<name>`` keys of orphans to clean up."""
+    """Jobs -> pods. Its queue holds Job keys; ``orphan_queue`` the ``pod:<ns>/<name>`` keys of orphans to clean up."""
 
     name: ClassVar[str] = "job-controller"
     alias: ClassVar[str] = "job"
@@ -102,6 +108,11 @@ class JobController(Controller):
         # Upstream's Job queue backs off from 1 s to 1 min on sync errors (not the generic 5 ms..1000 s).
         self.queue = RateLimitingQueue(
             "job", rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF, MAX_JOB_API_BACKOFF),
+            clock=ctx.clock)
+        # Upstream's orphanQueue: its own name, limiter and single worker (run_background).
+        self.orphan_queue: RateLimitingQueue[str] = RateLimitingQueue(
+            "job_orphan_pod",
+            rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF, MAX_JOB_API_BACKOFF),
             clock=ctx.clock)
         self.pod_backoff_base = pod_backoff_base
         self.pod_backoff_max = pod_backoff_max
@@ -149,6 +160,10 @@ class JobController(Controller):
         self.consistency.record(job, PODS.plural, patched)
         return patched
 
+    def enqueue_immediately(self, key: str) -> None:
+        # AddAfter with no delay, as upstream: an add that counts in workqueue_retries_total.
+        self.queue.add_after(key, 0.0)
+
     def enqueue_batched(self, key: str) -> None:
         self.queue.add_after(key, self.sync_batch_period)
 
@@ -163,7 +178,7 @@ class JobController(Controller):
 
     def _on_job(self, event: Event) -> None:
         if isinstance(event, Added):
-            self.queue.add(key_of(event.obj))
+            self.enqueue_immediately(key_of(event.obj))
             controller_name = managed_by_external_controller(event.obj)
             if controller_name is not None:
                 metrics.record_job_by_external_controller(controller_name)
@@ -171,7 +186,7 @@ class JobController(Controller):
             self._update_job(event.old, event.new)
         else:
             self.consistency.clear(key_of(event.obj), str(meta(event.obj).get("uid") or ""))
-            self.queue.add(key_of(event.obj))
+            self.enqueue_immediately(key_of(event.obj))
             self._cleanup_pod_finalizers(event.obj)
 
     def _update_job(self, old: Obj, cur: Obj) -> None:
@@ -179,7 +194,7 @@ class JobController(Controller):
         if meta(cur).get("generation") == meta(old).get("generation"):
             self.enqueue_batched(key)  # status updates, typically caused by pod events
         else:
-            self.queue.add(key)  # spec changed: act at once
+            self.enqueue_immediately(key)  # spec changed: act at once
         if is_job_finished(cur):
             self._cleanup_pod_finalizers(cur)  # a backup: finished Jobs should have no finalizers left
         start = parse_time((cur.get("status") or {}).get("startTime"))
@@ -196,7 +211,7 @@ class JobController(Controller):
                 self._enqueue_orphan(pod)
 
     def _enqueue_orphan(self, pod: Obj) -> None:
-        self.queue.add(ORPHAN_POD_PREFIX + key_of(pod))
+        self.orphan_queue.add(ORPHAN_POD_PREFIX + key_of(pod))
 
     def _on_pod(self, event: Event) -> None:
         if isinstance(event, Updated) and _nothing_for_jobs(event.old, event.new):
@@ -237,10 +252,15 @@ class JobController(Controller):
     # --- sync ---------------------------------------------------------------------------------------
 
     async def sync(self, key: str) -> Result | None:
-        if key.startswith(ORPHAN_POD_PREFIX):
-            await self.sync_orphan_pod(key[len(ORPHAN_POD_PREFIX):])
-            return None
         return await sync_job(self, key)
+
+    async def run_background(self) -> None:
+        # Upstream's single orphanWorker; its keys pass the shard admission as the Job keys do.
+        await self.run_queue(self.orphan_queue, self._sync_orphan_key, admitted=True)
+
+    async def _sync_orphan_key(self, key: str) -> Result | None:
+        await self.sync_orphan_pod(key.removeprefix(ORPHAN_POD_PREFIX))
+        return None
 
     async def sync_orphan_pod(self, pod_key: str) -> None:
         """Remove the tracking finalizer from a pod no unfinished Job of ours controls."""

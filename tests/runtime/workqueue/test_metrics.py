@@ -50,6 +50,37 @@ async def test_depth_adds_and_durations() -> None:
     assert sample("workqueue_work_duration_seconds_bucket", name, le="10.0") == 1
 
 
+async def test_queue_duration_starts_when_a_delayed_key_becomes_ready() -> None:
+    # client-go's delaying queue calls Add once the delay has passed: the delay itself is not queue time.
+    clock = FakeClock()
+    name = unique("delayed")
+    q: RateLimitingQueue[str] = RateLimitingQueue(name, clock=clock)
+    q.add_after("a", 5.0)
+    clock.advance(5.0)
+    clock.advance(0.25)
+    assert await q.get() == "a"
+    assert sample("workqueue_queue_duration_seconds_sum", name) == pytest.approx(0.25)
+
+
+async def test_queue_duration_of_a_key_added_while_processing_starts_at_that_add() -> None:
+    # client-go's metrics.add runs in Add before the processing check, so a key re-added during its own sync is
+    # timed from that Add: its wait includes the rest of the sync (not from Done, when it is queued again).
+    clock = FakeClock()
+    name = unique("dirty")
+    q: WorkQueue[str] = WorkQueue(name, clock=clock)
+    q.add("a")
+    assert await q.get() == "a"
+    clock.advance(1.0)
+    q.add("a")  # an event during the sync
+    clock.advance(3.0)
+    q.done("a")  # queued again now
+    clock.advance(0.5)
+    assert await q.get() == "a"
+    assert sample("workqueue_queue_duration_seconds_count", name) == 2
+    assert sample("workqueue_queue_duration_seconds_sum", name) == pytest.approx(3.5)
+    assert sample("workqueue_queue_duration_seconds_bucket", name, le="1.0") == 1
+
+
 async def test_histogram_buckets_are_client_gos() -> None:
     name = unique("buckets")
     WorkQueue[str](name, clock=FakeClock())
