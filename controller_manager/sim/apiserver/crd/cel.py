@@ -606,6 +606,12 @@ def _parse(text: str) -> Any:
         raise CELCompileError(_issue(text, line, column, detail)) from None
 
 
+def parse_expression(text: str) -> Any:
+    """cel-python's parse tree of ``text``; :class:`CELCompileError` with cel-go's issue text for a syntax
+    error."""
+    return _parse(text)
+
+
 _COMPILED: dict[tuple[str, int, bool, str], tuple[Obj | None, Compiled | CELCompileError]] = {}
 _COMPILED_MAX = 4096
 
