@@ -29,6 +29,7 @@ constants, optional field selection (``.?x``, which cel-python cannot parse) and
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -360,6 +361,7 @@ class Node:
 @dataclass(eq=False)
 class Literal(Node):
     value_type: Type = DYN
+    token: str = ""  # the literal as written
 
 
 @dataclass(eq=False)
@@ -450,13 +452,32 @@ _SKIPPED = re.compile(r"(?:\s+|//[^\n]*|\))*")
 class _Builder:
     """cel-python's parse tree to cel-go's syntax, macros expanded."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, tree: Any) -> None:
         self.text = text
         self.issues: list[tuple[int, str]] = []
+        # Each token's (start, end) offsets. cel-python re-creates ``true``/``false`` tokens without a position:
+        # they are found in the text, after the token before them.
+        self.spans: dict[int, tuple[int, int]] = {}
+        cursor = 0
+        for token in tree.scan_values(lambda v: isinstance(v, lark.Token)):
+            if token.start_pos is None:
+                found = re.compile(rf"\b{re.escape(str(token))}\b").search(text, cursor)
+                start = found.start() if found else cursor
+                self.spans[id(token)] = (start, start + len(token))
+            else:
+                self.spans[id(token)] = (token.start_pos, token.end_pos)
+            cursor = self.spans[id(token)][1]
+
+    def start(self, token: lark.Token) -> int:
+        return self.spans.get(id(token), (0, 0))[0]
 
     def after(self, node: Any) -> int:
         """The offset of the first symbol after ``node`` (skipping blanks, comments and closing parentheses)."""
-        end = node.meta.end_pos if isinstance(node, lark.Tree) else node.end_pos
+        end = node.meta.end_pos if isinstance(node, lark.Tree) else None
+        if end is None:
+            last = list(node.scan_values(lambda v: isinstance(v, lark.Token))) if isinstance(node, lark.Tree) \
+                else [node]
+            end = self.spans.get(id(last[-1]), (0, 0))[1] if last else 0
         return _SKIPPED.match(self.text, end).end()  # type: ignore[union-attr]
 
     def build(self, node: Any) -> Node:
@@ -484,9 +505,9 @@ class _Builder:
             return self.build(children[0])
         if data == "literal":
             token = children[0]
-            return Literal(token.start_pos, _LITERALS.get(token.type, DYN))
+            return Literal(self.start(token), _LITERALS.get(token.type, DYN), str(token))
         if data in ("ident", "dot_ident"):
-            return Ident(children[0].start_pos, str(children[0]))
+            return Ident(self.start(children[0]), str(children[0]))
         if data == "member_dot":
             return Select(self.after(children[0]), self.build(children[0]), str(children[1]))
         if data == "member_index":
@@ -935,11 +956,19 @@ def _qualified_name(node: Node) -> str | None:
     return None
 
 
+def _walk_outside(node: Node, exempt: str, inside: bool = False) -> Iterator[tuple[Node, bool]]:
+    """Each node, and whether it lies within a call of ``exempt``."""
+    yield node, inside
+    within = inside or (isinstance(node, Call) and node.function == exempt)
+    for child in _children(node):
+        yield from _walk_outside(child, exempt, within)
+
+
 def _homogeneous(root: Node) -> list[tuple[int, str]]:
-    """cel-go's validator of homogeneous aggregate literals (the checked types, each list's first mismatch and
-    each map entry's)."""
+    """cel-go's validator of homogeneous aggregate literals over the checked types: each list's first mismatch
+    and each map entry's, except within ``format()`` (whose argument list mixes types by design)."""
     issues: list[tuple[int, str]] = []
-    nodes = list(_walk(root))
+    nodes = [node for node, exempt in _walk_outside(root, "format") if not exempt]
     for node in nodes:
         if isinstance(node, CreateList) and node.elements:
             first = node.elements[0].type
@@ -958,10 +987,78 @@ def _homogeneous(root: Node) -> list[tuple[int, str]]:
     return issues
 
 
+# Go's time.ParseDuration and time.RFC3339, which cel-go's duration() and timestamp() parse literals with.
+_GO_DURATION = re.compile(r"[-+]?(?:0|(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)")
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))")
+# RE2 (Go's regexp) has no lookaround and no backreferences, which Python's re accepts.
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=")
+
+
+def _valid_duration(text: str) -> bool:
+    return _GO_DURATION.fullmatch(text) is not None
+
+
+def _valid_timestamp(text: str) -> bool:
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    offset = [int(g) for g in match.groups()[6:] if g is not None]
+    try:
+        datetime.datetime(year, month, day, hour, minute, min(second, 59))
+    except ValueError:
+        return False
+    return second < 60 and all(o < limit for o, limit in zip(offset, (24, 60), strict=False))
+
+
+def _valid_regex(text: str) -> bool:
+    if _NOT_RE2.search(text):
+        return False
+    try:
+        re.compile(text)
+    except re.error:
+        return False
+    return True
+
+
+_LITERAL_CHECKS = {"duration": _valid_duration, "timestamp": _valid_timestamp, "matches": _valid_regex}
+
+
+def _literal_arguments(root: Node) -> list[tuple[int, str]]:
+    """cel-go's literal validators (``ValidateDurationLiterals``, ``ValidateTimestampLiterals``,
+    ``ValidateRegexLiterals``): a string literal as the first argument of ``duration()``, ``timestamp()`` or
+    ``matches()`` that does not parse."""
+    issues: list[tuple[int, str]] = []
+    for node in _walk(root):
+        valid = _LITERAL_CHECKS.get(node.function) if isinstance(node, Call) else None
+        if valid is None or not isinstance(node, Call) or not node.args:
+            continue
+        literal = node.args[0]
+        if isinstance(literal, Literal) and literal.value_type == STRING:
+            value = _string_value(literal.token)
+            if value is not None and not valid(value):
+                issues.append((literal.offset, f"invalid {node.function} argument"))
+    return issues
+
+
+def _string_value(token: str) -> str | None:
+    """The value of a string literal token (None when its escapes do not decode)."""
+    raw = token[:1] in "rR"
+    body = token[1:] if raw else token
+    quote = 3 if body[:3] in ("'''", '"""') else 1
+    body = body[quote:-quote]
+    if raw or "\\" not in body:
+        return body
+    try:
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        return None
+
+
 def check(tree: Any, text: str, env: Environment) -> Type:
     """The output type of ``text`` (parsed by cel-python into ``tree``) in ``env``; :class:`CheckError` with
     cel-go's issues when the expression misuses a macro, does not type-check or mixes types in a literal."""
-    builder = _Builder(text)
+    builder = _Builder(text, tree)
     root = builder.build(tree)
     if builder.issues:
         raise CheckError(tuple(builder.issues))
@@ -971,7 +1068,7 @@ def check(tree: Any, text: str, env: Environment) -> Type:
         raise CheckError(tuple(checker.issues))
     for node in checker.nodes:
         node.type = _substitute(checker.subs, node.type or DYN, True)
-    issues = _homogeneous(root)
+    issues = _homogeneous(root) + _literal_arguments(root)
     if issues:
         raise CheckError(tuple(issues))
     return root.type or DYN

@@ -98,6 +98,73 @@ async def test_device_class_selector_errors(client: Client, expression: str, mes
     assert _causes(err) == [("spec.selectors[1].cel.expression", message)]
 
 
+def _compile_error(expression: str, column: int, message: str) -> str:
+    """The field error's text for a one-line expression cel-go refuses at ``column`` (1-based)."""
+    escaped = expression.replace("\\", "\\\\").replace('"', '\\"')
+    return (f'Invalid value: "{escaped}": compilation failed: ERROR: <input>:1:{column}: {message}\n'
+            f" | {expression}\n | {'.' * (column - 1)}^")
+
+
+# What kube-apiserver's type checker refuses (cel-go's overload resolution, with an attribute's value typed any).
+TYPE_ERRORS = [
+    ("device.driver == 1", 15, "found no matching overload for '_==_' applied to '(string, int)'"),
+    ('device.allowMultipleAllocations == "true"', 33,
+     "found no matching overload for '_==_' applied to '(bool, string)'"),
+    ('device.capacity["dra.example.com"].memory > 1', 43,
+     "found no matching overload for '_>_' applied to '(kubernetes.Quantity, int)'"),
+    ('device.capacity["dra.example.com"].memory.isGreaterThan(semver("1.0.0"))', 56,
+     "found no matching overload for 'isGreaterThan' applied to 'kubernetes.Quantity.(kubernetes.Semver)'"),
+    ("device.driver.matches(1)", 22, "found no matching overload for 'matches' applied to 'string.(int)'"),
+    ('device.driver + 1 == "a"', 15, "found no matching overload for '_+_' applied to '(string, int)'"),
+    ("1 in device.attributes", 3,
+     "found no matching overload for '@in' applied to '(int, map(string, map(string, any)))'"),
+    ("!device.driver", 1, "found no matching overload for '!_' applied to '(string)'"),
+    ("device.driver.x", 14, "type 'string' does not support field selection"),
+    ("has(device.name)", 4, "undefined field 'name'"),
+    ('device.driver == "a" && 1', 25, "expected type 'bool' but found 'int'"),
+    ("device.attributes.all(domain, domain.size())", 42, "expected type 'bool' but found 'int'"),
+    ('device.attributes["dra.example.com"].models.exists(m, m == "a")', 37,
+     "expression of type 'any' cannot be range of a comprehension (must be list, map, or dynamic)"),
+    ('device.driver in ["a", 1]', 24, "expected type 'string' but found 'int'"),
+    ("device.attributes.exists(1, true)", 26, "argument must be a simple name"),
+    ('device.driver.matches("[a-")', 23, "invalid matches argument"),
+    ('device.driver == null', 15, "found no matching overload for '_==_' applied to '(string, null)'"),
+]
+
+
+@pytest.mark.parametrize(("expression", "column", "message"), TYPE_ERRORS)
+async def test_selectors_that_do_not_type_check(client: Client, expression: str, column: int, message: str) -> None:
+    status, err = await client.post(f"{DRA}/deviceclasses", _device_class("bad", expression))
+    assert status == 422, err
+    assert _causes(err) == [("spec.selectors[0].cel.expression", _compile_error(expression, column, message))]
+
+
+async def test_a_type_error_on_a_later_line_is_placed_on_it(client: Client) -> None:
+    expression = 'device.driver == "a" &&\n  device.attributes["x"].y > 0 &&\n  device.driver.size() == "4"'
+    status, err = await client.post(CLAIMS, _claim("lines", expression))
+    assert status == 422, err
+    assert _causes(err) == [(f"{CLAIM_SELECTOR}[0].cel.expression", (
+        'Invalid value: "device.driver == \\"a\\" &&\\n  device.attributes[\\"x\\"].y > 0 &&\\n  '
+        'device.driver.size() == \\"4\\"": compilation failed: ERROR: <input>:3:24: found no matching overload '
+        "for '_==_' applied to '(int, string)'\n"
+        ' |   device.driver.size() == "4"\n'
+        " | .......................^"))]
+
+
+@pytest.mark.parametrize(("expression", "result"), [
+    ("dyn(true)", "dyn"),
+    ('device.attributes["dra.example.com"]', "map(string, google.protobuf.Any)"),
+    ('device.attributes.map(d, d + "/")', "list(string)"),
+    ("cel.bind(n, device.driver.size(), n)", "int"),
+])
+async def test_a_result_of_another_type_is_refused(client: Client, expression: str, result: str) -> None:
+    status, err = await client.post(f"{DRA}/deviceclasses", _device_class("bad", expression))
+    assert status == 422, err
+    escaped = expression.replace('"', '\\"')
+    assert _causes(err) == [("spec.selectors[0].cel.expression",
+                             f'Invalid value: "{escaped}": must evaluate to bool or the unknown type, not {result}')]
+
+
 # compile_test.go's expressions that compile (their match outcomes are the scheduler's, which kube-sim has not).
 VALID = [
     "true", "false",
@@ -118,6 +185,17 @@ VALID = [
     'device.attributes["dra.example.com"].services.split("example").size() >= 2',
     'device.attributes["dra.example.com"].services.matches("[^a]?sym")',
     "device.allowMultipleAllocations == true",
+    # an attribute's value is typed any: it compares, indexes and calls as dyn
+    'device.attributes["dra.example.com"].y == 1',
+    'device.attributes["dra.example.com"].y == "a" || device.attributes["dra.example.com"].y.startsWith("a")',
+    'device.attributes["dra.example.com"]["y"].z.size() > quantity("1").asInteger()',
+    'cel.bind(d, device.attributes["dra.example.com"], d.a ? d.b : d.c)',
+    'device.attributes.exists(domain, domain.endsWith(".example.com") && device.attributes[domain].size() > 0)',
+    'device.capacity["dra.example.com"].memory.compareTo(quantity("1Gi")) >= 0',
+    'device.attributes.all(domain, kind, kind.size() < 32)',
+    '[1, 2].map(i, i * 2).filter(j, j > 2).size() == 1 && type(device.driver) == string',
+    'device.driver.split(".").size() > 1 && device.driver.lowerAscii() in ["a", "b"]',
+    'isIP(device.driver) || cidr("10.0.0.0/8").containsIP("10.1.2.3") || url("https://a").getHost() == "a"',
     '\ndevice.capacity["dra.example.com"].quantity.isGreaterThan(quantity("1Ki")) &&\n'
     'device.attributes["dra.example.com"].bool &&\ndevice.attributes["dra.example.com"]["int"] > 0\n',
 ]
