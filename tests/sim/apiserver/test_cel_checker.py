@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller_manager.sim.apiserver import cel_checker
+from controller_manager.sim.apiserver import cel_checker, cel_syntax
 from controller_manager.sim.apiserver.crd import cel
 
 ENV = cel_checker.Environment(
@@ -79,3 +79,26 @@ def test_issues_are_sorted_by_position_and_placed_under_wide_characters() -> Non
         " | 'é' == 1 || y\n | .\uff0e..^\n"
         "ERROR: <input>:1:13: undeclared reference to 'y' (in container '')\n"
         " | 'é' == 1 || y\n | .\uff0e..........^")
+
+
+@pytest.mark.parametrize(("expression", "issues"), [
+    # cel-go's parser_test.go
+    ("a | b", ["1:3: Syntax error: token recognition error at: '| '",
+               "1:5: Syntax error: extraneous input 'b' expecting <EOF>"]),
+    ("1 + 2\n3 +", ["2:1: Syntax error: mismatched input '3' expecting <EOF>"]),
+    ("1 + $", ["1:5: Syntax error: token recognition error at: '$'",
+               f"1:6: Syntax error: mismatched input '<EOF>' expecting {cel_syntax.OPERAND_START}"]),
+    ("device.driver ==", [f"1:17: Syntax error: mismatched input '<EOF>' expecting {cel_syntax.OPERAND_START}"]),
+    ("a b c", ["1:3: Syntax error: mismatched input 'b' expecting <EOF>"]),
+    ("a)", ["1:2: Syntax error: extraneous input ')' expecting <EOF>"]),
+])
+def test_syntax_errors_in_cel_go_words(expression: str, issues: list[str]) -> None:
+    lines = expression.split("\n")
+    expected = []
+    for issue in issues:
+        line, column, message = issue.split(":", 2)
+        expected.append(f"ERROR: <input>:{line}:{column}:{message}\n | {lines[int(line) - 1]}\n"
+                        f" | {'.' * (int(column) - 1)}^")
+    with pytest.raises(cel.CELCompileError) as raised:
+        cel.parse_expression(expression)
+    assert str(raised.value) == "\n".join(expected)

@@ -77,6 +77,10 @@ async def test_claim_length_and_cost_limits_as_upstream_table(client: Client) ->
 
 @pytest.mark.parametrize(("expression", "message"), [
     ("?!", 'Invalid value: "?!": compilation failed: ERROR: <input>:1:1: Syntax error: mismatched input\n | ?!\n | ^'),
+    ("device.driver ==", 'Invalid value: "device.driver ==": compilation failed: ERROR: <input>:1:17: Syntax error: '
+                         "mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', "
+                         "NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | device.driver ==\n"
+                         " | ................^"),
     ("1", 'Invalid value: "1": must evaluate to bool or the unknown type, not int'),
     ("device.driver", 'Invalid value: "device.driver": must evaluate to bool or the unknown type, not string'),
     ('device.capacity["dra.example.com"]', 'Invalid value: "device.capacity[\\"dra.example.com\\"]": must evaluate '
