@@ -425,9 +425,25 @@ def _children(node: Node) -> Iterator[Node]:
 
 
 def _walk(node: Node) -> Iterator[Node]:
-    yield node
-    for child in _children(node):
-        yield from _walk(child)
+    """Every node, parents before children (iteratively: a long chain of operators nests deep)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(_children(current))))
+
+
+def _tokens(tree: Any) -> list[lark.Token]:
+    """A parse tree's tokens in source order (iteratively, as :func:`_walk`)."""
+    out: list[lark.Token] = []
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, lark.Tree):
+            stack.extend(reversed(current.children))
+        elif isinstance(current, lark.Token):
+            out.append(current)
+    return out
 
 
 @dataclass(frozen=True)
@@ -459,13 +475,13 @@ class _Builder:
         # they are found in the text, after the token before them.
         self.spans: dict[int, tuple[int, int]] = {}
         cursor = 0
-        for token in tree.scan_values(lambda v: isinstance(v, lark.Token)):
+        for token in _tokens(tree):
             if token.start_pos is None:
                 found = re.compile(rf"\b{re.escape(str(token))}\b").search(text, cursor)
                 start = found.start() if found else cursor
                 self.spans[id(token)] = (start, start + len(token))
             else:
-                self.spans[id(token)] = (token.start_pos, token.end_pos)
+                self.spans[id(token)] = (token.start_pos, token.end_pos or token.start_pos + len(token))
             cursor = self.spans[id(token)][1]
 
     def start(self, token: lark.Token) -> int:
@@ -475,13 +491,12 @@ class _Builder:
         """The offset of the first symbol after ``node`` (skipping blanks, comments and closing parentheses)."""
         end = node.meta.end_pos if isinstance(node, lark.Tree) else None
         if end is None:
-            last = list(node.scan_values(lambda v: isinstance(v, lark.Token))) if isinstance(node, lark.Tree) \
-                else [node]
+            last = _tokens(node)
             end = self.spans.get(id(last[-1]), (0, 0))[1] if last else 0
         return _SKIPPED.match(self.text, end).end()  # type: ignore[union-attr]
 
     def build(self, node: Any) -> Node:
-        data = node.data
+        data = str(node.data)  # a lark Token: plain text compares much faster
         children = node.children
         if data == "expr" and len(children) == 3:
             condition = self.build(children[0])
@@ -492,7 +507,7 @@ class _Builder:
                         [self.build(children[0]), self.build(children[1])])
         if data in ("relation", "addition", "multiplication") and len(children) == 2:
             operator = children[0]
-            function, _ = _OPERATORS[operator.data]
+            function, _ = _OPERATORS[str(operator.data)]
             left = operator.children[0]
             return Call(self.after(left), function, None, [self.build(left), self.build(children[1])])
         if data == "unary" and len(children) == 2:
@@ -541,10 +556,10 @@ class _Builder:
     def unary(self, node: Any) -> Node:
         """A run of ``!`` (or ``-``): cel-go keeps one operator for an odd run, none for an even one, placed at
         the run's first symbol."""
-        operator = node.children[0].data
+        operator = str(node.children[0].data)
         run, inner = 0, node
-        while (isinstance(inner, lark.Tree) and inner.data == "unary" and len(inner.children) == 2
-               and inner.children[0].data == operator):
+        while (isinstance(inner, lark.Tree) and str(inner.data) == "unary" and len(inner.children) == 2
+               and str(inner.children[0].data) == operator):
             run += 1
             inner = inner.children[1]
         operand = self.build(inner)
@@ -657,9 +672,10 @@ def _is_dyn_or_error(t: Type) -> bool:
 
 
 def _substitute(subs: Substitutions, t: Type, to_dyn: bool) -> Type:
-    if t in subs:
-        return _substitute(subs, subs[t], to_dyn)
-    if t.kind == "param":
+    if t.kind == "param":  # only type parameters are bound
+        bound = subs.get(t)
+        if bound is not None:
+            return _substitute(subs, bound, to_dyn)
         return DYN if to_dyn else t
     if t.params:
         return Type(t.kind, t.name, tuple(_substitute(subs, p, to_dyn) for p in t.params))
@@ -956,19 +972,21 @@ def _qualified_name(node: Node) -> str | None:
     return None
 
 
-def _walk_outside(node: Node, exempt: str, inside: bool = False) -> Iterator[tuple[Node, bool]]:
-    """Each node, and whether it lies within a call of ``exempt``."""
-    yield node, inside
-    within = inside or (isinstance(node, Call) and node.function == exempt)
-    for child in _children(node):
-        yield from _walk_outside(child, exempt, within)
+def _walk_outside(root: Node, exempt: str) -> Iterator[Node]:
+    """Every node that does not lie within a call of ``exempt``."""
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not (isinstance(current, Call) and current.function == exempt):
+            stack.extend(reversed(list(_children(current))))
 
 
 def _homogeneous(root: Node) -> list[tuple[int, str]]:
     """cel-go's validator of homogeneous aggregate literals over the checked types: each list's first mismatch
     and each map entry's, except within ``format()`` (whose argument list mixes types by design)."""
     issues: list[tuple[int, str]] = []
-    nodes = [node for node, exempt in _walk_outside(root, "format") if not exempt]
+    nodes = list(_walk_outside(root, "format"))
     for node in nodes:
         if isinstance(node, CreateList) and node.elements:
             first = node.elements[0].type

@@ -71,9 +71,10 @@ def _lex(text: str) -> tuple[list[_Token], list[tuple[int, str]]]:
     return tokens, errors
 
 
-def syntax_issues(text: str, parses: Callable[[str], bool]) -> list[tuple[int, str]] | None:
-    """cel-go's syntax errors for ``text`` (offset, message), when its shape is one this module knows; ``parses``
-    says whether cel-python parses a text."""
+def syntax_issues(text: str, stops_at: Callable[[str], int | None]) -> list[tuple[int, str]] | None:
+    """cel-go's syntax errors for ``text`` (offset, message), when its shape is one this module knows.
+    ``stops_at`` gives the offset where cel-python's parser stops on a text (None: it parses); it is called at
+    most three times, whatever the text's length."""
     tokens, errors = _lex(text)
     # the text as the parser sees it: what the lexer dropped blanked out, positions kept
     kept = list(" " * len(text)) if errors else list(text)
@@ -81,19 +82,22 @@ def syntax_issues(text: str, parses: Callable[[str], bool]) -> list[tuple[int, s
         for token in tokens:
             kept[token.start:token.start + len(token.text)] = token.text
     seen = "".join(kept)
+    eof = (len(text), f"Syntax error: mismatched input '<EOF>' expecting {OPERAND_START}")
     if not tokens:
-        return [*errors, (len(text), f"Syntax error: mismatched input '<EOF>' expecting {OPERAND_START}")]
-    if parses(seen):
+        return [*errors, eof]
+    stop = stops_at(seen)
+    if stop is None:
         return errors or None
     last = tokens[-1]
-    if last.text in _BINARY and parses(seen[:last.start]):
-        return [*errors, (len(text), f"Syntax error: mismatched input '<EOF>' expecting {OPERAND_START}")]
-    for i in range(len(tokens) - 1, 0, -1):
-        if parses(seen[:tokens[i].start]):
-            extra = tokens[i]
-            if not ((extra.kind in ("ident", "number", "string", "bytes") and extra.text != "in")
-                    or extra.text in _CANNOT_CONTINUE):
-                return None
-            how = "extraneous" if i == len(tokens) - 1 else "mismatched"
-            return [*errors, (extra.start, f"Syntax error: {how} input '{extra.text}' expecting <EOF>")]
-    return None
+    if last.text in _BINARY and stops_at(seen[:last.start]) is None:
+        return [*errors, eof]
+    # a whole expression, then a token that cannot go on with it (where cel-python stopped)
+    index = next((i for i, token in enumerate(tokens) if token.start >= stop), None)
+    if not index or stops_at(seen[:tokens[index].start]) is not None:
+        return None
+    extra = tokens[index]
+    operand = extra.kind in ("ident", "number", "string", "bytes") and extra.text != "in"
+    if not operand and extra.text not in _CANNOT_CONTINUE:
+        return None
+    how = "extraneous" if index == len(tokens) - 1 else "mismatched"
+    return [*errors, (extra.start, f"Syntax error: {how} input '{extra.text}' expecting <EOF>")]

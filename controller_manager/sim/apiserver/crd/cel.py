@@ -600,7 +600,7 @@ def _parse(text: str) -> Any:
     try:
         return _env().compile(text)
     except CELParseError as e:
-        issues = cel_syntax.syntax_issues(text, _parses)
+        issues = cel_syntax.syntax_issues(text, _stops_at)
         if issues:  # the shapes whose cel-go wording is known
             raise CELCompileError(cel_checker.issues_text(text, issues)) from None
         line, column = getattr(e, "line", None) or 1, getattr(e, "column", None) or 1
@@ -610,12 +610,15 @@ def _parse(text: str) -> Any:
         raise CELCompileError(_issue(text, line, column, detail)) from None
 
 
-def _parses(text: str) -> bool:
+def _stops_at(text: str) -> int | None:
+    """Where cel-python's parser stops on ``text`` (an offset), or None when it parses."""
     try:
         _env().compile(text)
-    except CELParseError:
-        return False
-    return True
+    except CELParseError as e:
+        line, column = getattr(e, "line", None) or 1, getattr(e, "column", None) or 1
+        starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+        return starts[min(line, len(starts)) - 1] + column - 1
+    return None
 
 
 def parse_expression(text: str) -> Any:
