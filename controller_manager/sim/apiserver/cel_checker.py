@@ -462,6 +462,8 @@ _OPERATORS = {"relation_lt": ("_<_", "<"), "relation_le": ("_<=_", "<="), "relat
               "multiplication_mod": ("_%_", "%")}
 _LITERALS = {"BOOL_LIT": BOOL, "INT_LIT": INT, "UINT_LIT": UINT, "FLOAT_LIT": DOUBLE, "NULL_LIT": NULL,
              "BYTES_LIT": BYTES, "STRING_LIT": STRING, "MLSTRING_LIT": STRING}
+_RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
+                       "package", "namespace", "return", "var", "void", "while"})
 _SKIPPED = re.compile(r"(?:\s+|//[^\n]*|\))*")
 
 
@@ -522,6 +524,7 @@ class _Builder:
             token = children[0]
             return Literal(self.start(token), _LITERALS.get(token.type, DYN), str(token))
         if data in ("ident", "dot_ident"):
+            self.not_reserved(children[0])
             return Ident(self.start(children[0]), str(children[0]))
         if data == "member_dot":
             return Select(self.after(children[0]), self.build(children[0]), str(children[1]))
@@ -531,6 +534,7 @@ class _Builder:
             return self.member_call(node)
         if data in ("ident_arg", "dot_ident_arg"):
             name_token = children[0]
+            self.not_reserved(name_token)
             args = self.args(children[1] if len(children) > 1 else None)
             open_paren = self.after(name_token)
             if name_token == "has" and data == "ident_arg" and len(args) == 1:
@@ -549,6 +553,11 @@ class _Builder:
             self.issues.append((self.after(target), f"undeclared reference to '{name}' (in container '')"))
             return Literal(self.after(target), ERROR)
         raise ValueError(f"unexpected CEL syntax {data}")
+
+    def not_reserved(self, token: lark.Token) -> None:
+        """cel-go's parser refuses CEL's reserved words as names (not as fields)."""
+        if str(token) in _RESERVED:
+            self.issues.append((self.start(token), f"reserved identifier: {token}"))
 
     def args(self, exprlist: Any) -> list[Node]:
         return [self.build(child) for child in exprlist.children] if isinstance(exprlist, lark.Tree) else []
@@ -831,6 +840,9 @@ class _Checker:
 
     def select(self, node: Select) -> Type:
         assert node.operand is not None
+        qualified = None if node.test_only else _qualified_name(node)
+        if qualified is not None and (qualified in self.env.variables or qualified in _TYPE_IDENTS):
+            return self.env.variables.get(qualified) or _TYPE_IDENTS[qualified]  # a dotted name, declared whole
         self.check(node.operand)
         target = _substitute(self.subs, node.operand.type or DYN, False)
         result = ERROR

@@ -39,6 +39,7 @@ def _check(expression: str) -> str:
     ("[1, 2].all(i, i > 0) ? 1 : 'a'", "1:22: found no matching overload for '_?_:_' applied to "
                                        "'(bool, int, string)'"),
     ("[1].exists(1, true)", "1:12: argument must be a simple name"),
+    ("namespace == s.package", "1:1: reserved identifier: namespace"),
     ("cel.bind(a.b, 1, 2)", "1:11: cel.bind() variable names must be simple identifiers"),
     ("has(s.y)", "1:4: type 'string' does not support field selection"),
     ("[1, 'A'].size() > 0", "1:5: expected type 'int' but found 'string'"),
@@ -67,6 +68,7 @@ def test_issues_as_cel_go_reports_them(expression: str, issue: str) -> None:
     ("url('https://a').getQuery()", "map(string, list(string))"),
     ("true ? m.a : 1", "dyn"),
     ("type(1) == int", "bool"),
+    ("type(duration('1s')) == google.protobuf.Duration", "bool"),
 ])
 def test_output_types(expression: str, output: str) -> None:
     assert _check(expression) == output

@@ -189,6 +189,11 @@ VALID = [
     'device.attributes["dra.example.com"].services.split("example").size() >= 2',
     'device.attributes["dra.example.com"].services.matches("[^a]?sym")',
     "device.allowMultipleAllocations == true",
+    'device.attributes["dra.example.com"].name.isGreaterThan(semver("v0.0.1", true)) && isSemver("v1.0.0", true)',
+    'device.attributes["no-such-domain"].noSuchAttr.isGreaterThan(quantity("0"))',
+    'device.attributes["no-such-domain"]["noSuchAttr"].isGreaterThan(quantity("0"))',
+    '"name" in device.capacity["dra.example.com"] && '
+    'device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))',
     # an attribute's value is typed any: it compares, indexes and calls as dyn
     'device.attributes["dra.example.com"].y == 1',
     'device.attributes["dra.example.com"].y == "a" || device.attributes["dra.example.com"].y.startsWith("a")',
