@@ -21,10 +21,13 @@ homogeneous aggregate literals. :func:`check` returns the output type; :func:`is
 
 The function table (:data:`STANDARD`, :data:`KUBERNETES`) holds CEL's standard library, the extensions
 Kubernetes' base environment loads (strings v2, sets, optional types, two-variable comprehensions) and
-Kubernetes' libraries (lists, regex, URLs, quantity, semver, IP, CIDR, authz, format), one line per overload.
+Kubernetes' libraries (lists, regex, URLs, quantity, semver, IP, CIDR, authz, format, image), one line per
+overload.
 
-Not done: the literal validators (regex, duration, timestamp literals), the ``image`` library, ``format``'s named
-constants, optional field selection (``.?x``, which cel-python cannot parse) and struct literals.
+The literal validators check ``duration()``/``timestamp()`` literals as Go parses them and ``matches()`` patterns
+with Python's ``re`` less what RE2 lacks (lookaround, backreferences): near, not identical. Not done:
+optional field selection (``.?x``, which cel-python cannot parse) and struct literals (no
+environment here declares a message type).
 """
 
 from __future__ import annotations
@@ -299,6 +302,14 @@ KUBERNETES: dict[str, list[str]] = {
     # format
     "format.named": ["(string) -> optional_type(kubernetes.NamedFormat)"],
     "validate": ["kubernetes.NamedFormat.(string) -> optional_type(list(string))"],
+    **{f"format.{name}": ["() -> kubernetes.NamedFormat"] for name in (
+        "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
+        "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime")},
+    # image
+    "image": ["(string) -> kubernetes.Image", "(string, bool) -> kubernetes.Image"],
+    "isImage": ["(string) -> bool"],
+    "containsDigest": ["kubernetes.Image.() -> bool"],
+    **{name: ["kubernetes.Image.() -> string"] for name in ("registry", "repository", "identifier", "tag", "digest")},
     # authz (its receivers are the authorizer variable's types, which a selector has not)
     "path": [f"{_AUTHZ}.Authorizer.(string) -> {_AUTHZ}.PathCheck"],
     "group": [f"{_AUTHZ}.Authorizer.(string) -> {_AUTHZ}.GroupCheck"],

@@ -68,6 +68,7 @@ def test_issues_as_cel_go_reports_them(expression: str, issue: str) -> None:
     ("url('https://a').getQuery()", "map(string, list(string))"),
     ("true ? m.a : 1", "dyn"),
     ("type(1) == int", "bool"),
+    ("format.dns1123Label().validate(s).hasValue()", "bool"),
     ("type(duration('1s')) == google.protobuf.Duration", "bool"),
 ])
 def test_output_types(expression: str, output: str) -> None:
