@@ -16,7 +16,9 @@ Errors carry cel-go's texts: ``undeclared reference to 'x' (in container '')``, 
 no matching overload for 'f' applied to '(t1, t2)'`` (``'t.(args)'`` for a method), ``expected type 'bool' but
 found 't'``, ``type 't' does not support field selection``, ``expression of type 't' cannot be range of a
 comprehension (must be list, map, or dynamic)``; then, when the check passes, the base environment's validator of
-homogeneous aggregate literals. :func:`check` returns the output type; :func:`issues_text` is cel-go's
+homogeneous aggregate literals. Nesting past cel-go's parser limit (250 levels of one grammar rule, counted as
+ANTLR counts rule entries, approximately for mixed shapes) is ``expression recursion limit exceeded: 250`` at no
+position. :func:`check` returns the output type; :func:`issues_text` is cel-go's
 ``issues.String()`` (sorted by position, with the source line and a caret).
 
 The function table (:data:`STANDARD`, :data:`KUBERNETES`) holds CEL's standard library, the extensions
@@ -32,16 +34,18 @@ environment here declares a message type).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import itertools
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import lark
 
-__all__ = ["CheckError", "Environment", "Type", "check", "issues_text", "parse_type"]
+__all__ = ["CheckError", "Environment", "Type", "check", "issues_text", "parse_type", "room_for"]
 
 # --- types -----------------------------------------------------------------------------------------------------
 
@@ -457,12 +461,13 @@ def _tokens(tree: Any) -> list[lark.Token]:
     return out
 
 
-@dataclass(frozen=True)
 class CheckError(Exception):
     """Issues found while building the syntax (cel-go's parse errors: misused macros) or checking it; each is
-    (source offset, message)."""
+    (source offset, message), the offset -1 for none."""
 
-    issues: tuple[tuple[int, str], ...]
+    def __init__(self, issues: tuple[tuple[int, str], ...]) -> None:
+        super().__init__(issues)
+        self.issues = issues
 
 
 _ACCU = "@result"
@@ -475,6 +480,8 @@ _LITERALS = {"BOOL_LIT": BOOL, "INT_LIT": INT, "UINT_LIT": UINT, "FLOAT_LIT": DO
              "BYTES_LIT": BYTES, "STRING_LIT": STRING, "MLSTRING_LIT": STRING}
 _RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
                        "package", "namespace", "return", "var", "void", "while"})
+_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
+                       "member", "primary", "paren_expr"})
 _SKIPPED = re.compile(r"(?:\s+|//[^\n]*|\))*")
 
 
@@ -511,6 +518,9 @@ class _Builder:
     def build(self, node: Any) -> Node:
         data = str(node.data)  # a lark Token: plain text compares much faster
         children = node.children
+        while len(children) == 1 and isinstance(children[0], lark.Tree) and data in _WRAPPERS:
+            node = children[0]
+            data, children = str(node.data), node.children
         if data == "expr" and len(children) == 3:
             condition = self.build(children[0])
             return Call(self.after(children[0]), "_?_:_", None,
@@ -525,10 +535,6 @@ class _Builder:
             return Call(self.after(left), function, None, [self.build(left), self.build(children[1])])
         if data == "unary" and len(children) == 2:
             return self.unary(node)
-        if len(children) == 1 and isinstance(children[0], lark.Tree) and data in (
-                "expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
-                "member", "primary"):
-            return self.build(children[0])
         if data == "paren_expr":
             return self.build(children[0])
         if data == "literal":
@@ -1096,15 +1102,64 @@ def _string_value(token: str) -> str | None:
         return None
 
 
+MAX_RECURSION = 250  # cel-go's parser default (maxRecursionDepth)
+_CHAINS = {"relation": "relation", "addition": "calc", "multiplication": "calc", "member_dot": "member",
+           "member_dot_arg": "member", "member_index": "member"}
+
+
+def recursion_depth(tree: Any) -> tuple[int, int]:
+    """The deepest nesting of one grammar rule, as cel-go's parser counts it (each rule entered once per nested
+    expression, once more per operator of a left-recursive chain, and once more for a binary operator's right
+    operand: an approximation of ANTLR's count, exact for nested brackets and long operator chains), and the
+    parse tree's height (how deep walking it recurses here)."""
+    deepest = height = 0
+    stack: list[tuple[Any, int, dict[str, int], int]] = [(tree, 0, {}, 1)]
+    while stack:
+        node, levels, chains, below = stack.pop()
+        height = max(height, below)
+        data = str(node.data)
+        if data == "expr":
+            levels += 1
+        rule = _CHAINS.get(data) if len(node.children) >= 2 else None
+        if rule is not None:
+            chains = {**chains, rule: chains.get(rule, 0) + 1}
+        deepest = max(deepest, levels + max(chains.values(), default=0))
+        binary = data in ("relation", "addition", "multiplication") and len(node.children) == 2
+        for i, child in enumerate(node.children):
+            if isinstance(child, lark.Tree):
+                right = binary and i == 1 and rule is not None
+                stack.append((child, levels, {**chains, rule: chains[rule] + 1} if right and rule else chains,
+                              below + 1))
+    return deepest, height
+
+
+@contextlib.contextmanager
+def room_for(tree: Any) -> Iterator[None]:
+    """Frames for walking ``tree`` recursively (a few per level of its height); Python 3.11 frames live off the C
+    stack."""
+    limit, needed = sys.getrecursionlimit(), recursion_depth(tree)[1] * 4 + 1000
+    if needed <= limit:
+        yield
+        return
+    sys.setrecursionlimit(needed)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def check(tree: Any, text: str, env: Environment) -> Type:
     """The output type of ``text`` (parsed by cel-python into ``tree``) in ``env``; :class:`CheckError` with
     cel-go's issues when the expression misuses a macro, does not type-check or mixes types in a literal."""
+    if recursion_depth(tree)[0] > MAX_RECURSION:
+        raise CheckError(((-1, f"expression recursion limit exceeded: {MAX_RECURSION}"),))
     builder = _Builder(text, tree)
-    root = builder.build(tree)
-    if builder.issues:
-        raise CheckError(tuple(builder.issues))
     checker = _Checker(env)
-    checker.check(root)
+    with room_for(tree):
+        root = builder.build(tree)
+        if builder.issues:
+            raise CheckError(tuple(builder.issues))
+        checker.check(root)
     if checker.issues:
         raise CheckError(tuple(checker.issues))
     for node in checker.nodes:
@@ -1121,6 +1176,9 @@ def issues_text(text: str, issues: Sequence[tuple[int, str]]) -> str:
     lines = text.split("\n")
     out = []
     for offset, message in sorted(issues, key=lambda issue: _line_column(text, issue[0])):
+        if offset < 0:  # cel-go's NoLocation: no source line shown
+            out.append(f"ERROR: <input>:-1:0: {message}")
+            continue
         line, column = _line_column(text, offset)
         source = lines[line - 1].replace("\t", " ") if line - 1 < len(lines) else ""
         dots = "".join("\uff0e" if len(char.encode()) > 1 else "." for char in source[:column])
@@ -1130,6 +1188,8 @@ def issues_text(text: str, issues: Sequence[tuple[int, str]]) -> str:
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and 0-based column of ``offset``."""
+    """1-based line and 0-based column of ``offset`` (-1, -1 for none)."""
+    if offset < 0:
+        return -1, -1
     line = text.count("\n", 0, offset) + 1
     return line, offset - (text.rfind("\n", 0, offset) + 1)

@@ -239,3 +239,19 @@ async def test_an_update_compiles_the_selectors_it_keeps_as_stored_ones(api: Api
     assert status == 422, err
     assert [(field, "undeclared reference to 'includes'" in message) for field, message in _causes(err)] == [
         ("spec.selectors[1].cel.expression", True)]
+
+
+async def test_nesting_past_cel_gos_recursion_limit_is_refused_and_long_chains_are_not(client: Client) -> None:
+    """cel-go's parser stops at 250 levels of one grammar rule (nested parentheses, a chain of + or of field
+    selections); a chain of && is a loop in its grammar, however long."""
+    too_deep = "(" * 250 + "true" + ")" * 250
+    long_sum = " + ".join(["1"] * 300) + " > 0"
+    for expression in (too_deep, long_sum):
+        status, err = await client.post(f"{DRA}/deviceclasses", _device_class("deep", expression))
+        assert status == 422, err
+        assert _causes(err) == [("spec.selectors[0].cel.expression", f'Invalid value: "{expression}": compilation '
+                                 "failed: ERROR: <input>:-1:0: expression recursion limit exceeded: 250")]
+    fits = "(" * 249 + "true" + ")" * 249
+    long_and = " && ".join(['device.driver != "x"'] * 400)
+    status, created = await client.post(f"{DRA}/deviceclasses", _device_class("deep", fits, long_and))
+    assert status == 201, created
