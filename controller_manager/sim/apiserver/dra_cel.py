@@ -13,8 +13,9 @@ Guarantees, each error at ``<path>.cel.expression``:
   in an expression already stored, the environment that has every feature's declarations); a field ``device``
   does not have (``undefined field 'foo'``); a call no overload accepts (``found no matching overload for '_==_'
   applied to '(string, int)'``, e.g. ``device.driver == 1``, a quantity compared with ``>``, a map indexed by a
-  bool); an operand of ``&&``/``||`` or a macro's predicate that is not bool; nesting past cel-go's 250 levels; a macro over an attribute's value
-  (``any`` is no comprehension range); a list or map literal mixing types. ``device`` has ``driver`` (string),
+  bool); an operand of ``&&``/``||`` or a macro's predicate that is not bool; a macro over an attribute's value
+  (``any`` is no comprehension range); a list or map literal mixing types; nesting past cel-go's parser limit
+  (``expression recursion limit exceeded: 250``, at no position). ``device`` has ``driver`` (string),
   ``allowMultipleAllocations`` (bool), ``attributes`` (``map(string, map(string, any))``: an attribute's value
   compares, indexes and calls as dyn) and ``capacity`` (``map(string, map(string, kubernetes.Quantity))``).
 - A result neither bool nor ``any`` (an attribute's value): ``must evaluate to bool or the unknown type, not
@@ -23,9 +24,9 @@ Guarantees, each error at ``<path>.cel.expression``:
   largest size times its body; a list literal's size is its length, an attribute map's 32 entries, anything
   else of a device 64): ``Forbidden: too complex, exceeds cost limit``.
 
-Not done: cel-go's exact syntax-error texts (cel-python's parser is used, the text is ``Syntax error: mismatched
-input``); the checker's own gaps (see :mod:`.cel_checker`). Selectors are not evaluated: kube-sim's scheduler
-allocates no devices.
+Not done: cel-go's exact syntax-error texts beyond the common shapes :mod:`.cel_syntax` knows (otherwise
+cel-python's position and ``Syntax error: mismatched input``); the checker's own gaps (see :mod:`.cel_checker`).
+Selectors are not evaluated: kube-sim's scheduler allocates no devices.
 """
 
 from __future__ import annotations
