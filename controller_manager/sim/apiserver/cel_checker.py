@@ -1113,31 +1113,39 @@ def recursion_depth(tree: Any) -> tuple[int, int]:
     operand: an approximation of ANTLR's count, exact for nested brackets and long operator chains), and the
     parse tree's height (how deep walking it recurses here)."""
     deepest = height = 0
-    stack: list[tuple[Any, int, dict[str, int], int]] = [(tree, 0, {}, 1)]
+    # (node, expressions nested, operators per chained rule, the largest of those, the node's level)
+    stack: list[tuple[Any, int, dict[str, int], int, int]] = [(tree, 0, {}, 0, 1)]
     while stack:
-        node, levels, chains, below = stack.pop()
+        node, levels, chains, longest, below = stack.pop()
         height = max(height, below)
         data = str(node.data)
         if data == "expr":
             levels += 1
-        rule = _CHAINS.get(data) if len(node.children) >= 2 else None
+        children = node.children
+        rule = _CHAINS.get(data) if len(children) >= 2 else None
         if rule is not None:
             chains = {**chains, rule: chains.get(rule, 0) + 1}
-        deepest = max(deepest, levels + max(chains.values(), default=0))
-        binary = data in ("relation", "addition", "multiplication") and len(node.children) == 2
-        for i, child in enumerate(node.children):
-            if isinstance(child, lark.Tree):
-                right = binary and i == 1 and rule is not None
-                stack.append((child, levels, {**chains, rule: chains[rule] + 1} if right and rule else chains,
-                              below + 1))
+            longest = max(longest, chains[rule])
+        deepest = max(deepest, levels + longest)
+        for i, child in enumerate(children):
+            if not isinstance(child, lark.Tree):
+                continue
+            if rule is not None and i == 1 and data in ("relation", "addition", "multiplication"):
+                # a binary operator's right operand: the rule entered once more
+                right = {**chains, rule: chains[rule] + 1}
+                stack.append((child, levels, right, max(longest, right[rule]), below + 1))
+            else:
+                stack.append((child, levels, chains, longest, below + 1))
     return deepest, height
 
 
 @contextlib.contextmanager
-def room_for(tree: Any) -> Iterator[None]:
-    """Frames for walking ``tree`` recursively (a few per level of its height); Python 3.11 frames live off the C
-    stack."""
-    limit, needed = sys.getrecursionlimit(), recursion_depth(tree)[1] * 4 + 1000
+def room_for(tree: Any, height: int | None = None) -> Iterator[None]:
+    """Frames for walking ``tree`` recursively (a few per level of its ``height``, measured when not given);
+    Python 3.11 frames live off the C stack."""
+    if height is None:
+        height = recursion_depth(tree)[1]
+    limit, needed = sys.getrecursionlimit(), height * 4 + 1000
     if needed <= limit:
         yield
         return
@@ -1151,11 +1159,12 @@ def room_for(tree: Any) -> Iterator[None]:
 def check(tree: Any, text: str, env: Environment) -> Type:
     """The output type of ``text`` (parsed by cel-python into ``tree``) in ``env``; :class:`CheckError` with
     cel-go's issues when the expression misuses a macro, does not type-check or mixes types in a literal."""
-    if recursion_depth(tree)[0] > MAX_RECURSION:
+    depth, height = recursion_depth(tree)
+    if depth > MAX_RECURSION:
         raise CheckError(((-1, f"expression recursion limit exceeded: {MAX_RECURSION}"),))
     builder = _Builder(text, tree)
     checker = _Checker(env)
-    with room_for(tree):
+    with room_for(tree, height):
         root = builder.build(tree)
         if builder.issues:
             raise CheckError(tuple(builder.issues))
