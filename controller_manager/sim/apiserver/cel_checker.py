@@ -471,11 +471,10 @@ class CheckError(Exception):
 
 
 _ACCU = "@result"
-_OPERATORS = {"relation_lt": ("_<_", "<"), "relation_le": ("_<=_", "<="), "relation_gt": ("_>_", ">"),
-              "relation_ge": ("_>=_", ">="), "relation_eq": ("_==_", "=="), "relation_ne": ("_!=_", "!="),
-              "relation_in": ("@in", "in"), "addition_add": ("_+_", "+"), "addition_sub": ("_-_", "-"),
-              "multiplication_mul": ("_*_", "*"), "multiplication_div": ("_/_", "/"),
-              "multiplication_mod": ("_%_", "%")}
+_OPERATORS = {"relation_lt": "_<_", "relation_le": "_<=_", "relation_gt": "_>_", "relation_ge": "_>=_",
+              "relation_eq": "_==_", "relation_ne": "_!=_", "relation_in": "@in", "addition_add": "_+_",
+              "addition_sub": "_-_", "multiplication_mul": "_*_", "multiplication_div": "_/_",
+              "multiplication_mod": "_%_"}
 _LITERALS = {"BOOL_LIT": BOOL, "INT_LIT": INT, "UINT_LIT": UINT, "FLOAT_LIT": DOUBLE, "NULL_LIT": NULL,
              "BYTES_LIT": BYTES, "STRING_LIT": STRING, "MLSTRING_LIT": STRING}
 _RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
@@ -530,7 +529,7 @@ class _Builder:
                         [self.build(children[0]), self.build(children[1])])
         if data in ("relation", "addition", "multiplication") and len(children) == 2:
             operator = children[0]
-            function, _ = _OPERATORS[str(operator.data)]
+            function = _OPERATORS[str(operator.data)]
             left = operator.children[0]
             return Call(self.after(left), function, None, [self.build(left), self.build(children[1])])
         if data == "unary" and len(children) == 2:
