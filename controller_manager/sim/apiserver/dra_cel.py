@@ -2,28 +2,31 @@
 claim's or a template's requests), compiled at validation as ``k8s.io/dynamic-resource-allocation/cel`` and
 ``pkg/apis/resource/validation`` (validateCELSelector) compile them.
 
-Parsing and name checks are :mod:`.crd.cel`'s (cel-python's grammar); this module declares the ``device``
-variable of a 1.37 server (DRAConsumableCapacity on, DRAListTypeAttributes off) and adds DRA's own checks.
+Parsing is :mod:`.crd.cel`'s (cel-python's grammar); type checking is :mod:`.cel_checker`'s (cel-go's checker,
+in the environment this module declares: the ``device`` variable of a 1.37 server, DRAConsumableCapacity on,
+DRAListTypeAttributes off, over Kubernetes' base CEL libraries).
 
 Guarantees, each error at ``<path>.cel.expression``:
 - Longer than 10 KiB: ``Too long: may not be more than 10240 bytes`` (not compiled).
-- A syntax error, an undeclared name or function (``includes`` only in an expression already stored, the
-  environment that has every feature), or a field ``device`` does not have (``undefined field 'foo'``): ``Invalid
-  value: "<expression>": compilation failed: ERROR: <input>:L:C: ...`` with cel-go's source line and caret.
-  ``device`` has ``driver`` (string), ``allowMultipleAllocations`` (bool), ``attributes``
-  (``map(string, map(string, any))``) and ``capacity`` (``map(string, map(string, kubernetes.Quantity))``);
-  a key of either map that is evidently not a string is ``found no matching overload for '_[_]' applied to
-  '(<map>, <key>)'``. The Kubernetes libraries' ``quantity``/``semver``/``isSemver`` and ``cel.bind`` are
-  declared.
-- A result evidently neither bool nor an attribute's value: ``must evaluate to bool or the unknown type, not
-  <type>``.
+- An expression that does not compile: ``Invalid value: "<expression>": compilation failed: ERROR: <input>:L:C:
+  ...`` with cel-go's source line and caret: a syntax error; an undeclared name or function (``includes`` only
+  in an expression already stored, the environment that has every feature's declarations); a field ``device``
+  does not have (``undefined field 'foo'``); a call no overload accepts (``found no matching overload for '_==_'
+  applied to '(string, int)'``, e.g. ``device.driver == 1``, a quantity compared with ``>``, a map indexed by a
+  bool); an operand of ``&&``/``||`` or a macro's predicate that is not bool; a macro over an attribute's value
+  (``any`` is no comprehension range); a list or map literal mixing types; nesting past cel-go's parser limit
+  (``expression recursion limit exceeded: 250``, at no position). ``device`` has ``driver`` (string),
+  ``allowMultipleAllocations`` (bool), ``attributes`` (``map(string, map(string, any))``: an attribute's value
+  compares, indexes and calls as dyn) and ``capacity`` (``map(string, map(string, kubernetes.Quantity))``).
+- A result neither bool nor ``any`` (an attribute's value): ``must evaluate to bool or the unknown type, not
+  <type>`` (cel-go's type name: ``int``, ``dyn``, ``map(string, google.protobuf.Any)``...).
 - A worst-case cost over 1,000,000 (cel-go's estimate, approximated: each comprehension costs its range's
   largest size times its body; a list literal's size is its length, an attribute map's 32 entries, anything
   else of a device 64): ``Forbidden: too complex, exceeds cost limit``.
 
-Not done: cel-go's full type checker (overloads other than a map key, e.g. ``device.driver == 1``); cel-go's exact
-syntax-error texts (cel-python's parser is used, the text is ``Syntax error: mismatched input``). Selectors are
-not evaluated: kube-sim's scheduler allocates no devices.
+Not done: cel-go's exact syntax-error texts beyond the common shapes :mod:`.cel_syntax` knows (otherwise
+cel-python's position and ``Syntax error: mismatched input``); the checker's own gaps (see :mod:`.cel_checker`).
+Selectors are not evaluated: kube-sim's scheduler allocates no devices.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 
 import lark
 
+from controller_manager.sim.apiserver import cel_checker
 from controller_manager.sim.apiserver import validation_errors as fe
 from controller_manager.sim.apiserver.crd import cel
 from controller_manager.sim.apiserver.validation_errors import FieldError
@@ -48,34 +52,34 @@ _MAX_MAP_ENTRIES = 32
 _DEFAULT_SIZE = 64
 
 DEVICE = "device"
-_ANY = "any"
-_TYPE = "x-cel-type"  # the cel-go type name of a schema node (this module's own key)
-_SIZE = "x-max-size"
+_SIZE = "x-max-size"  # the most entries a map taken from a device has (this module's own schema key)
 
 
-def _map(value: Obj, name: str) -> Obj:
-    return {"type": "object", _TYPE: name, _SIZE: _MAX_MAP_ENTRIES, "additionalProperties": value}
+def _map(value: Obj) -> Obj:
+    return {"type": "object", _SIZE: _MAX_MAP_ENTRIES, "additionalProperties": value}
 
 
-_ATTRIBUTES = _map(_map({_TYPE: _ANY}, "map(string, any)"), "map(string, map(string, any))")
-_QUANTITY = "kubernetes.Quantity"
-_CAPACITY = _map(_map({_TYPE: _QUANTITY}, f"map(string, {_QUANTITY})"), f"map(string, map(string, {_QUANTITY}))")
-DEVICE_SCHEMA: Obj = {"type": "object", _TYPE: "kubernetes.DRADevice", "properties": {
+# ``device``'s shape, for the sizes the cost estimate assumes.
+_DEVICE_SHAPE: Obj = {"type": "object", "properties": {
     "driver": {"type": "string"}, "allowMultipleAllocations": {"type": "boolean"},
-    "attributes": _ATTRIBUTES, "capacity": _CAPACITY}}
+    "attributes": _map(_map({})), "capacity": _map(_map({}))}}
+_QUANTITY = "kubernetes.Quantity"
 
-_FUNCTIONS = frozenset({"semver", "isSemver", "cel.bind"})
-_METHODS = frozenset({"major", "minor", "patch", "isGreaterThan", "isLessThan", "compareTo"})
-# The environment for expressions already stored has every feature's declarations (DRAListTypeAttributes').
-_STORED_METHODS = _METHODS | {"includes"}
-_SCALAR_NAMES = {"bool": "bool", "int": "int", "uint": "uint", "double": "double", "string": "string",
-                 "bytes": "bytes", "null_type": "null_type", "list": "list(dyn)", "map": "map(dyn, dyn)"}
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
-
-def _declarations(stored: bool) -> cel.Declarations:
-    return cel.Declarations({DEVICE: DEVICE_SCHEMA}, functions=_FUNCTIONS,
-                            methods=_STORED_METHODS if stored else _METHODS)
+# The type checker's view of ``device``. An attribute's value is ``any`` (cel-go's google.protobuf.Any: the checker
+# treats it as dyn, except as a comprehension's range, which DRAListTypeAttributes' dyn would allow); the
+# environment for stored expressions has every feature's declarations: DRAListTypeAttributes' ``includes``.
+_DEVICE_TYPE = "kubernetes.DRADevice"
+_DEVICE_FIELDS = {"driver": cel_checker.STRING, "allowMultipleAllocations": cel_checker.BOOL,
+                  "attributes": cel_checker.parse_type("map(string, map(string, any))"),
+                  "capacity": cel_checker.parse_type(f"map(string, map(string, {_QUANTITY}))")}
+_LIBRARY = cel_checker.library(cel_checker.STANDARD, cel_checker.KUBERNETES)
+_NEW_ENV = cel_checker.Environment({DEVICE: cel_checker.Type("struct", _DEVICE_TYPE)},
+                                   {_DEVICE_TYPE: _DEVICE_FIELDS}, _LIBRARY)
+_STORED_ENV = cel_checker.Environment({DEVICE: cel_checker.Type("struct", _DEVICE_TYPE)},
+                                      {_DEVICE_TYPE: _DEVICE_FIELDS},
+                                      cel_checker.library(_LIBRARY, {"includes": ["dyn.(dyn) -> bool"]}))
 
 
 def selector_errors(expression: str, path: str, *, stored: bool = False) -> list[FieldError]:
@@ -93,20 +97,22 @@ def _compile(expression: str, stored: bool) -> FieldError | None:
     """One expression's verdict, the error given at an empty path (cached: claims repeat their classes'
     selectors)."""
     try:
-        checked = cel.check_expression(expression, _declarations(stored))
-        _check_map_keys(checked.tree, expression)
+        tree = cel.parse_expression(expression)
+        output = cel_checker.check(tree, expression, _STORED_ENV if stored else _NEW_ENV)
     except cel.CELCompileError as e:
         return fe.invalid("", expression, f"compilation failed: {e}")
-    result = _type_name(checked.tree) or (_SCALAR_NAMES.get(checked.result_type or "") if checked.result_type
-                                          else None)
-    if result is not None and result not in ("bool", _ANY):
-        return fe.invalid("", expression, f"must evaluate to bool or the unknown type, not {result}")
-    if _cost(checked.tree) > MAX_COST:
+    except cel_checker.CheckError as e:
+        return fe.invalid("", expression, f"compilation failed: {cel_checker.issues_text(expression, e.issues)}")
+    if output.kind not in ("bool", "any"):
+        return fe.invalid("", expression, f"must evaluate to bool or the unknown type, not {output.declared()}")
+    with cel_checker.room_for(tree):  # a long chain of && nests deep
+        cost = _cost(tree)
+    if cost > MAX_COST:
         return fe.forbidden("", "too complex, exceeds cost limit")
     return None
 
 
-# --- types ------------------------------------------------------------------------------------------------------
+# --- sizes ------------------------------------------------------------------------------------------------------
 
 
 def _unwrap(node: Any) -> Any:
@@ -123,7 +129,7 @@ def _schema_of(node: Any) -> Obj | None:
     if not isinstance(node, lark.Tree):
         return None
     if node.data == "ident":
-        return DEVICE_SCHEMA if str(node.children[0]) == DEVICE else None
+        return _DEVICE_SHAPE if str(node.children[0]) == DEVICE else None
     if node.data in ("member_dot", "member_index"):
         parent = _schema_of(node.children[0])
         if parent is None:
@@ -134,50 +140,6 @@ def _schema_of(node: Any) -> Obj | None:
         extra = parent.get("additionalProperties")
         return extra if isinstance(extra, dict) else None
     return None
-
-
-def _type_name(node: Any) -> str | None:
-    schema = _schema_of(node)
-    if schema is None:
-        return None
-    name = schema.get(_TYPE)
-    if name is None:
-        return _SCALAR_NAMES.get({"string": "string", "boolean": "bool"}.get(str(schema.get("type")), ""))
-    return str(name)
-
-
-def _literal_type(node: Any) -> str | None:
-    node = _unwrap(node)
-    if isinstance(node, lark.Tree) and node.data == "literal":
-        token = node.children[0]
-        kinds = {"BOOL_LIT": "bool", "INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double",
-                 "NULL_LIT": "null_type", "BYTES_LIT": "bytes", "STRING_LIT": "string", "MLSTRING_LIT": "string"}
-        return kinds.get(getattr(token, "type", ""))
-    return None
-
-
-def _last_token(node: Any) -> lark.Token | None:
-    tokens = [t for t in (node.scan_values(lambda v: isinstance(v, lark.Token)) if isinstance(node, lark.Tree)
-                          else [node]) if isinstance(t, lark.Token) and t.end_column is not None]
-    return max(tokens, key=lambda t: (t.end_line or 0, t.end_column or 0), default=None)
-
-
-def _check_map_keys(tree: Any, text: str) -> None:
-    """cel-go's overload check of ``_[_]`` on the device's maps: their keys are strings."""
-    for node in tree.iter_subtrees_topdown():
-        if node.data != "member_index":
-            continue
-        target, key = node.children
-        map_type = _type_name(target)
-        key_type = _literal_type(key)
-        if map_type is None or not map_type.startswith("map(") or key_type in (None, "string"):
-            continue
-        last = _last_token(target)
-        line, column = (last.end_line or 1, (last.end_column or 1)) if last is not None else (1, 1)
-        source = text.splitlines()[line - 1] if text.splitlines() else ""
-        raise cel.CELCompileError(
-            f"ERROR: <input>:{line}:{column}: found no matching overload for '_[_]' applied to "
-            f"'({map_type}, {key_type})'\n | {source}\n | {'.' * (column - 1)}^")
 
 
 # --- cost ------------------------------------------------------------------------------------------------------

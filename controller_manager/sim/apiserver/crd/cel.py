@@ -61,6 +61,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from controller_manager.api import quantity as k8s_quantity
+from controller_manager.sim.apiserver import cel_checker, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
@@ -599,11 +600,31 @@ def _parse(text: str) -> Any:
     try:
         return _env().compile(text)
     except CELParseError as e:
+        issues = cel_syntax.syntax_issues(text, _stops_at)
+        if issues:  # the shapes whose cel-go wording is known
+            raise CELCompileError(cel_checker.issues_text(text, issues)) from None
         line, column = getattr(e, "line", None) or 1, getattr(e, "column", None) or 1
         detail = str(e.args[0]).splitlines()[0] if e.args else "syntax error"
         if detail.strip() == text.splitlines()[line - 1].strip() if text.splitlines() else True:
             detail = "Syntax error: mismatched input"
         raise CELCompileError(_issue(text, line, column, detail)) from None
+
+
+def _stops_at(text: str) -> int | None:
+    """Where cel-python's parser stops on ``text`` (an offset), or None when it parses."""
+    try:
+        _env().compile(text)
+    except CELParseError as e:
+        line, column = getattr(e, "line", None) or 1, getattr(e, "column", None) or 1
+        starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+        return starts[min(line, len(starts)) - 1] + column - 1
+    return None
+
+
+def parse_expression(text: str) -> Any:
+    """cel-python's parse tree of ``text``; :class:`CELCompileError` with cel-go's issue text for a syntax
+    error."""
+    return _parse(text)
 
 
 _COMPILED: dict[tuple[str, int, bool, str], tuple[Obj | None, Compiled | CELCompileError]] = {}
