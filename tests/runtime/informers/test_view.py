@@ -159,7 +159,7 @@ def test_the_view_shows_what_a_selected_watch_shows(ops: list[tuple[Any, ...]]) 
         else:
             assert [describe(e) for e in viewed] == [describe(e) for e in expected], op
         assert contents(view.store) == contents(reference.store)
-        for key in view.store.keys():
+        for key in view.store:
             assert view.store.get(key) is source.store.get(key)  # the same objects, not copies
         assert sorted(view.store.index_keys("namespace", "default")) == sorted(view.store.keys())
 
@@ -243,7 +243,7 @@ async def test_the_hand_over_waits_for_the_source_then_serves_its_objects(clock:
     server.end_watches()  # both watch again; the source's replays what it missed and catches up
     await advance_until(clock, lambda: informer.is_view)
     assert informer.last_sync_resource_version == source.last_sync_resource_version == "104"
-    assert {k: informer.store.get(k) is source.store.get(k) for k in informer.store.keys()} == {
+    assert {k: informer.store.get(k) is source.store.get(k) for k in informer.store} == {
         "default/p1": True, "default/p3": True}
     assert [describe(e)[:3] for e in seen.events] == [
         ("Added", "default/p1", "101"), ("Added", "default/p3", "103"), ("Updated", "default/p1", "101")]
