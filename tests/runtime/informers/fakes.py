@@ -222,7 +222,8 @@ class FakeClient:
         since = int(resource_version or 0)
         if initial:
             # A streaming list (NotOlderThan): the current state as ADDED, then the end bookmark, then live.
-            backlog = [("ADDED", copy.deepcopy(o), None) for o in s.objects.values()]
+            backlog: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
+                ("ADDED", copy.deepcopy(o), None) for o in s.objects.values()]
             end_rv = str(s.rv)
         else:
             if since < s.compacted:

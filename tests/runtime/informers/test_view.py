@@ -121,7 +121,7 @@ class Scripted:
         if kind == "touch" and prev is None:
             return
         self.rv += 1
-        obj = copy.deepcopy(prev) if prev is not None else {
+        obj: dict[str, Any] = copy.deepcopy(prev) if prev is not None else {
             "apiVersion": SPROCKETS.api_version, "kind": SPROCKETS.kind,
             "metadata": {"name": op[1], "namespace": "default", "uid": f"uid-{op[1]}"}}
         obj["metadata"]["resourceVersion"] = str(self.rv)
