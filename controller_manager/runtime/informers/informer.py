@@ -151,11 +151,10 @@ class SharedInformer:
         self._stopped.set()
         self._log = _log.bind(informer=self._name)
         self._reflector = self._new_reflector()
-        # follow(): the source offered, and while it feeds this informer, the view that translates its events
+        # follow(): the source offered, and the source while it feeds this informer
         self._offered: SharedInformer | None = None
         self._offer_made = asyncio.Event()
         self._following: SharedInformer | None = None
-        self._view: SelectionView | None = None
         metrics.track(self)
 
     def _new_reflector(self) -> Reflector:
@@ -306,7 +305,6 @@ class SharedInformer:
             finally:
                 source.remove_handler(view)
                 self._following = None
-                self._view = None
             self._log.info("source informer stopped: listing and watching again", source=source.name)
             self._reflector = self._new_reflector()  # from resourceVersion "": a fresh list
 
@@ -349,7 +347,6 @@ class SharedInformer:
         own.cancel()  # it applies nothing more: the task resumes only to be cancelled (apply ignores it anyway)
         view = SelectionView(self.store, self.label_selector, self._dispatch)
         self._following = source
-        self._view = view
         added, updated, deleted = view.reconcile(source.store.list())
         source.add_handler(view, replay=False)
         first = not self._synced.is_set()

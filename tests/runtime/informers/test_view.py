@@ -39,6 +39,9 @@ OTHER = {LABEL: "member-b"}
 # Kinds no other test uses, so the scrape-time gauges see only these tests' informers.
 SPROCKETS = Resource("example.com", "v1", "sprockets", "Sprocket", True)
 COGS = Resource("example.com", "v1", "cogs", "Cog", True)
+# For the tests that read no gauge (their informers may outlive them until a garbage collection).
+GIZMOS = Resource("example.com", "v1", "gizmos", "Gizmo", True)
+DOODADS = Resource("example.com", "v1", "doodads", "Doodad", True)
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -122,7 +125,7 @@ class Scripted:
             return
         self.rv += 1
         obj: dict[str, Any] = copy.deepcopy(prev) if prev is not None else {
-            "apiVersion": SPROCKETS.api_version, "kind": SPROCKETS.kind,
+            "apiVersion": GIZMOS.api_version, "kind": GIZMOS.kind,
             "metadata": {"name": op[1], "namespace": "default", "uid": f"uid-{op[1]}"}}
         obj["metadata"]["resourceVersion"] = str(self.rv)
         obj["spec"] = {"generation": self.rv}
@@ -138,13 +141,13 @@ class Scripted:
 @given(OPS)
 def test_the_view_shows_what_a_selected_watch_shows(ops: list[tuple[Any, ...]]) -> None:
     clock = FakeClock()
-    client = FakeClient(FakeServer(SPROCKETS))  # never called: the sinks are driven directly
-    source = SharedInformer(client, SPROCKETS, clock=clock)
-    reference = SharedInformer(client, SPROCKETS, clock=clock, label_selector=SELECTOR)
+    client = FakeClient(FakeServer(GIZMOS))  # never called: the sinks are driven directly
+    source = SharedInformer(client, GIZMOS, clock=clock)
+    reference = SharedInformer(client, GIZMOS, clock=clock, label_selector=SELECTOR)
     viewed: list[Event] = []
     expected: list[Event] = []
     reference.add_handler(expected.append)
-    view = SelectionView(Store(builtin_indexers(SPROCKETS)), SELECTOR, viewed.append)
+    view = SelectionView(Store(builtin_indexers(GIZMOS)), SELECTOR, viewed.append)
     source.add_handler(view, replay=False)
     script = Scripted(source, reference)
     for op in ops:
@@ -194,14 +197,14 @@ def test_reconcile_gives_relist_events_and_takes_the_sources_instances() -> None
 
 def test_follow_refuses_a_source_of_another_shape() -> None:
     clock = FakeClock()
-    client = FakeClient(FakeServer(SPROCKETS))
-    informer = SharedInformer(client, SPROCKETS, clock=clock, label_selector=SELECTOR)
+    client = FakeClient(FakeServer(GIZMOS))
+    informer = SharedInformer(client, GIZMOS, clock=clock, label_selector=SELECTOR)
     with pytest.raises(ValueError, match="not a cluster-wide source"):
-        informer.follow(SharedInformer(client, SPROCKETS, clock=clock, label_selector=SELECTOR))
+        informer.follow(SharedInformer(client, GIZMOS, clock=clock, label_selector=SELECTOR))
     with pytest.raises(ValueError, match="another resource or shape"):
-        informer.follow(SharedInformer(client, SPROCKETS, clock=clock, metadata_only=True))
+        informer.follow(SharedInformer(client, GIZMOS, clock=clock, metadata_only=True))
     with pytest.raises(ValueError, match="another resource or shape"):
-        informer.follow(SharedInformer(client, COGS, clock=clock))
+        informer.follow(SharedInformer(client, DOODADS, clock=clock))
 
 
 # -- the hand-over, with real reflectors over the fake server -----------------------------------------------
