@@ -128,12 +128,13 @@ class Cluster:
         self.cluster_wide: SharedInformerFactory | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
-    async def start_sharder(self) -> None:
+    async def start_sharder(self, *, as_leader: bool = False) -> None:
         factory = SharedInformerFactory(self.h.client, self.h.clock)
-        # The leader's other controllers (disruption, GC, pod GC, ...) watch these whole, before the sharder is
-        # built (it then shares the pods informer, as in the manager).
-        for res in (PODS, REPLICASETS, DEPLOYMENTS):
-            factory.informer(res)
+        if as_leader:
+            # As in the manager, the leader's other controllers (disruption, GC, pod GC, ...) watch these whole
+            # before the sharder is built (it then shares the pods informer).
+            for res in (PODS, REPLICASETS, DEPLOYMENTS):
+                factory.informer(res)
         self.cluster_wide = factory
         events = EventBroadcaster(self.h.client, self.h.clock)
         self.sharder = Sharder(ControllerContext(client=self.h.client, informers=factory, clock=self.h.clock,
@@ -231,7 +232,7 @@ async def test_work_spreads_a_joiner_gets_roots_by_draining_and_no_pod_is_duplic
     h = cluster.h
     await cluster.add("m1")
     leader = await cluster.add("m2")
-    await cluster.start_sharder()
+    await cluster.start_sharder(as_leader=True)
     assert cluster.cluster_wide is not None
     # m2 leads, as the manager wires a leader: its shard informers are served from the cluster-wide caches
     # (m2, as the ring gives m3 a root of m2's: a drain out of the views).
