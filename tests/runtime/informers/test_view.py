@@ -205,6 +205,8 @@ def test_follow_refuses_a_source_of_another_shape() -> None:
         informer.follow(SharedInformer(client, GIZMOS, clock=clock, metadata_only=True))
     with pytest.raises(ValueError, match="another resource or shape"):
         informer.follow(SharedInformer(client, DOODADS, clock=clock))
+    with pytest.raises(ValueError, match="another resource or shape"):
+        informer.follow(SharedInformer(client, GIZMOS, clock=clock, transform=lambda o: o))
 
 
 # -- the hand-over, with real reflectors over the fake server -----------------------------------------------
@@ -300,3 +302,24 @@ async def test_a_view_whose_source_stops_lists_and_watches_on_its_own_again(cloc
     assert describe(seen.events[-1])[:2] == ("Deleted", "default/c1")
     assert _gauge("informer_cached_objects", COGS, SELECTOR) == 1
     assert _gauge("informer_view_objects", COGS, SELECTOR) == 0
+
+
+async def test_serve_from_offers_same_shaped_informers_made_before_and_after(clock: FakeClock, run: Runner) -> None:
+    server = FakeServer(DOODADS)
+    server.add("d1", labels=MINE)
+    server.add("d2", labels=OTHER)
+    wide = SharedInformerFactory(FakeClient(server), clock, rng=random.Random(5))
+    source = wide.informer(DOODADS)
+    shard = SharedInformerFactory(FakeClient(server), clock, rng=random.Random(6), selector_for=lambda _: SELECTOR)
+    metadata = shard.informer(DOODADS, metadata_only=True)  # another shape: keeps its own watch
+    with pytest.raises(ValueError, match="itself"):
+        shard.serve_from(shard)
+    assert shard.serve_from(wide) == 0
+    later = shard.informer(DOODADS)  # made after serve_from: offered as it is made
+    run(wide.run)
+    run(shard.run)
+    await advance_until(clock, lambda: later.is_view)
+    assert later.store.get("default/d1") is source.store.get("default/d1")
+    assert sorted(later.store.keys()) == ["default/d1"]
+    assert not metadata.is_view
+    assert sorted(metadata.store.keys()) == ["default/d1"]
