@@ -13,7 +13,8 @@ and caps what more replicas can add), and per replica:
 - RSS at idle (ring formed, caches synced, no workload: the interpreter, its imports and near-empty caches),
   after the workload, and the difference: what the workload's objects cost that replica;
 - objects cached per informer and label selector at the end (``informer_cached_objects``: a member's own
-  shard informers have a selector, the leader's cluster-wide ones none);
+  shard informers have a selector, the leader's cluster-wide ones none; the leader's shard informers are views
+  of its cluster-wide caches, ``informer_view_objects``, listed with ``"view": true``: not a second copy);
 - the Deployments it owned.
 Size the workload so the caches dominate the idle baseline (several thousand pods), or RSS says little.
 
@@ -91,6 +92,7 @@ PODS_PER_NODE = 110  # kube-sim's nodes' pod capacity, as a kubelet's default ma
 LEADER_STATUS = f'leader_election_master_status{{name="{RING}"}}'
 SYNC_COUNT = "controller_sync_duration_seconds_count"
 CACHED = "informer_cached_objects"
+VIEWED = "informer_view_objects"
 
 
 def labels_of(series: str) -> dict[str, str]:
@@ -114,13 +116,15 @@ def syncs_by_controller(metrics: dict[str, float]) -> dict[str, int]:
 
 
 def cached_objects(metrics: dict[str, float]) -> list[dict[str, Any]]:
-    """Every informer with objects: resource, selector ("" = every object) and how many it holds."""
+    """Every informer with objects: resource, selector ("" = every object), how many it holds, and whether it
+    is a view of another informer's cache (its objects are that cache's, not copies)."""
     rows = []
     for series, value in metrics.items():
-        if series.startswith(CACHED + "{") and value:
+        view = series.startswith(VIEWED + "{")
+        if (view or series.startswith(CACHED + "{")) and value:
             labels = labels_of(series)
             rows.append({"informer": labels.get("name", ""), "selector": labels.get("selector", ""),
-                         "objects": int(value)})
+                         "objects": int(value), "view": view})
     return sorted(rows, key=lambda r: (-r["objects"], r["informer"], r["selector"]))
 
 
@@ -260,9 +264,14 @@ SHARDED_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statef
 
 
 def pods_cached(replica: dict[str, Any], *, selected: bool) -> int:
-    """Pods in the replica's shard informers (``selected``) or in its cluster-wide ones."""
+    """Pods in the replica's shard informers (``selected``; views included) or in its cluster-wide ones."""
     return sum(r["objects"] for r in replica["cached_objects"]
                if r["informer"] == "v1/pods" and bool(r["selector"]) == selected)
+
+
+def pods_held(replica: dict[str, Any]) -> int:
+    """Pod objects the replica decoded and keeps: every pod cache but the views (which share those objects)."""
+    return sum(r["objects"] for r in replica["cached_objects"] if r["informer"] == "v1/pods" and not r.get("view"))
 
 
 def _run_name(result: dict[str, Any]) -> str:
@@ -279,14 +288,14 @@ def print_tables(results: list[dict[str, Any]]) -> None:
         print(f"| {_run_name(r)} | {r['create_pods_per_s']} | {r['rollout_pods_per_s'] or '-'} | {ratio:.2f}x | "
               f"{r['kube_sim_cpu_share']} | {r['deployments_per_shard']} |")
     print("\n| replicas | replica | Deployments | syncs: sharded controllers / others | pods cached: own shard "
-          "/ cluster-wide | RSS MiB: idle / after / workload | CPU s |")
+          "/ cluster-wide / held | RSS MiB: idle / after / workload | CPU s |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
         for x in r["per_replica"]:
             sharded = sum(n for c, n in x["syncs_by_controller"].items() if c in SHARDED_CONTROLLERS)
             print(f"| {_run_name(r)} | {'leader' if x['leader'] else 'member'} | {x['deployments_owned']} | "
                   f"{sharded:,} / {x['syncs'] - sharded:,} | "
-                  f"{pods_cached(x, selected=True):,} / {pods_cached(x, selected=False):,} | "
+                  f"{pods_cached(x, selected=True):,} / {pods_cached(x, selected=False):,} / {pods_held(x):,} | "
                   f"{x['idle_rss_mib']} / {x['rss_mib']} / {x['workload_rss_mib']} | {x['cpu_seconds']} |")
 
 

@@ -330,6 +330,12 @@ class Manager:
             self.controllers.append(self._build(info, self.events, mapping))
         if self.shard is not None:
             self.controllers.append(self._build_sharder(self.events, mapping))
+        if self.shard_factory is not None:
+            # The shard's informers of kinds the cluster-wide factory also caches become views of those caches
+            # (once each has caught up), so the leader keeps one copy of its shard's objects, not two. Losing
+            # the leader Lease ends the process, so the cluster-wide caches outlive the views.
+            served = self.shard_factory.serve_from(self.factory)
+            self.log.info("shard informers served from the cluster-wide caches", informers=served)
         self._spawn(tg, self.factory.run(), "informers")
         self.log.info("waiting for informer caches to sync", informers=len(self.factory.informers()))
         if not await self._until_stopped(self.factory.wait_for_cache_sync()):

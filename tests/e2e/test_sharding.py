@@ -4,7 +4,8 @@ Proven from outside, by the objects' labels and kube-sim's audit log (each repli
 - the work spreads: every replica is assigned Deployments and creates their pods itself;
 - so does the memory: a replica that does not lead caches only the objects labelled with its shard (its
   ``informer_cached_objects`` series all select its label, but for the nodes and PVCs the daemonset and
-  statefulset controllers need whole), while the leader alone holds the cluster-wide caches;
+  statefulset controllers need whole), while the leader alone holds the cluster-wide caches, and serves its own
+  shard's informers from them (``informer_view_objects``) instead of caching its shard a second time;
 - a replica killed with SIGKILL loses its Deployments to the others within its Lease's duration (plus the
   sharder's look), and scaling them up afterwards is done by their new owners;
 - a replica that joins gets Deployments moved to it by draining (the old owner acknowledges);
@@ -87,24 +88,26 @@ async def all_ready(kube: Kube, replicas: dict[str, int]) -> bool:
 CLUSTER_WIDE_ON_MEMBERS = {"v1/nodes", "v1/persistentvolumeclaims"}  # daemonset, statefulset: see docs/sharding.md
 
 
-async def cached_objects(https: Https, manager: Manager, token: str) -> dict[tuple[str, str], int]:
-    """``informer_cached_objects`` from the replica's /metrics: (informer, selector) -> objects."""
+async def cached_objects(https: Https, manager: Manager, token: str, metric: str = "informer_cached_objects"
+                         ) -> dict[tuple[str, str], int]:
+    """``informer_cached_objects`` (or ``informer_view_objects``) from the replica's /metrics: (informer,
+    selector) -> objects."""
     status, text = await https.get(manager, "/metrics", token=token)
     assert status == 200, text
     out: dict[tuple[str, str], int] = {}
     for line in text.splitlines():
-        if line.startswith("informer_cached_objects{"):
+        if line.startswith(metric + "{"):
             series, _, value = line.rpartition(" ")
             labels = dict(part.split("=", 1) for part in series[series.index("{") + 1:-1].split('",'))
             out[(labels["name"].strip('"'), labels["selector"].strip('"'))] = int(float(value))
     return out
 
 
-async def wait_cached(https: Https, manager: Manager, token: str, informer: tuple[str, str], objects: int
-                      ) -> dict[tuple[str, str], int]:
+async def wait_cached(https: Https, manager: Manager, token: str, informer: tuple[str, str], objects: int,
+                      metric: str = "informer_cached_objects") -> dict[tuple[str, str], int]:
     """The replica's cached objects once ``informer`` holds ``objects`` (its watch may be a moment behind)."""
     async def reached() -> dict[tuple[str, str], int] | None:
-        cached = await cached_objects(https, manager, token)
+        cached = await cached_objects(https, manager, token, metric)
         return cached if cached.get(informer) == objects else None
 
     return await wait_until(reached, timeout=10, what=f"{manager.process.name}'s {informer} to hold {objects}")
@@ -159,13 +162,18 @@ async def test_three_replicas_share_the_work_hand_over_on_death_and_rebalance_on
             token = tokens[user_of[member]]
             mine = f"{SHARD_LABEL}={member}"
             own_pods = sum(1 for labels in pods.values() if labels.get(SHARD_LABEL) == member)
-            cached = await wait_cached(https, mgr, token, ("v1/pods", mine), own_pods)
-            cluster_wide = {name for (name, selector), n in cached.items() if not selector}
             if roles[member].startswith("standby"):
+                cached = await wait_cached(https, mgr, token, ("v1/pods", mine), own_pods)
+                cluster_wide = {name for (name, selector), n in cached.items() if not selector}
                 assert cluster_wide <= CLUSTER_WIDE_ON_MEMBERS, cached
                 assert {selector for (_, selector) in cached if selector} == {mine}, cached
             else:
+                # The leader's shard pods, ReplicaSets and Deployments are views of its cluster-wide caches: held once.
+                await wait_cached(https, mgr, token, ("v1/pods", mine), own_pods, metric="informer_view_objects")
+                cached = await cached_objects(https, mgr, token)
                 assert cached[("v1/pods", "")] == len(pods), cached  # the leader's controllers see every pod
+                for kind in ("v1/pods", "apps/v1/replicasets", "apps/v1/deployments"):
+                    assert not cached.get((kind, mine)), cached
 
         # Kill a replica that does not lead: its Deployments move to the others at once once its Lease expires.
         victim = next(m for m, role in roles.items() if role.startswith("standby"))

@@ -11,6 +11,10 @@ Guarantees (client-go ``informers.SharedInformerFactory``):
   (None: everything): a shard member's factory sees only objects labelled with its shard.
 - ``wait_for_cache_sync(timeout)`` is True once every informer made so far has delivered its first list, False
   if the timeout (on the injected clock) passes first.
+- ``serve_from(wider)`` (ours, for ``--sharding``'s leader): every informer of this factory for which ``wider``
+  has an unfiltered informer of the same resource, shape and transform (made before the call), and every such
+  informer this factory makes later, is served from that informer's cache through its own label selector
+  (``SharedInformer.follow``; view.py) instead of a list+watch of its own: one copy of each object per process.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ class SharedInformerFactory:
         self._rng = rng or random.Random()
         self._informers: dict[tuple[str, str, str, bool], SharedInformer] = {}
         self._task_group: asyncio.TaskGroup | None = None
+        self._wider: SharedInformerFactory | None = None
 
     def informer(
         self,
@@ -74,6 +79,7 @@ class SharedInformerFactory:
                 label_selector=self._selector_for(res) if self._selector_for is not None else None,
             )
             self._informers[key] = informer
+            self._offer_source(informer)
             if self._task_group is not None:
                 self._start(self._task_group, informer)
             return informer
@@ -89,6 +95,24 @@ class SharedInformerFactory:
 
     def informers(self) -> list[SharedInformer]:
         return list(self._informers.values())
+
+    def serve_from(self, wider: SharedInformerFactory) -> int:
+        """Serve this factory's informers from ``wider``'s caches where it has them (see the guarantees);
+        returns how many informers were offered a source."""
+        if wider is self:
+            raise ValueError("a factory cannot serve its informers from itself")
+        self._wider = wider
+        return sum(self._offer_source(informer) for informer in self._informers.values())
+
+    def _offer_source(self, informer: SharedInformer) -> bool:
+        wider = self._wider
+        if wider is None:
+            return False
+        source = wider.existing(informer.resource, metadata_only=informer.metadata_only)
+        if source is None or source.label_selector is not None or source.transform is not informer.transform:
+            return False
+        informer.follow(source)
+        return True
 
     async def run(self) -> None:
         """Run every informer (made before or during the run) until cancelled."""

@@ -24,6 +24,19 @@ Guarantees (client-go ``tools/cache/shared_informer.go`` with a DeltaFIFO in fro
   every controller sharing the informer. So one controller can wait for another's write (the Deployment
   controller for the ReplicaSet controller's status writes) instead of writing over it from an older copy and
   being refused with 409. Versions that are not comparable never count as unseen.
+
+Following a wider informer (ours: ``--sharding``'s leader, see view.py and docs/internals.md):
+- :meth:`follow` offers a source: an unfiltered informer of the same resource, shape and transform, in another
+  factory. This informer keeps its own list+watch until the source runs, has synced and has read at least as far
+  as this informer's own watch (so no object goes back to an older version); then, in one synchronous step, it
+  stops its own watch, brings its store to the source's selection (re-list events for the difference) and from
+  then on is fed by the source's events through a :class:`SelectionView`: the same objects, not copies.
+- If the source stops while this informer runs, it lists and watches on its own again from scratch (a fresh
+  list, so nothing that happened meanwhile is missed; the difference arrives as a re-list's events) and follows
+  the source again if it starts again.
+- While following, ``last_sync_resource_version`` is the source's, ``is_view`` is True, and the
+  ``informer_cached_objects`` gauge counts the source's cache only (this informer's objects are in
+  ``informer_view_objects``).
 """
 
 from __future__ import annotations
@@ -31,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -55,6 +68,7 @@ from .store import (
     node_name_index,
 )
 from .transform import Transform, default_transform
+from .view import SelectionView
 from .wire import WireDecoder
 
 _log = structlog.get_logger("controller_manager.informers")
@@ -68,6 +82,10 @@ MAX_UNSEEN_WRITES = 4096
 # Objects a periodic resync delivers per event-loop turn: ~10-20 ms of handler work with every default controller
 # registered on pods (bench/scale_paths.py), so nothing else waits long behind a resync.
 RESYNC_CHUNK = 200
+
+# Seconds between looks at whether an offered source has caught up with this informer's own watch (usually
+# at once: the source's first list is newer than anything the own watch saw).
+FOLLOW_POLL = 0.1
 
 
 def builtin_indexers(res: Resource) -> dict[str, IndexFunc]:
@@ -113,10 +131,12 @@ class SharedInformer:
         # With the default transform, watch events are decoded straight into the cached form (wire.py), which is
         # several times cheaper than parsing everything and transforming after. A caller's own transform runs
         # on plainly parsed objects.
-        wire: WireDecoder | None = None
+        self._wire: WireDecoder | None = None
         if self.transform is default_transform:
             kind, api_version = cached_kind(res, metadata_only=metadata_only)
-            wire = WireDecoder(kind=kind, api_version=api_version)
+            self._wire = WireDecoder(kind=kind, api_version=api_version)
+        self._client = client
+        self._watch_list = watch_list
         self.store = Store(builtin_indexers(res))
         if indexers:
             self.store.add_indexers(indexers)
@@ -127,14 +147,24 @@ class SharedInformer:
         self._unseen_writes: dict[str, str] = {}  # key -> resourceVersion this process wrote
         self._synced = asyncio.Event()
         self._running = False
+        self._stopped = asyncio.Event()
+        self._stopped.set()
         self._log = _log.bind(informer=self._name)
-        self._reflector = Reflector(
-            client, res, self, clock=clock, name=self._name, metadata_only=metadata_only, rng=self._rng,
-            decode=wire.decode if wire is not None else None,
-            decode_list=wire.decode_list if wire is not None else None, watch_list=watch_list,
-            label_selector=label_selector,
-        )
+        self._reflector = self._new_reflector()
+        # follow(): the source offered, and the source while it feeds this informer
+        self._offered: SharedInformer | None = None
+        self._offer_made = asyncio.Event()
+        self._following: SharedInformer | None = None
         metrics.track(self)
+
+    def _new_reflector(self) -> Reflector:
+        wire = self._wire
+        return Reflector(
+            self._client, self.resource, self, clock=self._clock, name=self._name, metadata_only=self.metadata_only,
+            rng=self._rng, decode=wire.decode if wire is not None else None,
+            decode_list=wire.decode_list if wire is not None else None, watch_list=self._watch_list,
+            label_selector=self.label_selector,
+        )
 
     @property
     def name(self) -> str:
@@ -147,7 +177,39 @@ class SharedInformer:
 
     @property
     def last_sync_resource_version(self) -> str:
+        source = self._following
+        if source is not None:
+            return source.last_sync_resource_version
         return self._reflector.last_sync_resource_version
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    @property
+    def is_view(self) -> bool:
+        """Fed by a source's cache (:meth:`follow`) rather than a watch of its own, at this moment."""
+        return self._following is not None
+
+    async def wait_stopped(self) -> None:
+        """Return once ``run()`` is not running (at once if it never started)."""
+        await self._stopped.wait()
+
+    def follow(self, source: SharedInformer) -> None:
+        """Serve this informer from ``source``'s cache (filtered by this informer's label selector) once
+        ``source`` has caught up with it; see the module's guarantees. ``source`` must see every object of the
+        same resource, in the same shape."""
+        if source is self._offered:
+            return
+        if self._offered is not None:
+            raise ValueError(f"informer {self._name} already follows another source")
+        if source is self or source.label_selector is not None:
+            raise ValueError(f"informer {source.name} is not a cluster-wide source for {self._name}")
+        if (source.resource, source.metadata_only) != (self.resource, self.metadata_only) or \
+                source.transform is not self.transform:
+            raise ValueError(f"informer {source.name} caches another resource or shape than {self._name}")
+        self._offered = source
+        self._offer_made.set()
 
     def wrote(self, obj: Mapping[str, Any]) -> None:
         """``obj`` is the API server's answer to a write of it by this process: see :meth:`unseen_write`."""
@@ -187,13 +249,19 @@ class SharedInformer:
     async def wait_for_sync(self) -> None:
         await self._synced.wait()
 
-    def add_handler(self, handler: Handler) -> None:
-        """Register ``handler``; it first receives ``Added`` for every object already cached."""
+    def add_handler(self, handler: Handler, *, replay: bool = True) -> None:
+        """Register ``handler``; it first receives ``Added`` for every object already cached (unless ``replay``
+        is False: a view reconciles itself instead)."""
         # Copy on write: dispatch iterates the list it finds without copying it per event, and a handler added
         # from inside a handler does not see the event being dispatched.
         self._handlers = [*self._handlers, handler]
-        for obj in self.store.list():
-            self._call(handler, Added(obj))
+        if replay:
+            for obj in self.store.list():
+                self._call(handler, Added(obj))
+
+    def remove_handler(self, handler: Handler) -> None:
+        """Stop calling ``handler`` (nothing if it is not registered)."""
+        self._handlers = [h for h in self._handlers if h is not handler]
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         """More indexes, built at once from the current contents. A name already registered with the same
@@ -214,19 +282,85 @@ class SharedInformer:
         if self._running:
             raise RuntimeError(f"informer {self._name} is already running")
         self._running = True
+        self._stopped.clear()
         try:
             if self._resync_period <= 0:
-                await self._reflector.run()
+                await self._feed()
                 return
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._reflector.run(), name=f"reflector:{self._name}")
+                tg.create_task(self._feed(), name=f"feed:{self._name}")
                 tg.create_task(self._resync_loop(), name=f"resync:{self._name}")
         finally:
             self._running = False
+            self._stopped.set()
+
+    # -- feed: an own watch, or a source's cache --------------------------------------------------
+
+    async def _feed(self) -> None:
+        while True:
+            own = asyncio.create_task(self._reflector.run(), name=f"reflector:{self._name}")
+            source, view = await self._watch_until_attached(own)
+            try:
+                await source.wait_stopped()
+            finally:
+                source.remove_handler(view)
+                self._following = None
+            self._log.info("source informer stopped: listing and watching again", source=source.name)
+            self._reflector = self._new_reflector()  # from resourceVersion "": a fresh list
+
+    async def _watch_until_attached(self, own: asyncio.Task[None]) -> tuple[SharedInformer, SelectionView]:
+        """Let ``own`` (this informer's reflector) run until the offered source can take over, then switch."""
+        try:
+            while True:
+                attached = self._attach_if_ready(own)
+                if attached is not None:
+                    return attached
+                pause = asyncio.ensure_future(self._until_worth_a_look())
+                try:
+                    await asyncio.wait((own, pause), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    pause.cancel()
+                if own.done():
+                    own.result()
+                    raise RuntimeError(f"reflector of {self._name} ended")
+        finally:
+            own.cancel()
+            await asyncio.gather(own, return_exceptions=True)
+
+    def _until_worth_a_look(self) -> Awaitable[object]:
+        source = self._offered
+        if source is None:
+            return self._offer_made.wait()  # for ever, where no source is ever offered
+        if source.is_running and not source.has_synced:
+            return source.wait_for_sync()
+        return self._clock.sleep(FOLLOW_POLL)  # behind, or stopped
+
+    def _attach_if_ready(self, own: asyncio.Task[None]) -> tuple[SharedInformer, SelectionView] | None:
+        """Switch to the offered source if it can take over now; synchronous, so no event of either falls
+        between the own watch's last one and the source's first."""
+        source = self._offered
+        if source is None or not source.is_running or not source.has_synced:
+            return None
+        mine = self._reflector.last_sync_resource_version
+        if mine and _newer(mine, source.last_sync_resource_version):
+            return None  # the source has not read as far as this informer: switching now would go back in time
+        own.cancel()  # it applies nothing more: the task resumes only to be cancelled (apply ignores it anyway)
+        view = SelectionView(self.store, self.label_selector, self._dispatch)
+        self._following = source
+        added, updated, deleted = view.reconcile(source.store.list())
+        source.add_handler(view, replay=False)
+        first = not self._synced.is_set()
+        self._synced.set()
+        self._log.info("serving from the source's cache", source=source.name, first_sync=first,
+                       resource_version=source.last_sync_resource_version, objects=len(self.store), added=added,
+                       updated=updated, deleted=deleted)
+        return source, view
 
     # -- reflector sink ---------------------------------------------------------------------------
 
     def replace(self, items: list[Obj], resource_version: str, *, transformed: bool = False) -> None:
+        if self._following is not None:
+            return  # a cancelled own reflector's last words: the source feeds this informer now
         store = self.store
         listed: set[str] = set()
         added = updated = 0
@@ -264,6 +398,8 @@ class SharedInformer:
         )
 
     def apply(self, event_type: str, obj: Obj, *, transformed: bool = False) -> None:
+        if self._following is not None:
+            return  # as in replace()
         key = key_of(obj)
         if event_type == "DELETED":
             old = self.store._remove(key)

@@ -10,7 +10,10 @@ Guarantees:
 - ``informer_cached_objects{name, selector}`` is computed at scrape time from the live informers (no bookkeeping
   on the hot path); ``selector`` is the label selector the informer lists and watches with (empty: every
   object), so a shard member's own caches (``--sharding=true``) are told apart from the leader's cluster-wide
-  ones. Informers that share both (one per factory) are summed.
+  ones. Informers that share both (one per factory) are summed. An informer served from another's cache (a
+  view, ``SharedInformer.follow``) holds no objects of its own: it is counted in ``informer_view_objects{name,
+  selector}`` instead, so ``informer_cached_objects`` summed over selectors is the objects a process decoded and
+  keeps.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class _Counted(Protocol):
     @property
     def label_selector(self) -> str | None: ...
 
+    @property
+    def is_view(self) -> bool: ...
+
     def cached_count(self) -> int: ...
 
 
@@ -61,22 +67,29 @@ def track(informer: _Counted) -> None:
 
 class _CachedObjectsCollector(Collector):
     def describe(self) -> Iterator[Metric]:
-        yield _family()
+        yield from _families()
 
     def collect(self) -> Iterator[Metric]:
-        totals: dict[tuple[str, str], int] = {}
+        cached: dict[tuple[str, str], int] = {}
+        viewed: dict[tuple[str, str], int] = {}
         for informer in list(_live):
             key = (informer.name, informer.label_selector or "")
+            totals = viewed if informer.is_view else cached
             totals[key] = totals.get(key, 0) + informer.cached_count()
-        family = _family()
-        for labels, count in sorted(totals.items()):
-            family.add_metric(list(labels), count)
-        yield family
+        families = _families()
+        for family, totals in zip(families, (cached, viewed), strict=True):
+            for labels, count in sorted(totals.items()):
+                family.add_metric(list(labels), count)
+        yield from families
 
 
-def _family() -> GaugeMetricFamily:
-    return GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.",
-                             labels=["name", "selector"])
+def _families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+    return (
+        GaugeMetricFamily("informer_cached_objects", "Objects in each informer's cache.", labels=["name", "selector"]),
+        GaugeMetricFamily("informer_view_objects",
+                          "Objects an informer serves from another informer's cache (the same objects, not copies).",
+                          labels=["name", "selector"]),
+    )
 
 
 REGISTRY.register(_CachedObjectsCollector())

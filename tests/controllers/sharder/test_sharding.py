@@ -7,6 +7,8 @@ gate and the deployment and replicaset controllers) against an in-process kube-s
 - A member that crashes (its Lease left to expire) is fenced by the sharder (its Lease taken over) and its
   roots move at once.
 - No duplicate: the pods created (kube-sim's audit log) are exactly the final replicas, none is deleted.
+- A member that also leads serves its shard's informers from the cluster-wide caches (views): one copy of each
+  object, and the same guarantees.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from controller_manager.api.resources import DEPLOYMENTS, LEASES, REPLICASETS
+from controller_manager.api.resources import DEPLOYMENTS, LEASES, PODS, REPLICASETS
 from controller_manager.client import ApiClient, NotFound
 from controller_manager.clock import Clock
 from controller_manager.controllers.deployment.controller import DeploymentController
@@ -123,10 +125,17 @@ class Cluster:
         self.audit = audit
         self.members: dict[str, Member] = {}
         self.sharder: Sharder | None = None
+        self.cluster_wide: SharedInformerFactory | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
-    async def start_sharder(self) -> None:
+    async def start_sharder(self, *, as_leader: bool = False) -> None:
         factory = SharedInformerFactory(self.h.client, self.h.clock)
+        if as_leader:
+            # As in the manager, the leader's other controllers (disruption, GC, pod GC, ...) watch these whole
+            # before the sharder is built (it then shares the pods informer).
+            for res in (PODS, REPLICASETS, DEPLOYMENTS):
+                factory.informer(res)
+        self.cluster_wide = factory
         events = EventBroadcaster(self.h.client, self.h.clock)
         self.sharder = Sharder(ControllerContext(client=self.h.client, informers=factory, clock=self.h.clock,
                                                  events=events, options=OPTIONS))
@@ -194,15 +203,45 @@ async def scale_all(h: Harness, replicas: dict[str, int], to: int) -> None:
         await h.client.patch(DEPLOYMENTS, name, {"spec": {"replicas": to}}, "default")
 
 
+def _gauge(metric: str, res: Any, selector: str) -> float:
+    return REGISTRY.get_sample_value(metric, {"name": f"{res.api_version}/{res.plural}", "selector": selector}) or 0.0
+
+
+async def check_one_copy(cluster: Cluster, member: Member) -> None:
+    """``member`` (the leader) holds its shard's objects once: its shard informers are views of the
+    cluster-wide ones, holding the same objects, and its shard's pods are counted as viewed."""
+    assert cluster.cluster_wide is not None
+    selector = f"{LABEL}={member.name}"
+    pods = [p for p in await cluster.h.pods() if p["metadata"]["labels"].get(LABEL) == member.name]
+    for res in (PODS, REPLICASETS, DEPLOYMENTS):
+        view, source = member.factory.existing(res), cluster.cluster_wide.existing(res)
+        assert view is not None
+        assert source is not None
+        await wait_for(lambda v=view: _true(v.is_view), timeout=5, what=f"{res.plural} served from the source")
+        assert all(view.store.get(k) is source.store.get(k) for k in view.store)
+    # (informer_cached_objects{selector} is not read: another test's members of the same names may linger in it)
+    await wait_for(lambda: _true(_gauge("informer_view_objects", PODS, selector) == len(pods)), timeout=5,
+                   what="the leader's shard pods viewed")
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
 async def test_work_spreads_a_joiner_gets_roots_by_draining_and_no_pod_is_duplicated(cluster: Cluster) -> None:
     h = cluster.h
     await cluster.add("m1")
-    await cluster.add("m2")
-    await cluster.start_sharder()
+    leader = await cluster.add("m2")
+    await cluster.start_sharder(as_leader=True)
+    assert cluster.cluster_wide is not None
+    # m2 leads, as the manager wires a leader: its shard informers are served from the cluster-wide caches
+    # (m2, as the ring gives m3 a root of m2's: a drain out of the views).
+    assert leader.factory.serve_from(cluster.cluster_wide) == 3
     replicas = {f"web-{i}": 2 for i in range(8)}
     for name, n in replicas.items():
         await h.client.create(DEPLOYMENTS, deployment(name, n), "default")
     await wait_for(lambda: cluster.converged(replicas), timeout=30, what="every Deployment available")
+    await check_one_copy(cluster, leader)
     owners = await cluster.owners()
     assert {ls.get(LABEL) for ls in owners.values()} == {"m1", "m2"}
     for rs in await h.list_objects(REPLICASETS):
@@ -236,6 +275,8 @@ async def test_work_spreads_a_joiner_gets_roots_by_draining_and_no_pod_is_duplic
     for pod in await h.pods():
         if pod["metadata"]["labels"]["app"] in moved:
             assert pod["metadata"]["labels"][LABEL] == "m3"
+    assert moved & {n for n, ls in owners.items() if ls[LABEL] == leader.name}
+    await check_one_copy(cluster, leader)  # what was drained away from it left its views
     await asyncio.sleep(0.3)  # the audit log's flush interval
     assert cluster.pod_writes() == (sum(replicas.values()), 0)
 

@@ -3,7 +3,9 @@
 The server keeps objects with increasing resourceVersions and a history of events, like the API server's
 watch cache: a watch from resourceVersion N replays what happened after N, then streams live events, or fails
 with 410 Gone if N is older than the compacted history. Tests can hold delivery (as if the connection lagged),
-cut watches (normally or with an error), send BOOKMARKs and send arbitrary (malformed) events.
+cut watches (normally or with an error), send BOOKMARKs and send arbitrary (malformed) events. A client asking
+with a label selector gets what kube-apiserver's watch cache gives a selected watcher: only matching objects, an
+object entering the selection as ADDED, one leaving it as DELETED (its previous state at the change's version).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import orjson
 
 from controller_manager.api.meta import key_of
 from controller_manager.api.resources import PODS, Resource
+from controller_manager.api.selectors import EVERYTHING, Selector, parse
 from controller_manager.clock import FakeClock
 
 
@@ -39,7 +42,7 @@ class WatchEvent:
 
 @dataclass
 class _Stream:
-    queue: asyncio.Queue[tuple[str, Any]] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[tuple[str, Any, Any]] = field(default_factory=asyncio.Queue)
     held: bool = False
     # end_watches() reached it: a streaming list then ends without its end bookmark.
     ended: asyncio.Event = field(default_factory=asyncio.Event)
@@ -54,7 +57,8 @@ class FakeServer:
         self.res = res
         self.rv = 100
         self.objects: dict[str, dict[str, Any]] = {}
-        self.history: list[tuple[int, str, dict[str, Any]]] = []
+        # (resourceVersion, type, object, the object before the change or None)
+        self.history: list[tuple[int, str, dict[str, Any], dict[str, Any] | None]] = []
         self.compacted = 0  # a watch from an RV below this is Gone
         self.streams: list[_Stream] = []
         self.list_calls: list[dict[str, Any]] = []
@@ -71,28 +75,33 @@ class FakeServer:
         self.rv += 1
         return str(self.rv)
 
-    def add(self, name: str, namespace: str = "default", **fields: Any) -> dict[str, Any]:
+    def add(self, name: str, namespace: str = "default", *, labels: dict[str, str] | None = None,
+            **fields: Any) -> dict[str, Any]:
         obj: dict[str, Any] = {"apiVersion": self.res.api_version, "kind": self.res.kind,
                                "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": self._next_rv()}}
+        if labels is not None:
+            obj["metadata"]["labels"] = dict(labels)
         if self.res.namespaced:
             obj["metadata"]["namespace"] = namespace
         obj.update(copy.deepcopy(fields))
         self.objects[key_of(obj)] = obj
-        self._record("ADDED", obj)
+        self._record("ADDED", obj, None)
         return obj
 
     def update(self, key: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-        obj = copy.deepcopy(self.objects[key])
+        prev = self.objects[key]
+        obj = copy.deepcopy(prev)
         change(obj)
         obj["metadata"]["resourceVersion"] = self._next_rv()
         self.objects[key] = obj
-        self._record("MODIFIED", obj)
+        self._record("MODIFIED", obj, prev)
         return obj
 
     def delete(self, key: str) -> dict[str, Any]:
-        obj = copy.deepcopy(self.objects.pop(key))
+        prev = self.objects.pop(key)
+        obj = copy.deepcopy(prev)
         obj["metadata"]["resourceVersion"] = self._next_rv()
-        self._record("DELETED", obj)
+        self._record("DELETED", obj, prev)
         return obj
 
     def bump(self, n: int = 1) -> None:
@@ -121,7 +130,7 @@ class FakeServer:
         """End every open watch: normally, or by raising ``error`` in the reader."""
         for s in self.streams:
             s.ended.set()
-            s.queue.put_nowait((_RAISE, error) if error is not None else (_END, None))
+            s.queue.put_nowait((_RAISE, error, None) if error is not None else (_END, None, None))
         self.streams.clear()
 
     @property
@@ -130,14 +139,30 @@ class FakeServer:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _record(self, event_type: str, obj: dict[str, Any]) -> None:
-        self.history.append((int(obj["metadata"]["resourceVersion"]), event_type, obj))
-        self._send(event_type, obj)
+    def _record(self, event_type: str, obj: dict[str, Any], prev: dict[str, Any] | None) -> None:
+        self.history.append((int(obj["metadata"]["resourceVersion"]), event_type, obj, prev))
+        self._send(event_type, obj, prev)
 
-    def _send(self, event_type: str, obj: Any) -> None:
+    def _send(self, event_type: str, obj: Any, prev: Any = None) -> None:
         for s in self.streams:
             if not s.held:
-                s.queue.put_nowait((event_type, copy.deepcopy(obj)))
+                s.queue.put_nowait((event_type, copy.deepcopy(obj), prev))
+
+
+def selected_event(selector: Selector, event_type: str, obj: Any, prev: Any) -> tuple[str, Any] | None:
+    """The event a watcher with ``selector`` receives for a change, or None (kube-apiserver's cacheWatcher)."""
+    if selector.is_empty() or event_type not in ("ADDED", "MODIFIED", "DELETED") or \
+            not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        return event_type, obj  # bookmarks and raw (malformed) test events pass as they are
+    now = event_type != "DELETED" and selector.matches(obj["metadata"].get("labels"))
+    before = prev is not None and selector.matches(prev["metadata"].get("labels"))
+    if now:
+        return ("MODIFIED" if before else "ADDED"), obj
+    if before:
+        left = copy.deepcopy(prev)
+        left["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+        return "DELETED", left
+    return None
 
 
 class FakeClient:
@@ -154,7 +179,8 @@ class FakeClient:
         await asyncio.sleep(0)
         if s.list_failures:
             raise s.list_failures.pop(0)
-        items = [copy.deepcopy(o) for o in s.objects.values()]
+        selector = parse(kw["label_selector"]) if kw.get("label_selector") else EVERYTHING
+        items = [copy.deepcopy(o) for o in s.objects.values() if selector.matches(o["metadata"].get("labels"))]
         decode = kw.get("decode")
         if decode is not None:
             # What the real client does with a decoder: the page goes over the wire as a List, items without kind.
@@ -178,7 +204,8 @@ class FakeClient:
         s.watch_calls.append({"res": res, "resource_version": resource_version, "allow_bookmarks": allow_bookmarks,
                               "timeout_seconds": timeout_seconds, "metadata_only": metadata_only, **kw})
         decode = kw.get("decode")
-        events = self._stream(resource_version, initial=bool(kw.get("send_initial_events")))
+        selector = parse(kw["label_selector"]) if kw.get("label_selector") else EVERYTHING
+        events = self._stream(resource_version, selector, initial=bool(kw.get("send_initial_events")))
         return events if decode is None else self._decoded(events, decode)
 
     @staticmethod
@@ -187,25 +214,29 @@ class FakeClient:
         async for event in events:
             yield WatchEvent(*decode(orjson.dumps({"type": event.type, "object": event.object})))
 
-    async def _stream(self, resource_version: str | None, *, initial: bool = False) -> AsyncIterator[WatchEvent]:
+    async def _stream(self, resource_version: str | None, selector: Selector, *, initial: bool = False
+                      ) -> AsyncIterator[WatchEvent]:
         s = self.server
         if s.watch_failures:
             raise s.watch_failures.pop(0)
         since = int(resource_version or 0)
         if initial:
             # A streaming list (NotOlderThan): the current state as ADDED, then the end bookmark, then live.
-            backlog = [("ADDED", copy.deepcopy(o)) for o in s.objects.values()]
+            backlog: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
+                ("ADDED", copy.deepcopy(o), None) for o in s.objects.values()]
             end_rv = str(s.rv)
         else:
             if since < s.compacted:
                 raise Gone(f"too old resource version: {since} ({s.compacted})")
             # Replay and subscribe with no await in between, so nothing falls between the two.
-            backlog = [(t, copy.deepcopy(o)) for rv, t, o in s.history if rv > since]
+            backlog = [(t, copy.deepcopy(o), p) for rv, t, o, p in s.history if rv > since]
         stream = _Stream()
         s.streams.append(stream)
         try:
-            for t, o in backlog:
-                yield WatchEvent(t, o)
+            for t, o, p in backlog:
+                seen = selected_event(selector, t, o, p)
+                if seen is not None:
+                    yield WatchEvent(*seen)
             if initial:
                 waits = [asyncio.ensure_future(e.wait()) for e in (s.initial_events_end, stream.ended)]
                 try:
@@ -218,12 +249,14 @@ class FakeClient:
                                                   "metadata": {"resourceVersion": end_rv,
                                                                "annotations": {"k8s.io/initial-events-end": "true"}}})
             while True:
-                t, o = await stream.queue.get()
+                t, o, p = await stream.queue.get()
                 if t == _END:
                     return
                 if t == _RAISE:
                     raise o
-                yield WatchEvent(t, o)
+                seen = selected_event(selector, t, o, p)
+                if seen is not None:
+                    yield WatchEvent(*seen)
         finally:
             if stream in s.streams:
                 s.streams.remove(stream)
