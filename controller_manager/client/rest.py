@@ -80,24 +80,18 @@ class _Fenced:
     what: str
 
 
-class _Refused(OSError):
-    """Raised inside the socket transport's ``write`` when the fence refuses; an ``OSError`` so that both aiohttp's
-    writer and asyncio's TLS layer close the connection quietly (the TLS layer swallows it: the refusal the
-    caller sees is the :class:`WriteFenced` the body recorded)."""
-
-
 class _FencedBody(aiohttp.payload.BytesPayload):
-    """A write's body whose bytes are checked against the fence by the very call that hands them to the socket.
+    """A write's body whose bytes are checked against the fence by the call that hands them to the transport.
 
     aiohttp buffers a request's headers and writes them with the body from a task of its own, which runs an
-    event-loop turn (or, on a busy loop, many) after the connection-time check, and builds the bytes (trace
-    signals, headers, TLS records) in Python on the way: a process stopped anywhere in between (SIGSTOP, a stuck
-    VM) would send the request the moment it wakes, long after its Lease expired (the 60-minute soak caught an
-    Event PATCH and a pod create that way). So for the length of this body's write, the connection's socket
-    transport (beneath TLS, where there is TLS) checks the fence in its own ``write``, the last Python call before
-    ``send``: what reaches the API server was allowed microseconds before it left. A refusal is recorded in
-    :attr:`refused` and the connection closed before a byte of the request is sent; :meth:`ApiClient._exchange`
-    raises the recorded :class:`WriteFenced`."""
+    event-loop turn (or, on a busy loop, many) after the connection-time check, and runs Python on the way (trace
+    signals, the headers merged with the body): a process stopped anywhere in between (SIGSTOP, a stuck VM) would
+    send the request the moment it wakes, long after its Lease expired (the 60-minute soak caught an Event PATCH
+    and a pod create that way). So this request's writer checks the fence in the very calls that give the bytes to
+    the transport; beneath them uvloop's transport encrypts and sends in C, with no Python step a pause could
+    separate from the check (on asyncio's own loop its TLS layer still runs Python there). A refusal is recorded
+    in :attr:`refused` and raised before a byte of the request is handed over; aiohttp then closes the
+    connection and :meth:`ApiClient._exchange` raises the recorded :class:`WriteFenced`."""
 
     def __init__(self, value: bytes, may_write: Callable[[], bool], what: str, content_type: str) -> None:
         super().__init__(value, content_type=content_type)
@@ -105,37 +99,27 @@ class _FencedBody(aiohttp.payload.BytesPayload):
         self._what = what
         self.refused: WriteFenced | None = None
 
+    def _check(self) -> None:
+        if not self._may_write():
+            self.refused = WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the leader "
+                                       f"Lease")
+            raise self.refused
+
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        transport = _socket_transport(writer.transport)
-        if transport is None:  # the connection is gone: aiohttp raises its own error on the write
-            await super().write_with_length(writer, content_length)
-            return
-        send = transport.write
+        self._check()
+        # The writer is this request's own (aiohttp makes one per request), so its two transport-facing calls can
+        # be shadowed on the instance for good.
+        for name in ("_write", "_writelines"):
+            hand_over = getattr(writer, name, None)
+            if hand_over is not None:
+                setattr(writer, name, self._fenced(hand_over))
+        await super().write_with_length(writer, content_length)
 
-        def fenced_send(data: Any) -> None:
-            if not self._may_write():
-                self.refused = WriteFenced(f"{self._what}: not sent: this process no longer knows it holds the "
-                                           f"leader Lease")
-                raise _Refused(self.refused.message)
-            send(data)
-
-        # An attribute on this one transport instance (an HTTP/1.1 connection carries one request at a time),
-        # removed once the body is written, so the pooled connection goes back exactly as it came.
-        setattr(transport, "write", fenced_send)  # noqa: B010 (a method is shadowed on purpose)
-        try:
-            await super().write_with_length(writer, content_length)
-        finally:
-            delattr(transport, "write")
-
-
-def _socket_transport(transport: Any) -> Any:
-    """The transport that writes to the socket: beneath asyncio's TLS layer when there is one (its app-facing
-    transport encrypts into the one below, and may hold the bytes back while that one is paused)."""
-    if transport is None:
-        return None
-    protocol = getattr(transport, "_ssl_protocol", None)
-    below = getattr(protocol, "_transport", None)
-    return below if below is not None else transport
+    def _fenced(self, hand_over: Callable[[Any], None]) -> Callable[[Any], None]:
+        def fenced(data: Any) -> None:
+            self._check()
+            hand_over(data)
+        return fenced
 
 
 class ApiClient:
