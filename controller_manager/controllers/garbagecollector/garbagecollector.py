@@ -247,6 +247,16 @@ class GarbageCollector(Controller):
         if item.being_deleted and not item.deleting_dependents:
             # A one-way trip: wait for the final delete, then its dependents get processed.
             return
+        if item.is_observed():
+            res = self.mapper.resource_for(item.identity.api_version, item.identity.kind)
+            if res is not None and self.builder.deletion_observed(res, item.identity):
+                # Gone, and its delete event is already queued for the graph (which then re-queues its owners
+                # and dependents). Upstream reads it live here, gets a 404 and queues a virtual delete event
+                # that repeats the one queued; with Jobs' pods deleted in bursts those reads were most of the
+                # collector's requests, and the repeated events most of the graph's backlog.
+                self.log.debug("item deletion already observed, waiting for the graph to remove it",
+                               item=str(item.identity))
+                return
         try:
             latest = await self.ops.get_object(item.identity)
         except NotFound:

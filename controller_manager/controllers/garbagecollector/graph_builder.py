@@ -222,6 +222,18 @@ class GraphBuilder:
         monitor = self.monitors.get(gvr)
         return monitor is not None and monitor.informer.has_synced
 
+    def deletion_observed(self, res: Resource, identity: ObjectReference) -> bool:
+        """The monitor of ``res`` has delivered the deletion of ``identity``'s object: it is no longer cached.
+
+        An informer updates its store and calls its handlers in one step, so an object missing from a synced,
+        active monitor's cache has had its delete event queued on ``graph_changes`` already. (A different
+        object under the same name is not taken as proof: a re-list may report it as an update.)"""
+        monitor = self.monitors.get((res.group, res.version, res.plural))
+        if monitor is None or not monitor.active or not monitor.informer.has_synced:
+            return False
+        key = f"{identity.namespace}/{identity.name}" if identity.namespace else identity.name
+        return monitor.informer.store.get(key) is None
+
     def cached_metadata(self, res: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
         monitor = self.monitors.get((res.group, res.version, res.plural))
         if monitor is None:
