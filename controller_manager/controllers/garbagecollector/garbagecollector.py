@@ -168,10 +168,11 @@ class GarbageCollector(Controller):
         queues = self.builder.queues
         try:
             async with asyncio.TaskGroup() as tg:
-                # One processor applies graph changes in order, a loop turn between them so a burst of
-                # thousands does not starve the workers and informers.
-                tg.create_task(self.run_queue(queues.graph_changes, self.builder.apply, yield_between=True,
-                                              timed=False, describe=_describe_event),
+                # One processor applies graph changes in order, in runs of up to GRAPH_CHANGES_PER_TURN between
+                # loop turns (GraphBuilder.apply), so a burst of thousands does not starve the workers and
+                # informers, and the graph keeps up with them under churn.
+                tg.create_task(self.run_queue(queues.graph_changes, self.builder.apply, timed=False,
+                                              describe=_describe_event),
                                name=f"{self.name}/graph-builder")
                 if await self._wait_synced(self.sync_period):
                     self.log.info("Garbage collector: all resource monitors have synced")

@@ -20,6 +20,7 @@ Guarantees (upstream ``graph_builder.go``):
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -50,6 +51,11 @@ FOREGROUND = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
 ORPHAN = "orphan"  # metav1.FinalizerOrphanDependents
 IGNORED_RESOURCES: frozenset[tuple[str, str]] = frozenset({("", "events"), ("events.k8s.io", "events")})
 ABSENT_OWNER_CACHE_SIZE = 500
+# Graph changes applied back to back before the processor gives the event loop a turn. Upstream's processor
+# runs on its own goroutine; here a turn after every change would cap the graph at one change per loop turn
+# (a few hundred a second in a busy process), and the graph would fall behind the informers under churn.
+# 100 changes are a few milliseconds of work.
+GRAPH_CHANGES_PER_TURN = 100
 
 EventType = Literal["add", "update", "delete"]
 
@@ -135,6 +141,7 @@ class GraphBuilder:
     uid_to_node: dict[str, Node] = field(default_factory=dict)
     absent_owner_cache: ReferenceCache = field(default_factory=lambda: ReferenceCache(ABSENT_OWNER_CACHE_SIZE))
     monitors: dict[GVR, Monitor] = field(default_factory=dict)
+    _applied_since_turn: int = field(default=0, init=False, repr=False)
 
     @property
     def graph_changes(self) -> RateLimitingQueue[GraphEvent]:
@@ -243,11 +250,18 @@ class GraphBuilder:
     # --- the processor ------------------------------------------------------------------------------
 
     async def apply(self, event: GraphEvent) -> Result | None:
-        """The processor's sync (run on the shared runner): apply one event; a failure is logged, never retried."""
+        """The processor's sync (run on the shared runner): apply one event; a failure is logged, never retried.
+
+        Every ``GRAPH_CHANGES_PER_TURN`` events it gives the event loop a turn, so a burst of thousands does not
+        starve the workers and informers."""
         try:
             self.process_graph_changes(event)
         except Exception as err:
             raise TerminalError(f"graph change failed for uid {meta(event.obj).get('uid', '')}") from err
+        self._applied_since_turn += 1
+        if self._applied_since_turn >= GRAPH_CHANGES_PER_TURN:
+            self._applied_since_turn = 0
+            await asyncio.sleep(0)
         return None
 
     def enqueue_virtual_delete_event(self, ref: ObjectReference) -> None:

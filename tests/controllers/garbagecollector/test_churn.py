@@ -1,18 +1,26 @@
-"""A foreground deletion whose dependents vanish at once (a finished Job's pods under ``ttlSecondsAfterFinished:
-0``), with the graph behind the informers, as it is under churn: the collector must read each gone dependent at
-most once, not once per time its owner is re-examined.
+"""The collector under churn, on fakes (exact counts, no timing):
 
-Deterministic, on fakes: the graph's changes are applied one at a time, and between two of them the workers
-drain everything queued (the most the graph can lag), so the counts are exact."""
+- The graph keeps up: its processor applies changes in runs between event-loop turns, not one change per turn
+  (a busy process's turns would cap it at a few hundred changes a second).
+- A foreground deletion whose dependents vanish at once (a finished Job's pods under ``ttlSecondsAfterFinished:
+  0``), with the graph behind the informers: each gone dependent is read at most once, not once per time its
+  owner is re-examined. Here the graph's changes are applied one at a time, and between two of them the workers
+  drain everything queued (the most the graph can lag)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.controllers.garbagecollector import GarbageCollector
-from controller_manager.controllers.garbagecollector.graph_builder import FOREGROUND
+from controller_manager.controllers.garbagecollector.graph_builder import (
+    FOREGROUND,
+    GRAPH_CHANGES_PER_TURN,
+    GraphEvent,
+)
 from controller_manager.runtime.informers.informer import SharedInformer
 from tests.controllers.garbagecollector.fakes import PODS, REPLICATION_CONTROLLERS, FakeClient, make_gc
 
@@ -118,3 +126,35 @@ async def test_each_gone_dependent_is_read_once_however_often_its_owner_is_re_ex
     assert len(pod_reads) == DEPENDENTS
     # The graph saw one delete event per dependent, and the owner's: no virtual repeats.
     assert counts["graph_changes"] == DEPENDENTS + 1
+
+
+async def test_graph_changes_are_applied_in_runs_between_loop_turns() -> None:
+    gc, _ = make_gc(FakeClient(), sync_period=0.0)  # no monitors to wait for: the workers start at once
+    changes = 1000
+    for i in range(changes):
+        pod = _obj("Pod", f"p{i}", f"u{i}")
+        gc.builder.graph_changes.add(GraphEvent("add", pod, "v1", "Pod"))
+    loop = asyncio.get_running_loop()
+    turns = 0
+    ticking = True
+
+    def tick() -> None:  # counts the loop's turns
+        nonlocal turns
+        turns += 1
+        if ticking:
+            loop.call_soon(tick)
+
+    loop.call_soon(tick)
+    started = turns
+    task = asyncio.create_task(gc.run_background())
+    try:
+        while len(gc.builder.uid_to_node) < changes:
+            await asyncio.sleep(0)
+            assert turns - started < changes, "the graph is applying about one change per loop turn"
+        # A few turns to start the tasks, then one per run of changes.
+        assert turns - started <= changes // GRAPH_CHANGES_PER_TURN + 5
+    finally:
+        ticking = False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
