@@ -9,7 +9,9 @@ Guarantees (upstream ``garbagecollector.go``):
 - Nothing is deleted on the cache's word alone: before a delete, the object is re-read from the API (a 404 or
   another uid removes it from the graph instead) and every owner is looked up live by name; an owner is absent
   only on 404 or a uid mismatch (then remembered in the absent-owner cache). The delete carries the object's
-  uid and resourceVersion as preconditions.
+  uid and resourceVersion as preconditions. The one read skipped: an observed object its monitor's cache
+  no longer holds, whose delete event is already queued for the graph (upstream reads it, gets 404 and queues
+  a virtual delete event repeating that one); it is forgotten as after that 404.
 - Background: an object whose owners are all absent is deleted, honouring an orphan or foreground finalizer
   it already has, else in the background. Owners that exist but are being deleted in the foreground make it
   go in the foreground. With a live owner besides absent ones, only the dangling references are removed.

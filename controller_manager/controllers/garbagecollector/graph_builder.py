@@ -4,7 +4,8 @@ Guarantees (upstream ``graph_builder.go``):
 - Every monitored resource has a shared informer: the full one if another controller already runs it, else a
   metadata-only one; its handler only queues a :class:`GraphEvent` on ``graph_changes`` (the
   ``garbage_collector_graph_changes`` queue). One processor applies the events in order
-  (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``.
+  (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``; it applies up to
+  ``GRAPH_CHANGES_PER_TURN`` of them between event-loop turns, so it keeps up with the informers under churn.
 - An ownerReference to a uid not in the graph creates a *virtual* node (the owner's coordinates, in the
   dependent's namespace) and queues it on ``attempt_to_delete``, where the live API decides whether it exists.
 - A dependent whose ownerReference disagrees with an observed owner (other namespace, other coordinates) is
@@ -14,6 +15,8 @@ Guarantees (upstream ``graph_builder.go``):
   ``foregroundDeletion`` it is marked deleting-dependents and it and its dependents go to ``attempt_to_delete``.
 - A deleted owner's dependents are queued for a delete attempt and its identity is remembered as absent; an
   owner waiting for its dependents is re-queued when one goes or stops blocking it.
+- :meth:`GraphBuilder.deletion_observed`: an object missing from its synced, active monitor's cache has had its
+  delete event queued already (the store changes and the handlers run in one step).
 - Monitors follow discovery: :meth:`sync_monitors` adds informers for new resources and drops removed ones
   (their events are ignored from then on); ignored resources (events) are never monitored.
 """
