@@ -7,9 +7,10 @@ Guarantees (upstream ``garbagecollector.go``):
   workers each serve the ``garbage_collector_attempt_to_delete`` and ``garbage_collector_attempt_to_orphan``
   queues, starting once every monitor has synced or after 30 s, whichever comes first.
 - Nothing is deleted on the cache's word alone: before a delete, the object is re-read from the API (a 404 or
-  another uid removes it from the graph instead) and every owner is looked up live by name; an owner is absent
-  only on 404 or a uid mismatch (then remembered in the absent-owner cache). The delete carries the object's
-  uid and resourceVersion as preconditions. The one read skipped: an observed object its monitor's cache
+  another uid removes it from the graph instead) and every owner is looked up live by name (concurrent look-ups
+  of one owner share a request: ``Operations.read_owner``); an owner is absent only on 404 or a uid mismatch
+  (then remembered in the absent-owner cache). The delete carries the object's uid and resourceVersion as
+  preconditions. The one read skipped: an observed object its monitor's cache
   no longer holds, whose delete event is already queued for the graph (upstream reads it, gets 404 and queues
   a virtual delete event repeating that one); it is forgotten as after that 404.
 - Background: an object whose owners are all absent is deleted, honouring an orphan or foreground finalizer
@@ -353,7 +354,7 @@ class GarbageCollector(Controller):
                           owner=str(key))
             raise NamespacedOwnerOfClusterScopedObject()
         try:
-            owner = await self.ctx.client.get(res, key.name, item.identity.namespace if res.namespaced else None)
+            owner = await self.ops.read_owner(res, key.name, item.identity.namespace if res.namespaced else None)
         except NotFound:
             self.builder.absent_owner_cache.add(key)
             return True, None

@@ -5,7 +5,8 @@
 - A foreground deletion whose dependents vanish at once (a finished Job's pods under ``ttlSecondsAfterFinished:
   0``), with the graph behind the informers: each gone dependent is read at most once, not once per time its
   owner is re-examined. Here the graph's changes are applied one at a time, and between two of them the workers
-  drain everything queued (the most the graph can lag)."""
+  drain everything queued (the most the graph can lag).
+- The workers deleting many dependents of one owner at once read that owner once, not once each."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from typing import Any
 
 from controller_manager.api.resources import Resource
 from controller_manager.controllers.garbagecollector import GarbageCollector
+from controller_manager.controllers.garbagecollector.graph import Node, ObjectReference
 from controller_manager.controllers.garbagecollector.graph_builder import (
     FOREGROUND,
     GRAPH_CHANGES_PER_TURN,
     GraphEvent,
 )
+from controller_manager.controllers.garbagecollector.reference_cache import ReferenceCache
 from controller_manager.runtime.informers.informer import SharedInformer
 from tests.controllers.garbagecollector.fakes import PODS, REPLICATION_CONTROLLERS, FakeClient, make_gc
 
@@ -57,6 +60,12 @@ def _dependent(i: int) -> dict[str, Any]:
     ref = {"apiVersion": "v1", "kind": "ReplicationController", "name": "job", "uid": "job-uid",
            "controller": True, "blockOwnerDeletion": True}
     return _obj("Pod", f"pod-{i}", f"pod-uid-{i}", ownerReferences=[ref])
+
+
+def _node(obj: Mapping[str, Any]) -> Node:
+    m = obj["metadata"]
+    return Node(ObjectReference(obj["apiVersion"], obj["kind"], m["name"], m["uid"], m["namespace"]),
+                m.get("ownerReferences", ()))
 
 
 def _apply_one_graph_change(gc: GarbageCollector) -> bool:
@@ -158,3 +167,30 @@ async def test_graph_changes_are_applied_in_runs_between_loop_turns() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_concurrent_look_ups_of_one_owner_share_a_request() -> None:
+    client = FakeClient()
+    gc, _ = make_gc(client)
+    client.create(REPLICATION_CONTROLLERS, _owner())
+    pods = [_dependent(i) for i in range(DEPENDENTS)]
+    for pod in pods:
+        client.create(PODS, pod)
+    nodes = [gc.builder.uid_to_node.setdefault(p["metadata"]["uid"], _node(p)) for p in pods]
+    ref = pods[0]["metadata"]["ownerReferences"][0]
+
+    answers = await asyncio.gather(*(gc.is_dangling(ref, node) for node in nodes))
+    assert all(not dangling and owner is not None for dangling, owner in answers)
+    assert client.take_actions() == ["get /v1, Resource=replicationcontrollers ns=ns1 name=job"]
+
+    # Gone: one 404 answers everyone, and the owner is remembered as absent.
+    client.remove(REPLICATION_CONTROLLERS, NAMESPACE, "job")
+    answers = await asyncio.gather(*(gc.is_dangling(ref, node) for node in nodes))
+    assert all(dangling and owner is None for dangling, owner in answers)
+    assert client.take_actions() == ["get /v1, Resource=replicationcontrollers ns=ns1 name=job"]
+    # One after the other, each look-up is its own request (a later one must not get an older answer).
+    client.create(REPLICATION_CONTROLLERS, _owner())
+    gc.builder.absent_owner_cache = ReferenceCache(100)
+    for node in nodes[:3]:
+        await gc.is_dangling(ref, node)
+    assert len(client.take_actions()) == 3
