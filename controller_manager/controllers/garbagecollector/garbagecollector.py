@@ -10,9 +10,11 @@ Guarantees (upstream ``garbagecollector.go``):
   another uid removes it from the graph instead) and every owner is looked up live by name (concurrent look-ups
   of one owner share a request: ``Operations.read_owner``); an owner is absent only on 404 or a uid mismatch
   (then remembered in the absent-owner cache). The delete carries the object's uid and resourceVersion as
-  preconditions. The one read skipped: an observed object its monitor's cache
-  no longer holds, whose delete event is already queued for the graph (upstream reads it, gets 404 and queues
-  a virtual delete event repeating that one); it is forgotten as after that 404.
+  preconditions. Two reads upstream makes are skipped, neither before a write: an observed object its
+  monitor's cache no longer holds, whose delete event is already queued for the graph (upstream reads it, gets
+  404 and queues a virtual delete event repeating that one; it is forgotten as after that 404); and an owner
+  waiting for dependents that its cache still holds while some still block it (upstream reads it, then only
+  re-queues them).
 - Background: an object whose owners are all absent is deleted, honouring an orphan or foreground finalizer
   it already has, else in the background. Owners that exist but are being deleted in the foreground make it
   go in the foreground. With a live owner besides absent ones, only the dangling references are removed.
@@ -39,7 +41,15 @@ from . import metrics
 from .discovery import GVR, RestMapper, discover, get_deletable_resources, list_resources
 from .errors import EnqueuedVirtualDeleteEvent, NamespacedOwnerOfClusterScopedObject, RestMappingError
 from .graph import Node, ObjectReference, OwnerRef
-from .graph_builder import FOREGROUND, ORPHAN, GraphBuilder, GraphEvent, GraphQueues, has_finalizer
+from .graph_builder import (
+    FOREGROUND,
+    ORPHAN,
+    CachedView,
+    GraphBuilder,
+    GraphEvent,
+    GraphQueues,
+    has_finalizer,
+)
 from .operations import Operations, unblock_owner_refs_strategic_patch
 
 SYNC_PERIOD = 30.0  # kube-controller-manager's garbage collector sync period (and initial sync timeout)
@@ -251,16 +261,21 @@ class GarbageCollector(Controller):
         if item.being_deleted and not item.deleting_dependents:
             # A one-way trip: wait for the final delete, then its dependents get processed.
             return
-        if item.is_observed():
-            res = self.mapper.resource_for(item.identity.api_version, item.identity.kind)
-            if res is not None and self.builder.deletion_observed(res, item.identity):
-                # Gone, and its delete event is already queued for the graph (which then re-queues its owners
-                # and dependents). Upstream reads it live here, gets a 404 and queues a virtual delete event
-                # that repeats the one queued; with Jobs' pods deleted in bursts those reads were most of the
-                # collector's requests, and the repeated events most of the graph's backlog.
-                self.log.debug("item deletion already observed, waiting for the graph to remove it",
-                               item=str(item.identity))
-                return
+        view = self._cached_view(item)
+        if view == "gone":
+            # Gone, and its delete event is already queued for the graph (which then re-queues its owners and
+            # dependents). Upstream reads it live here, gets a 404 and queues a virtual delete event that
+            # repeats the one queued; with Jobs' pods deleted in bursts those reads were most of the collector's
+            # requests, and the repeated events most of the graph's backlog.
+            self.log.debug("item deletion already observed, waiting for the graph to remove it",
+                           item=str(item.identity))
+            return
+        if view == "cached" and item.deleting_dependents and item.blocking_dependents():
+            # An owner still waiting for dependents (re-queued as each one goes): all upstream does after its
+            # live read is re-queue them, so the read is skipped. Once none blocks, it is read live as upstream
+            # does before removing the finalizer; had it gone meanwhile, its dependents find that out live.
+            await self.process_deleting_dependents_item(item)
+            return
         try:
             latest = await self.ops.get_object(item.identity)
         except NotFound:
@@ -311,6 +326,13 @@ class GarbageCollector(Controller):
         else:
             policy = "Background"
         await self._delete(item, rv, owners, policy)
+
+    def _cached_view(self, item: Node) -> CachedView:
+        """What the informer of an observed item's kind holds for it ("unknown" for a virtual item)."""
+        if not item.is_observed():
+            return "unknown"
+        res = self.mapper.resource_for(item.identity.api_version, item.identity.kind)
+        return "unknown" if res is None else self.builder.cached_view(res, item.identity)
 
     async def _delete(self, item: Node, resource_version: str, owners: Sequence[OwnerRef], policy: str) -> None:
         self.log.info("Deleting item", item=str(item.identity), propagation_policy=policy)

@@ -15,8 +15,8 @@ Guarantees (upstream ``graph_builder.go``):
   ``foregroundDeletion`` it is marked deleting-dependents and it and its dependents go to ``attempt_to_delete``.
 - A deleted owner's dependents are queued for a delete attempt and its identity is remembered as absent; an
   owner waiting for its dependents is re-queued when one goes or stops blocking it.
-- :meth:`GraphBuilder.deletion_observed`: an object missing from its synced, active monitor's cache has had its
-  delete event queued already (the store changes and the handlers run in one step).
+- :meth:`GraphBuilder.cached_view`: an object missing from its synced, active monitor's cache has had its delete
+  event queued already (the store changes and the handlers run in one step).
 - Monitors follow discovery: :meth:`sync_monitors` adds informers for new resources and drops removed ones
   (their events are ignored from then on); ignored resources (events) are never monitored.
 """
@@ -61,6 +61,7 @@ ABSENT_OWNER_CACHE_SIZE = 500
 GRAPH_CHANGES_PER_TURN = 100
 
 EventType = Literal["add", "update", "delete"]
+CachedView = Literal["gone", "cached", "unknown"]
 
 
 @dataclass(eq=False, slots=True)
@@ -232,17 +233,21 @@ class GraphBuilder:
         monitor = self.monitors.get(gvr)
         return monitor is not None and monitor.informer.has_synced
 
-    def deletion_observed(self, res: Resource, identity: ObjectReference) -> bool:
-        """The monitor of ``res`` has delivered the deletion of ``identity``'s object: it is no longer cached.
+    def cached_view(self, res: Resource, identity: ObjectReference) -> CachedView:
+        """What the monitor of ``res`` holds for ``identity``'s object.
 
-        An informer updates its store and calls its handlers in one step, so an object missing from a synced,
-        active monitor's cache has had its delete event queued on ``graph_changes`` already. (A different
-        object under the same name is not taken as proof: a re-list may report it as an update.)"""
+        ``"gone"``: not cached. An informer updates its store and calls its handlers in one step, so an object
+        missing from a synced, active monitor's cache has had its delete event queued on ``graph_changes``.
+        ``"cached"``: cached with the same uid (it existed when the informer last heard). ``"unknown"``: no such
+        monitor, not synced, or another object under the name (a re-list may report that as an update)."""
         monitor = self.monitors.get((res.group, res.version, res.plural))
         if monitor is None or not monitor.active or not monitor.informer.has_synced:
-            return False
+            return "unknown"
         key = f"{identity.namespace}/{identity.name}" if identity.namespace else identity.name
-        return monitor.informer.store.get(key) is None
+        cached = monitor.informer.store.get(key)
+        if cached is None:
+            return "gone"
+        return "cached" if meta(cached).get("uid") == identity.uid else "unknown"
 
     def cached_metadata(self, res: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
         monitor = self.monitors.get((res.group, res.version, res.plural))

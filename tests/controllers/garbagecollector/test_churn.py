@@ -5,7 +5,7 @@
 - A foreground deletion whose dependents vanish at once (a finished Job's pods under ``ttlSecondsAfterFinished:
   0``), with the graph behind the informers: each gone dependent is read at most once, not once per time its
   owner is re-examined. Here the graph's changes are applied one at a time, and between two of them the workers
-  drain everything queued (the most the graph can lag).
+  drain everything queued (the most the graph can lag). Likewise the owner, while dependents still block it.
 - The workers deleting many dependents of one owner at once read that owner once, not once each."""
 
 from __future__ import annotations
@@ -133,6 +133,12 @@ async def test_each_gone_dependent_is_read_once_however_often_its_owner_is_re_ex
     # the informer's cache. Reading it again would cost a request and a repeated delete event each time: about
     # DEPENDENTS**2 / 2 of both.
     assert len(pod_reads) == DEPENDENTS
+    # The owner is re-examined once per dependent gone; while some still block it, all upstream does after
+    # reading it is re-queue them, so it is read only once per dependent's owner look-up, then to decide (none
+    # left blocking) and to remove its finalizer.
+    owner_reads = [a for a in actions if a.startswith("get /v1, Resource=replicationcontrollers")]
+    assert len(owner_reads) == DEPENDENTS + 2
+    assert counts["items"] > 2 * DEPENDENTS  # it was re-examined: the reads saved were asked for
     # The graph saw one delete event per dependent, and the owner's: no virtual repeats.
     assert counts["graph_changes"] == DEPENDENTS + 1
 
