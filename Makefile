@@ -90,3 +90,9 @@ SIMSCALE_NODES ?= 100,1000,5000
 SIMSCALE_PODS ?= 3000
 bench-simscale: $(STAMP)
 	$(BIN)/python -m bench.simscale --nodes $(SIMSCALE_NODES) --pods $(SIMSCALE_PODS)
+# The garbage collector's attempt-to-delete queue under Job-like foreground deletions (bench/gcburst.py): kube-sim and
+# the collector in one process, a busy event loop standing for the other controllers; queue waits, reads, graph
+# changes. About 30 s; not part of `make test`.
+.PHONY: bench-gc-burst
+bench-gc-burst: $(STAMP)
+	$(BIN)/python -m bench.gcburst

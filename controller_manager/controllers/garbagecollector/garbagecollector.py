@@ -7,9 +7,14 @@ Guarantees (upstream ``garbagecollector.go``):
   workers each serve the ``garbage_collector_attempt_to_delete`` and ``garbage_collector_attempt_to_orphan``
   queues, starting once every monitor has synced or after 30 s, whichever comes first.
 - Nothing is deleted on the cache's word alone: before a delete, the object is re-read from the API (a 404 or
-  another uid removes it from the graph instead) and every owner is looked up live by name; an owner is absent
-  only on 404 or a uid mismatch (then remembered in the absent-owner cache). The delete carries the object's
-  uid and resourceVersion as preconditions.
+  another uid removes it from the graph instead) and every owner is looked up live by name (concurrent look-ups
+  of one owner share a request: ``Operations.read_owner``); an owner is absent only on 404 or a uid mismatch
+  (then remembered in the absent-owner cache). The delete carries the object's uid and resourceVersion as
+  preconditions. Two reads upstream makes are skipped, neither before a write: an observed object its
+  monitor's cache no longer holds, whose delete event is already queued for the graph (upstream reads it, gets
+  404 and queues a virtual delete event repeating that one; it is forgotten as after that 404); and an owner
+  waiting for dependents that its cache still holds while some still block it (upstream reads it, then only
+  re-queues them).
 - Background: an object whose owners are all absent is deleted, honouring an orphan or foreground finalizer
   it already has, else in the background. Owners that exist but are being deleted in the foreground make it
   go in the foreground. With a live owner besides absent ones, only the dangling references are removed.
@@ -36,7 +41,15 @@ from . import metrics
 from .discovery import GVR, RestMapper, discover, get_deletable_resources, list_resources
 from .errors import EnqueuedVirtualDeleteEvent, NamespacedOwnerOfClusterScopedObject, RestMappingError
 from .graph import Node, ObjectReference, OwnerRef
-from .graph_builder import FOREGROUND, ORPHAN, GraphBuilder, GraphEvent, GraphQueues, has_finalizer
+from .graph_builder import (
+    FOREGROUND,
+    ORPHAN,
+    CachedView,
+    GraphBuilder,
+    GraphEvent,
+    GraphQueues,
+    has_finalizer,
+)
 from .operations import Operations, unblock_owner_refs_strategic_patch
 
 SYNC_PERIOD = 30.0  # kube-controller-manager's garbage collector sync period (and initial sync timeout)
@@ -168,10 +181,11 @@ class GarbageCollector(Controller):
         queues = self.builder.queues
         try:
             async with asyncio.TaskGroup() as tg:
-                # One processor applies graph changes in order, a loop turn between them so a burst of
-                # thousands does not starve the workers and informers.
-                tg.create_task(self.run_queue(queues.graph_changes, self.builder.apply, yield_between=True,
-                                              timed=False, describe=_describe_event),
+                # One processor applies graph changes in order, in runs of up to GRAPH_CHANGES_PER_TURN between
+                # loop turns (GraphBuilder.apply), so a burst of thousands does not starve the workers and
+                # informers, and the graph keeps up with them under churn.
+                tg.create_task(self.run_queue(queues.graph_changes, self.builder.apply, timed=False,
+                                              describe=_describe_event),
                                name=f"{self.name}/graph-builder")
                 if await self._wait_synced(self.sync_period):
                     self.log.info("Garbage collector: all resource monitors have synced")
@@ -247,6 +261,21 @@ class GarbageCollector(Controller):
         if item.being_deleted and not item.deleting_dependents:
             # A one-way trip: wait for the final delete, then its dependents get processed.
             return
+        view = self._cached_view(item)
+        if view == "gone":
+            # Gone, and its delete event is already queued for the graph (which then re-queues its owners and
+            # dependents). Upstream reads it live here, gets a 404 and queues a virtual delete event that
+            # repeats the one queued; with Jobs' pods deleted in bursts those reads were most of the collector's
+            # requests, and the repeated events most of the graph's backlog.
+            self.log.debug("item deletion already observed, waiting for the graph to remove it",
+                           item=str(item.identity))
+            return
+        if view == "cached" and item.deleting_dependents and item.blocking_dependents():
+            # An owner still waiting for dependents (re-queued as each one goes): all upstream does after its
+            # live read is re-queue them, so the read is skipped. Once none blocks, it is read live as upstream
+            # does before removing the finalizer; had it gone meanwhile, its dependents find that out live.
+            await self.process_deleting_dependents_item(item)
+            return
         try:
             latest = await self.ops.get_object(item.identity)
         except NotFound:
@@ -298,6 +327,13 @@ class GarbageCollector(Controller):
             policy = "Background"
         await self._delete(item, rv, owners, policy)
 
+    def _cached_view(self, item: Node) -> CachedView:
+        """What the informer of an observed item's kind holds for it ("unknown" for a virtual item)."""
+        if not item.is_observed():
+            return "unknown"
+        res = self.mapper.resource_for(item.identity.api_version, item.identity.kind)
+        return "unknown" if res is None else self.builder.cached_view(res, item.identity)
+
     async def _delete(self, item: Node, resource_version: str, owners: Sequence[OwnerRef], policy: str) -> None:
         self.log.info("Deleting item", item=str(item.identity), propagation_policy=policy)
         try:
@@ -340,7 +376,7 @@ class GarbageCollector(Controller):
                           owner=str(key))
             raise NamespacedOwnerOfClusterScopedObject()
         try:
-            owner = await self.ctx.client.get(res, key.name, item.identity.namespace if res.namespaced else None)
+            owner = await self.ops.read_owner(res, key.name, item.identity.namespace if res.namespaced else None)
         except NotFound:
             self.builder.absent_owner_cache.add(key)
             return True, None

@@ -4,7 +4,8 @@ Guarantees (upstream ``graph_builder.go``):
 - Every monitored resource has a shared informer: the full one if another controller already runs it, else a
   metadata-only one; its handler only queues a :class:`GraphEvent` on ``graph_changes`` (the
   ``garbage_collector_graph_changes`` queue). One processor applies the events in order
-  (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``.
+  (:meth:`GraphBuilder.process_graph_changes`), so it is the only writer of ``uid_to_node``; it applies up to
+  ``GRAPH_CHANGES_PER_TURN`` of them between event-loop turns, so it keeps up with the informers under churn.
 - An ownerReference to a uid not in the graph creates a *virtual* node (the owner's coordinates, in the
   dependent's namespace) and queues it on ``attempt_to_delete``, where the live API decides whether it exists.
 - A dependent whose ownerReference disagrees with an observed owner (other namespace, other coordinates) is
@@ -14,12 +15,15 @@ Guarantees (upstream ``graph_builder.go``):
   ``foregroundDeletion`` it is marked deleting-dependents and it and its dependents go to ``attempt_to_delete``.
 - A deleted owner's dependents are queued for a delete attempt and its identity is remembered as absent; an
   owner waiting for its dependents is re-queued when one goes or stops blocking it.
+- :meth:`GraphBuilder.cached_view`: an object missing from its synced, active monitor's cache has had its delete
+  event queued already (the store changes and the handlers run in one step).
 - Monitors follow discovery: :meth:`sync_monitors` adds informers for new resources and drops removed ones
   (their events are ignored from then on); ignored resources (events) are never monitored.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -50,8 +54,14 @@ FOREGROUND = "foregroundDeletion"  # metav1.FinalizerDeleteDependents
 ORPHAN = "orphan"  # metav1.FinalizerOrphanDependents
 IGNORED_RESOURCES: frozenset[tuple[str, str]] = frozenset({("", "events"), ("events.k8s.io", "events")})
 ABSENT_OWNER_CACHE_SIZE = 500
+# Graph changes applied back to back before the processor gives the event loop a turn. Upstream's processor
+# runs on its own goroutine; here a turn after every change would cap the graph at one change per loop turn
+# (a few hundred a second in a busy process), and the graph would fall behind the informers under churn.
+# 100 changes are a few milliseconds of work.
+GRAPH_CHANGES_PER_TURN = 100
 
 EventType = Literal["add", "update", "delete"]
+CachedView = Literal["gone", "cached", "unknown"]
 
 
 @dataclass(eq=False, slots=True)
@@ -135,6 +145,7 @@ class GraphBuilder:
     uid_to_node: dict[str, Node] = field(default_factory=dict)
     absent_owner_cache: ReferenceCache = field(default_factory=lambda: ReferenceCache(ABSENT_OWNER_CACHE_SIZE))
     monitors: dict[GVR, Monitor] = field(default_factory=dict)
+    _applied_since_turn: int = field(default=0, init=False, repr=False)
 
     @property
     def graph_changes(self) -> RateLimitingQueue[GraphEvent]:
@@ -222,6 +233,22 @@ class GraphBuilder:
         monitor = self.monitors.get(gvr)
         return monitor is not None and monitor.informer.has_synced
 
+    def cached_view(self, res: Resource, identity: ObjectReference) -> CachedView:
+        """What the monitor of ``res`` holds for ``identity``'s object.
+
+        ``"gone"``: not cached. An informer updates its store and calls its handlers in one step, so an object
+        missing from a synced, active monitor's cache has had its delete event queued on ``graph_changes``.
+        ``"cached"``: cached with the same uid (it existed when the informer last heard). ``"unknown"``: no such
+        monitor, not synced, or another object under the name (a re-list may report that as an update)."""
+        monitor = self.monitors.get((res.group, res.version, res.plural))
+        if monitor is None or not monitor.active or not monitor.informer.has_synced:
+            return "unknown"
+        key = f"{identity.namespace}/{identity.name}" if identity.namespace else identity.name
+        cached = monitor.informer.store.get(key)
+        if cached is None:
+            return "gone"
+        return "cached" if meta(cached).get("uid") == identity.uid else "unknown"
+
     def cached_metadata(self, res: Resource, namespace: str, name: str) -> Mapping[str, Any] | None:
         monitor = self.monitors.get((res.group, res.version, res.plural))
         if monitor is None:
@@ -231,11 +258,18 @@ class GraphBuilder:
     # --- the processor ------------------------------------------------------------------------------
 
     async def apply(self, event: GraphEvent) -> Result | None:
-        """The processor's sync (run on the shared runner): apply one event; a failure is logged, never retried."""
+        """The processor's sync (run on the shared runner): apply one event; a failure is logged, never retried.
+
+        Every ``GRAPH_CHANGES_PER_TURN`` events it gives the event loop a turn, so a burst of thousands does not
+        starve the workers and informers."""
         try:
             self.process_graph_changes(event)
         except Exception as err:
             raise TerminalError(f"graph change failed for uid {meta(event.obj).get('uid', '')}") from err
+        self._applied_since_turn += 1
+        if self._applied_since_turn >= GRAPH_CHANGES_PER_TURN:
+            self._applied_since_turn = 0
+            await asyncio.sleep(0)
         return None
 
     def enqueue_virtual_delete_event(self, ref: ObjectReference) -> None:

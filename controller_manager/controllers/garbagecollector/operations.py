@@ -8,6 +8,10 @@ Guarantees (upstream ``operations.go`` and ``patch.go``):
   retried once with the UID precondition alone; if the object is gone meanwhile, that is success.
 - ``patch`` tries a strategic-merge patch and falls back to a JSON merge patch (carrying resourceVersion)
   only when the server answers 415 (custom resources do not take strategic merge).
+- ``read_owner``: concurrent reads of one owner share one request (the workers deleting a Job's pods all read
+  that Job at once). A shared answer is at most one request older than a fresh one: an absent owner stays absent
+  (uids are never reused), and an owner read as present that has just gone re-queues its dependents when its
+  delete event reaches the graph, so what the collector decides does not change.
 - ``remove_finalizer`` re-reads the object and merge-patches its finalizers with its resourceVersion, retrying
   conflicts on client-go's ``retry.DefaultBackoff`` (4 tries, 10 ms x5 each, jittered); a missing object or
   finalizer is success.
@@ -15,6 +19,7 @@ Guarantees (upstream ``operations.go`` and ``patch.go``):
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -47,6 +52,7 @@ class Operations:
         self.builder = builder
         self.clock = clock
         self.log = log
+        self._owner_reads: dict[tuple[str, str, str, str], asyncio.Future[Obj]] = {}
 
     def api_resource(self, api_version: str, kind: str) -> Resource:
         res = self.mapper.resource_for(api_version, kind)
@@ -64,6 +70,23 @@ class Operations:
             # A namespaced kind without a namespace: only a cluster-scoped dependent names an owner this way.
             raise NamespacedOwnerOfClusterScopedObject()
         return await self.client.get(res, item.name, namespace)
+
+    async def read_owner(self, res: Resource, name: str, namespace: str | None) -> Obj:
+        """GET an owner; a read of the same object already in flight is shared instead of sent again."""
+        key = (res.group, res.plural, namespace or "", name)
+        read = self._owner_reads.get(key)
+        if read is None:
+            read = asyncio.ensure_future(self.client.get(res, name, namespace))
+            self._owner_reads[key] = read
+            read.add_done_callback(lambda done: self._read_done(key, done))
+        # Shielded: a caller cancelled mid-read must not cancel the read the others wait on.
+        return await asyncio.shield(read)
+
+    def _read_done(self, key: tuple[str, str, str, str], read: asyncio.Future[Obj]) -> None:
+        if self._owner_reads.get(key) is read:
+            del self._owner_reads[key]
+        if not read.cancelled():
+            read.exception()  # retrieved: callers that were cancelled meanwhile cannot
 
     async def delete_object(self, item: ObjectReference, resource_version: str,
                             owners_at_version: Sequence[Mapping[str, Any]], policy: str) -> None:
