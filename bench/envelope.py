@@ -35,13 +35,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import procs
+from bench import failover, procs, reaction
+from bench.failover import LeaseFlags
 from bench.report import Figure, at_most, markdown, table, write_json
-from controller_manager.api.meta import parse_time
 from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, JOBS, NAMESPACES, SERVICEACCOUNTS, SERVICES
 from controller_manager.client import ApiClient, ApiError, load_config
 
@@ -49,8 +49,8 @@ HERE = Path(__file__).resolve().parent
 NAMESPACE_PODS = 3000  # sig-scalability: at most 3,000 pods per namespace
 SIZES = ((250, 0.5), (30, 0.3), (5, 0.2))  # Deployment replicas, share of a namespace's pods
 JOB_RUN_SECONDS = 5
-SYNC_WAITING = "waiting for informer caches to sync"
-SYNC_DONE = "informer caches synced"
+BENCH_AGENT = "bench-envelope"  # this process's User-Agent: its requests are told from the daemon's in the audit log
+REACTION_GRACE = 5.0  # seconds after the churn for the answers to its last triggers
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,8 @@ class Profile:
     rate: float  # pods/s created (and as many deleted) during the churn
     minutes: float
     zones: int = 3
+    # Both replicas' leader-election flags (the fail-over): kube-controller-manager's defaults.
+    lease: LeaseFlags = field(default_factory=LeaseFlags)
 
 
 PROFILES = {
@@ -70,7 +72,8 @@ PROFILES = {
     # Proves the harness on a small machine in a few minutes.
     "smoke": Profile(nodes=100, pods=2000, rate=10.0, minutes=1.0),
     # For tests/bench: the whole run well under 20 s.
-    "tiny": Profile(nodes=4, pods=40, rate=4.0, minutes=0.05),
+    "tiny": Profile(nodes=4, pods=40, rate=4.0, minutes=0.05,
+                    lease=LeaseFlags(duration=3.0, renew_deadline=2.0, retry_period=0.5)),
 }
 
 
@@ -207,6 +210,8 @@ class Churn:
         self.pool = list(medium)
         self.scaled_up: list[tuple[Planned, int]] = []
         self.jobs = 0
+        self.scaled: list[reaction.Scaled] = []  # every successful scale, in the order sent
+        self.job_names: list[str] = []  # every Job created, in the order sent
         self.deployment_pods = 0
         self.job_pods = 0
         self.errors = 0
@@ -228,15 +233,25 @@ class Churn:
             target = self.rng.choice(self.pool)
             up = target.replicas + step + sum(k for p, k in self.scaled_up if p is target)
             await self.client.update_scale(DEPLOYMENTS, target.name, target.namespace, up)
+            self.scaled.append(reaction.Scaled(target.namespace, target.name, up - step, up))
             self.scaled_up.append((target, step))
             self.deployment_pods += step
             if len(self.scaled_up) > 1:  # a Deployment scaled up earlier goes back down: the deletes
-                back, _k = self.scaled_up.pop(0)
+                back, k = self.scaled_up.pop(0)
                 now = back.replicas + sum(j for p, j in self.scaled_up if p is back)
                 await self.client.update_scale(DEPLOYMENTS, back.name, back.namespace, now)
+                self.scaled.append(reaction.Scaled(back.namespace, back.name, now + k, now))
         self.jobs += 1
-        await self.client.create(JOBS, job("envelope-system", f"churn-{self.jobs}", step))
+        name = f"churn-{self.jobs}"
+        await self.client.create(JOBS, job("envelope-system", name, step))
+        self.job_names.append(name)
         self.job_pods += step
+
+    def probe(self) -> failover.Probe:
+        """A Deployment the churn left at its planned size, for the fail-over's probe."""
+        moved = {id(p) for p, _k in self.scaled_up}
+        target = next(p for p in self.pool if id(p) not in moved)
+        return failover.Probe(target.namespace, target.name)
 
 
 # --- measuring ----------------------------------------------------------------------------------------------
@@ -359,14 +374,9 @@ def share_over(limit: float, series: list[tuple[float, float]]) -> float:
 
 def sync_seconds(log: Path) -> float | None:
     """From "waiting for informer caches to sync" to "informer caches synced" in a daemon's JSON log."""
-    waiting = done = None
-    for line in log.read_text().splitlines():
-        with contextlib.suppress(ValueError):
-            entry = json.loads(line)
-            if entry.get("event") == SYNC_WAITING:
-                waiting = parse_time(entry["timestamp"])
-            elif entry.get("event") == SYNC_DONE:
-                done = parse_time(entry["timestamp"])
+    entries = procs.log_entries(log)
+    waiting = procs.log_time(entries, procs.SYNC_WAITING)
+    done = procs.log_time(entries, procs.SYNC_DONE)
     return None if waiting is None or done is None else done - waiting
 
 
@@ -406,32 +416,52 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="envelope-") as tmp:
         workdir = Path(tmp)
+        audit = workdir / "audit.log"
         _progress(started, f"kube-sim: {profile.nodes} nodes in {profile.zones} zones")
         sim = await procs.start_sim(workdir, profile.nodes, zones=profile.zones,
-                                    ready_timeout=120 + profile.nodes * 0.1)
+                                    ready_timeout=120 + profile.nodes * 0.1, audit_log=audit)
         daemon: procs.Proc | None = None
         try:
             config = await load_config(sim.extra["kubeconfig"])
-            async with ApiClient(config, qps=0, burst=0) as client:
+            async with ApiClient(config, qps=0, burst=0, user_agent=BENCH_AGENT) as client:
                 _progress(started, "controller-manager")
                 daemon = await procs.start_daemon(workdir, sim.extra["kubeconfig"], sim.extra["admin_token"],
-                                                  ready_timeout=timeout)
+                                                  ready_timeout=timeout, leader_elect=True,
+                                                  extra_args=profile.lease.args())
                 _progress(started, f"fill: {len(planned)} Deployments, {profile.pods} pods")
                 fill_s = await fill(client, profile, planned, timeout)
                 _progress(started, f"churn: {profile.rate:g} pods/s for {profile.minutes:g} min")
                 churn = Churn(client, planned, profile.rate, random.Random(seed))
                 sampler = Sampler(daemon, sim)
                 before = await procs.scrape(daemon)
+                offset = reaction.log_end(audit)  # every request completed from here on is logged past this point
+                watch = reaction.PodWatch(client)
+                await watch.start()
                 sampler.start()
                 await churn.run(profile.minutes * 60)
                 await sampler.stop()
+                churn_end = time.time()
                 after = await procs.scrape(daemon)
                 usage = sampler.summary()
                 p99 = queue_p99s(before, after)
                 over_1s = {name: share_over(1.0, delta) for name, delta in queue_waits(before, after).items()}
                 usage["daemon_peak_rss_mib_lifetime"] = procs.peak_rss(daemon.pid) / 2**20
-                await daemon.stop()
-                daemon = None
+                await asyncio.sleep(REACTION_GRACE)  # the last triggers' answers
+                pods = await watch.stop()
+                await asyncio.sleep(0.5)  # kube-sim hands its audit lines to the file every 0.1 s
+                requests = reaction.read_audit(audit, offset)
+                since = reaction.window_start(requests, watch.started_at)
+                reacted = reaction.reactions(requests, churn.scaled, churn.job_names, pods, since=since,
+                                             until=churn_end)
+                attributed, _ = reaction.attribute(requests, pods, since)
+                reactions = {"pairs": {name: samples.summary() for name, samples in reacted.items()},
+                             "all": reaction.Samples.combined(reacted.values()).summary(),
+                             "pods_added": len(pods), "pod_creates_attributed": len(attributed),
+                             "watch_broken": watch.broken}
+                _progress(started, f"fail-over: SIGKILL the leader, a standby takes over ({profile.lease})")
+                fail_over = await failover.measure(workdir, sim, daemon, client, audit, churn.probe(), profile.lease,
+                                                   timeout)
+                daemon = None  # killed
                 synced = {}
                 for mode in ("watch-list", "paged"):
                     _progress(started, f"cache sync, {mode}")
@@ -448,12 +478,18 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
                "namespaces": len({p.namespace for p in planned}), "fill_s": fill_s,
                "churn": {"deployment_pods": churn.deployment_pods, "job_pods": churn.job_pods, "jobs": churn.jobs,
                          "errors": churn.errors},
-               "usage": usage, "queue_p99_s": p99, "queue_share_over_1s": over_1s, "sync": synced}
-    return figures(profile, usage, p99, over_1s, synced), details
+               "usage": usage, "queue_p99_s": p99, "queue_share_over_1s": over_1s,
+               "event_to_action": reactions, "failover": fail_over, "sync": synced}
+    return figures(profile, usage, p99, over_1s, synced, reactions, fail_over), details
+
+
+def _value(x: float | int | None) -> float:
+    return math.nan if x is None else float(x)
 
 
 def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], over_1s: dict[str, float],
-            synced: dict[str, dict[str, float]]) -> list[Figure]:
+            synced: dict[str, dict[str, float]], reactions: dict[str, Any],
+            fail_over: dict[str, Any]) -> list[Figure]:
     size = f"{profile.nodes} nodes, {profile.pods} pods, {profile.rate:g} pods/s"
     out = [
         Figure("envelope", f"daemon RSS, peak during churn ({size})", usage["daemon_rss_peak_mib"], "MiB",
@@ -474,6 +510,28 @@ def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], ov
         out.append(Figure("envelope", f"share of queue waits over 1 s, worst queue ({worst})", over_1s[worst] * 100,
                           "%", None, "", "<= 1% (p99 <= 1 s)", at_most(1.0),
                           {"per_queue_percent": {k: v * 100 for k, v in over_1s.items()}}))
+    every = reactions["all"]
+    out.append(Figure("envelope", f"event-to-action p99, every pair ({every['count']} samples; kube-sim's audit "
+                      "log: trigger committed -> the controller's write received)", _value(every["p99_ms"]), "ms",
+                      _value(every["p50_ms"]), "p50", "<= 100 ms", at_most(100.0), reactions))
+    for name, pair in reactions["pairs"].items():
+        out.append(Figure("envelope", f"event-to-action p99, {name} ({pair['count']} samples)",
+                          _value(pair["p99_ms"]), "ms", _value(pair["p50_ms"]), "p50"))
+    lease = fail_over["lease"]
+    flags = (f"{lease['duration_s']:g} s lease / {lease['renew_deadline_s']:g} s renew / "
+             f"{lease['retry_period_s']:g} s retry")
+    out += [
+        Figure("envelope", f"fail-over: standby holds the Lease, from the leader's SIGKILL ({flags})",
+               _value(fail_over["lease_held_s"]), "s", lease["duration_s"], "lease duration", "", None, fail_over),
+        Figure("envelope", "fail-over: standby's informer caches synced, from the SIGKILL",
+               _value(fail_over["informers_synced_s"]), "s", _value(fail_over["informer_sync_s"]),
+               "the sync alone"),
+        Figure("envelope", f"fail-over: standby's first controller write ({fail_over['first_controller_write']}), "
+               "from the SIGKILL", _value(fail_over["first_controller_write_s"]), "s"),
+        Figure("envelope", "fail-over: a Deployment scaled just after the SIGKILL acted on (ReplicaSet written)",
+               _value(fail_over["probe_acted_s"]), "s", _value(fail_over["probe_commit_to_action_s"]),
+               "from the scale's commit"),
+    ]
     wl, paged = synced["watch-list"], synced["paged"]
     out += [
         Figure("envelope", "initial cache sync, streaming lists (WatchListClient)", wl["sync_s"], "s",

@@ -1,0 +1,383 @@
+"""Event-to-action latency read on kube-sim's side: from a write that asks a controller to act to the controller's
+first write in answer, both ends taken from kube-sim's audit log (``kube-sim --audit-log-path``).
+
+Definitions:
+- Clock: kube-sim's own (one process, ``time.time()``), as its audit Events carry it, to the microsecond.
+- Start: the trigger's ``stageTimestamp`` (ResponseComplete). kube-sim commits a write, queues its watch event and
+  completes the request without yielding in between (no admission webhooks are registered here), so this is the
+  commit to within the encoding of the response.
+- End: the action's ``requestReceivedTimestamp``: the controller's request has reached the API server. In between:
+  the watch's delivery, the daemon's decode, informer cache and handlers, work queue, sync, and the request's way
+  out. The daemon's own metrics play no part.
+- Pairs, each a trigger and its first action:
+  - ``deployment-scale -> replicaset-write``: the bench's PUT of a Deployment's ``/scale`` -> the daemon's first
+    update or patch of that Deployment's ReplicaSet (``<deployment>-<hash>``; its status subresource excluded);
+  - ``replicaset-scale-up -> pod-create`` / ``replicaset-scale-down -> pod-delete``: that ReplicaSet write (when
+    the Deployment was scaled up / down) -> the daemon's first create of a pod the ReplicaSet owns / first delete
+    of one of its pods;
+  - ``job-create -> pod-create``: the bench's create of a Job -> the daemon's first create of a pod the Job owns.
+- A trigger whose answer cannot be told apart is left out (``left_out``), never guessed: another trigger on the
+  same object committed before the action, the previous trigger on it was not answered before this one, or (a
+  ReplicaSet) its pods were not what its previous size asked for when it was scaled, so a create or delete could
+  still answer an earlier scale. A trigger with no action in the log is ``unanswered``.
+- A pod create names no object in the audit log (the controllers use ``generateName``; kube-apiserver's log at
+  level Metadata names none either). Its pod comes from a pod watch of the same stretch (:class:`PodWatch`): the
+  daemon's successful pod creates, in the order the log holds them, are the pods' commits in order (a create
+  commits and completes without yielding, and lines are written in completion order), so the n-th is the n-th
+  pod the watch saw added. The two are zipped, each pair checked to share a namespace and the second (the pod's
+  creationTimestamp); attribution stops at the first mismatch or where either runs out, and triggers past that
+  point are not sampled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from bench.report import percentile
+from controller_manager.api.meta import parse_time
+from controller_manager.api.resources import PODS
+from controller_manager.client import ApiClient, ApiError
+
+DAEMON_AGENT = "kube-controller-manager/"  # every client of the daemon's sends this User-Agent prefix
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+T = TypeVar("T")
+PAIRS = ("deployment-scale -> replicaset-write", "replicaset-scale-up -> pod-create",
+         "replicaset-scale-down -> pod-delete", "job-create -> pod-create")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One audit Event, the parts pairing reads."""
+
+    verb: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    code: int
+    received: float  # requestReceivedTimestamp, epoch seconds
+    completed: float  # stageTimestamp (ResponseComplete)
+    agent: str
+
+    @property
+    def by_daemon(self) -> bool:
+        return self.agent.startswith(DAEMON_AGENT)
+
+
+def request_of(event: dict[str, Any]) -> Request | None:
+    """The audit Event as a :class:`Request`; None for a non-resource request or one without both timestamps."""
+    ref = event.get("objectRef")
+    received = parse_time(event.get("requestReceivedTimestamp"))
+    completed = parse_time(event.get("stageTimestamp"))
+    if not ref or received is None or completed is None:
+        return None
+    return Request(verb=event.get("verb", ""), resource=ref.get("resource", ""),
+                   subresource=ref.get("subresource", ""), namespace=ref.get("namespace", ""),
+                   name=ref.get("name", ""), code=int((event.get("responseStatus") or {}).get("code", 0)),
+                   received=received, completed=completed, agent=event.get("userAgent", ""))
+
+
+def log_end(path: Path) -> int:
+    """The audit log's size now: every request completed from now on is written past it (lines are appended in
+    completion order, each after its request completed)."""
+    return path.stat().st_size
+
+
+def read_audit(path: Path, offset: int = 0) -> list[Request]:
+    """The resource requests logged from byte ``offset`` on, in the log's (completion) order. A line cut short by
+    a write still under way is skipped."""
+    out: list[Request] = []
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        for line in fh:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            request = request_of(event)
+            if request is not None:
+                out.append(request)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod the watch saw added, and its controller owner."""
+
+    namespace: str
+    name: str
+    owner_kind: str
+    owner_name: str
+    created: float | None = None  # creationTimestamp (whole seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Scaled:
+    """One successful PUT of a Deployment's /scale by the bench, in the order it sent them."""
+
+    namespace: str
+    name: str
+    old: int
+    new: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSetScale:
+    """A ReplicaSet write that answered a Deployment's scale: a trigger for the ReplicaSet controller."""
+
+    namespace: str
+    name: str
+    at: float  # the write's stageTimestamp
+    old: int
+    new: int
+
+
+@dataclass
+class Samples:
+    seconds: list[float] = field(default_factory=list)
+    left_out: int = 0
+    unanswered: int = 0
+
+    @classmethod
+    def combined(cls, parts: Iterable[Samples]) -> Samples:
+        out = cls()
+        for part in parts:
+            out.seconds += part.seconds
+            out.left_out += part.left_out
+            out.unanswered += part.unanswered
+        return out
+
+    def summary(self) -> dict[str, float | int | None]:
+        ms = [s * 1000.0 for s in self.seconds]
+        return {"count": len(ms), "p50_ms": percentile(ms, 0.5) if ms else None,
+                "p99_ms": percentile(ms, 0.99) if ms else None, "max_ms": max(ms) if ms else None,
+                "left_out": self.left_out, "unanswered": self.unanswered}
+
+
+def _owner(meta: dict[str, Any]) -> tuple[str, str]:
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref.get("kind", "")), str(ref.get("name", ""))
+    return "", ""
+
+
+def pod_of(obj: dict[str, Any]) -> Pod:
+    meta = obj.get("metadata") or {}
+    kind, name = _owner(meta)
+    return Pod(str(meta.get("namespace", "")), str(meta.get("name", "")), kind, name,
+               parse_time(meta.get("creationTimestamp")))
+
+
+class PodWatch:
+    """Every pod added from :meth:`start` on, in the order the API server committed them (metadata only; a watch
+    that ends cleanly is resumed from its last resourceVersion, so none is missed; one that fails is not)."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+        self.added: list[Pod] = []
+        self.broken: str | None = None  # why the watch stopped early, if it did
+        self.started_at = 0.0  # time.time() once the starting list had answered
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        page = await self.client.list(PODS, limit=1, metadata_only=True)
+        self.started_at = time.time()
+        version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        self._task = asyncio.create_task(self._run(version), name="bench:pod-watch")
+
+    async def _run(self, version: str) -> None:
+        try:
+            while True:
+                async with self.client.watch(PODS, resource_version=version, metadata_only=True) as stream:
+                    async for event in stream:
+                        meta = event.object.get("metadata") or {}
+                        version = str(meta.get("resourceVersion") or version)
+                        if event.type == "ADDED":
+                            self.added.append(pod_of(event.object))
+        except ApiError as exc:  # a 410 or a broken stream: what came before still holds
+            self.broken = str(exc)
+
+    async def stop(self) -> list[Pod]:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        return self.added
+
+
+def window_start(requests: Iterable[Request], started_at: float) -> float:
+    """Where the pod watch began on kube-sim's clock: the completion of the bench's last pod list before
+    ``started_at`` (the list the watch started from), else ``started_at`` itself."""
+    lists = [r.completed for r in requests if r.resource == "pods" and r.verb == "list" and not r.by_daemon
+             and r.completed <= started_at]
+    return max(lists) if lists else started_at
+
+
+def attribute(requests: list[Request], pods: list[Pod], since: float) -> tuple[list[tuple[Request, Pod]], float]:
+    """The daemon's successful pod creates committed after ``since``, zipped with the pods the watch saw added;
+    and the commit time from which creates are no longer attributed (``inf`` when all of them were)."""
+    creates = [r for r in requests if r.by_daemon and r.resource == "pods" and not r.subresource
+               and r.verb == "create" and r.code == 201 and r.completed > since]
+    pairs: list[tuple[Request, Pod]] = []
+    for request, pod in zip(creates, pods, strict=False):
+        # The pod's creationTimestamp is its commit cut to the second: a second check that the two are one.
+        stamped = pod.created is None or -0.5 <= request.completed - pod.created <= 1.5
+        if request.namespace != pod.namespace or not stamped:
+            break
+        pairs.append((request, pod))
+    end = creates[len(pairs)].completed if len(pairs) < len(creates) else float("inf")
+    return pairs, end
+
+
+def first_after(actions: list[Request], at: float) -> Request | None:
+    """The first of ``actions`` (sorted by receipt) received after ``at``."""
+    i = bisect.bisect_right([a.received for a in actions], at)
+    return actions[i] if i < len(actions) else None
+
+
+@dataclass
+class Paired(Generic[T]):
+    """What :func:`pair` made of one object's triggers: each is in exactly one list."""
+
+    sampled: list[tuple[float, T, Request]] = field(default_factory=list)  # (commit, payload, action)
+    left_out: list[T] = field(default_factory=list)
+    unanswered: list[T] = field(default_factory=list)
+
+
+def pair(triggers: list[tuple[float, T]], answer: Callable[[float, T], Request | None],
+         until: float = math.inf) -> Paired[T]:
+    """Pair the triggers on one object (commit time, payload) with their first actions (``answer(at, payload)``)
+    under the rules of the module docstring. An action received at or after ``until`` is not trusted (its
+    attribution had stopped) and counts as no answer."""
+    out: Paired[T] = Paired()
+    triggers = sorted(triggers, key=lambda t: t[0])
+    previous_answer: float | None = -math.inf  # None: the previous trigger was never answered
+    for i, (at, payload) in enumerate(triggers):
+        action = answer(at, payload)
+        if action is None or action.received >= until:
+            out.unanswered.append(payload)
+            previous_answer = None
+            continue
+        later = triggers[i + 1][0] if i + 1 < len(triggers) else math.inf
+        clear_before = previous_answer is not None and previous_answer < at
+        previous_answer = action.received
+        if later < action.received or not clear_before:
+            out.left_out.append(payload)
+        else:
+            out.sampled.append((at, payload, action))
+    return out
+
+
+def _first_in(actions: list[Request]) -> Callable[[float, object], Request | None]:
+    return lambda at, _payload: first_after(actions, at)
+
+
+def _deployment_of(replicaset: str) -> str:
+    return replicaset.rpartition("-")[0]
+
+
+def _count_before(actions: list[Request], at: float) -> int:
+    """How many of ``actions`` had committed by ``at``."""
+    return sum(1 for a in actions if a.completed <= at)
+
+
+def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], pods: list[Pod], *,
+              since: float, until: float) -> dict[str, Samples]:
+    """Every pair's samples from the audit ``requests`` (in log order), the bench's successful scales and Job
+    creates in the order it sent them, and the pods the watch saw added from ``since`` (kube-sim's clock).
+    Triggers committed after ``until`` are not counted."""
+    out = {name: Samples() for name in PAIRS}
+    deployment_pair, up_pair, down_pair, job_pair = (out[name] for name in PAIRS)
+    created, attributed_until = attribute(requests, pods, since)
+    daemon = [r for r in requests if r.by_daemon and r.received > since]
+    mine = [r for r in requests if not r.by_daemon and since < r.completed <= until]
+
+    # Deployment scale -> its ReplicaSet's write. The bench's k-th successful scale of a Deployment in the log is
+    # the k-th it recorded (it sends them one at a time).
+    bench_scales: dict[tuple[str, str], list[Request]] = defaultdict(list)
+    for r in mine:
+        if r.resource == "deployments" and r.subresource == "scale" and r.verb == "update" and r.code == 200:
+            bench_scales[(r.namespace, r.name)].append(r)
+    records: dict[tuple[str, str], list[Scaled]] = defaultdict(list)
+    for sc in scaled:
+        records[(sc.namespace, sc.name)].append(sc)
+    rs_writes: dict[tuple[str, str], list[Request]] = defaultdict(list)
+    for r in daemon:
+        if r.resource == "replicasets" and not r.subresource and r.verb in ("update", "patch") and r.code < 400:
+            rs_writes[(r.namespace, _deployment_of(r.name))].append(r)
+    for writes in rs_writes.values():
+        writes.sort(key=lambda r: r.received)
+    initial: dict[tuple[str, str], int] = {}  # each scaled Deployment's size before the churn
+    rs_scales: dict[tuple[str, str], list[tuple[float, Scaled]]] = defaultdict(list)
+    for key, sent in bench_scales.items():
+        recs = records.get(key, [])
+        if recs:
+            initial[key] = recs[0].old
+        writes = rs_writes.get(key, [])
+        got = pair([(r.completed, sc) for r, sc in zip(sent, recs, strict=False)],
+                   _first_in(writes))
+        deployment_pair.left_out += len(got.left_out)
+        deployment_pair.unanswered += len(got.unanswered)
+        for at, sc, action in got.sampled:
+            deployment_pair.seconds.append(action.received - at)
+            rs_scales[(action.namespace, action.name)].append((action.completed, sc))
+
+    # ReplicaSet scale -> its first pod create (up) or delete (down), when its pods were what it had asked for.
+    creates_of: dict[tuple[str, str, str], list[Request]] = defaultdict(list)
+    for request, pod in created:
+        creates_of[(pod.namespace, pod.owner_kind, pod.owner_name)].append(request)
+    deletes_of: dict[tuple[str, str], list[Request]] = defaultdict(list)
+    deleted: set[tuple[str, str]] = set()
+    for r in daemon:  # a pod's name is its ReplicaSet's plus a suffix; a retried delete counts once
+        if r.resource == "pods" and not r.subresource and r.verb == "delete" and r.code in (200, 202) \
+                and (r.namespace, r.name) not in deleted:
+            deleted.add((r.namespace, r.name))
+            deletes_of[(r.namespace, _deployment_of(r.name))].append(r)
+    for (ns, rs), triggers in rs_scales.items():
+        creates = creates_of.get((ns, "ReplicaSet", rs), [])
+        deletes = deletes_of.get((ns, rs), [])
+        start = initial.get((ns, _deployment_of(rs)))
+
+        def answer(at: float, sc: Scaled, creates: list[Request] = creates,
+                   deletes: list[Request] = deletes) -> Request | None:
+            return first_after(creates if sc.new > sc.old else deletes, at)
+
+        def tally(sc: Scaled) -> Samples:
+            return up_pair if sc.new > sc.old else down_pair
+
+        # Scale-ups and -downs of one ReplicaSet are paired together: each is the other's "another trigger".
+        got = pair([t for t in triggers if t[1].new != t[1].old], answer, until=attributed_until)
+        for sc in got.left_out:
+            tally(sc).left_out += 1
+        for sc in got.unanswered:
+            tally(sc).unanswered += 1
+        for at, sc, action in got.sampled:
+            live = None if start is None else start + _count_before(creates, at) - _count_before(deletes, at)
+            if live != sc.old:  # an earlier scale's pods were still being created or deleted
+                tally(sc).left_out += 1
+            else:
+                tally(sc).seconds.append(action.received - at)
+
+    # Job create -> its first pod create. The bench's k-th successful Job create is the k-th it recorded.
+    job_creates = [r for r in requests if not r.by_daemon and r.resource == "jobs" and r.verb == "create"
+                   and r.code == 201 and since < r.completed]
+    for request, job in zip(job_creates, jobs, strict=False):
+        if request.completed > until:
+            break
+        pods_of_job = creates_of.get((request.namespace, "Job", job), [])
+        got_job = pair([(request.completed, job)], _first_in(pods_of_job), until=attributed_until)
+        job_pair.unanswered += len(got_job.unanswered)
+        for at, _job, action in got_job.sampled:
+            job_pair.seconds.append(action.received - at)
+    return out
