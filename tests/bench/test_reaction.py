@@ -1,0 +1,202 @@
+"""The envelope's event-to-action arithmetic on known inputs: percentiles, the audit Events read, pods matched to
+their creates, and triggers paired with their first answers (the ambiguous ones left out)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench import failover, reaction
+from bench.reaction import Pod, Request, Scaled
+from bench.report import percentile
+from controller_manager.api.meta import format_micro_time
+
+NS = "envelope-0"
+DAEMON = "kube-controller-manager/v0.1.0 (linux/amd64) kubernetes/unknown"
+BENCH = "bench-envelope"
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1, max_size=300),
+       st.floats(min_value=0.01, max_value=1.0))
+def test_percentile_is_the_nearest_rank(samples: list[float], q: float) -> None:
+    got = percentile(samples, q)
+    rank = math.ceil(q * len(samples) - 1e-9)
+    assert got in samples
+    assert sum(1 for x in samples if x <= got) >= rank  # at least q of them at or below it
+    assert sum(1 for x in samples if x < got) < rank  # and it is the smallest such sample
+
+
+def test_percentile_of_fewer_than_a_hundred_is_their_maximum_at_p99() -> None:
+    assert percentile([5.0, 1.0, 3.0], 0.99) == 5.0
+    assert percentile([float(i) for i in range(1, 201)], 0.99) == 198.0
+    assert percentile([float(i) for i in range(1, 11)], 0.7) == 7.0  # 0.7 * 10 is 7.000000000000001
+
+
+def req(verb: str, resource: str, at: float, *, name: str = "", sub: str = "", code: int = 200, ns: str = NS,
+        agent: str = DAEMON, took: float = 0.001) -> Request:
+    return Request(verb=verb, resource=resource, subresource=sub, namespace=ns, name=name, code=code,
+                   received=at, completed=at + took, agent=agent)
+
+
+def test_audit_events_are_read_in_log_order_and_non_resource_requests_skipped(tmp_path: Path) -> None:
+    def event(received: float, completed: float, **extra: object) -> bytes:
+        return orjson.dumps({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "verb": "update",
+                             "requestReceivedTimestamp": format_micro_time(received),
+                             "stageTimestamp": format_micro_time(completed), "userAgent": DAEMON,
+                             "responseStatus": {"metadata": {}, "code": 200}, **extra}) + b"\n"
+
+    log = tmp_path / "audit.log"
+    ref = {"resource": "deployments", "namespace": NS, "name": "d30-0", "apiGroup": "apps", "apiVersion": "v1",
+           "subresource": "scale"}
+    log.write_bytes(event(1.0, 1.5) + event(2.0, 2.1) + event(1.7, 1.8, objectRef=ref) + b'{"cut sh')
+    got = reaction.read_audit(log)
+    assert got == [Request("update", "deployments", "scale", NS, "d30-0", 200, 1.7, 1.8, DAEMON)]
+    assert got[0].by_daemon
+    assert reaction.read_audit(log, offset=reaction.log_end(log)) == []
+
+
+def test_pod_creates_are_matched_to_the_watch_in_order_until_they_disagree() -> None:
+    creates = [req("create", "pods", t, code=201, ns=ns) for t, ns in ((10.1, NS), (10.2, "other"), (10.3, NS))]
+    before = req("create", "pods", 9.0, code=201)  # before the watch began: not one of its pods
+    refused = req("create", "pods", 10.15, code=403)
+    bench = req("create", "pods", 10.16, code=201, agent=BENCH)
+    requests = [before, creates[0], refused, bench, creates[1], creates[2]]
+    pods = [Pod(NS, "a-1", "ReplicaSet", "a", 10.0), Pod("other", "b-1", "Job", "b", 10.0),
+            Pod(NS, "a-2", "ReplicaSet", "a", 10.0)]
+    assert reaction.attribute(requests, pods, since=9.5) == (list(zip(creates, pods, strict=True)), math.inf)
+    # A namespace that disagrees stops attribution there: the rest are not guessed.
+    swapped = [pods[1], pods[0], pods[2]]
+    assert reaction.attribute(requests, swapped, since=9.5) == ([], creates[0].completed)
+    # So does a creationTimestamp from another second.
+    late = [pods[0], Pod("other", "b-1", "Job", "b", 14.0), pods[2]]
+    assert reaction.attribute(requests, late, since=9.5) == ([(creates[0], pods[0])], creates[1].completed)
+    # The watch saw fewer: attribution ends where it does.
+    assert reaction.attribute(requests, pods[:1], since=9.5) == ([(creates[0], pods[0])], creates[1].completed)
+
+
+def _pair(triggers: list[float], actions: list[float], until: float = math.inf) -> reaction.Paired[int]:
+    answers = sorted((req("update", "replicasets", a) for a in actions), key=lambda r: r.received)
+    return reaction.pair([(t, i) for i, t in enumerate(triggers)],
+                         lambda at, _i: reaction.first_after(answers, at), until=until)
+
+
+def test_a_trigger_is_paired_with_the_first_action_after_it() -> None:
+    got = _pair([1.0, 5.0], [0.5, 1.2, 1.3, 5.25])
+    assert [(at, i, a.received) for at, i, a in got.sampled] == [(1.0, 0, 1.2), (5.0, 1, 5.25)]
+    assert got.left_out == got.unanswered == []
+
+
+def test_triggers_that_cannot_be_told_apart_are_left_out() -> None:
+    # Two triggers before one answer: it may answer either (or both).
+    assert _pair([1.0, 1.1], [1.2]).left_out == [0, 1]
+    # The first trigger was answered only after the second committed: the second's "answer" is the first's.
+    got = _pair([1.0, 1.1, 3.0], [1.2, 1.4, 3.1])
+    assert got.left_out == [0, 1]
+    assert [i for _at, i, _a in got.sampled] == [2]
+    # After a trigger with no answer at all, the next answer could still be its.
+    got = _pair([1.0, 2.0], [], until=math.inf)
+    assert got.unanswered == [0, 1]
+    # An answer past the end of attribution is no answer.
+    got = _pair([1.0, 3.0], [1.5, 3.5], until=3.2)
+    assert [i for _at, i, _a in got.sampled] == [0]
+    assert got.unanswered == [1]
+
+
+@given(st.lists(st.integers(0, 200), max_size=12, unique=True), st.lists(st.integers(0, 200), max_size=12))
+def test_pairing_never_crosses_another_trigger(trigger_ms: list[int], action_ms: list[int]) -> None:
+    triggers = sorted(t / 100 for t in trigger_ms)
+    actions = sorted(a / 100 + 0.005 for a in action_ms)  # never at a trigger's very instant
+    got = _pair(triggers, actions)
+    placed = sorted([i for _at, i, _a in got.sampled] + got.left_out + got.unanswered)
+    assert placed == list(range(len(triggers)))  # every trigger is in exactly one list
+    for at, i, action in got.sampled:
+        assert action.received == min(a for a in actions if a > at)  # its first answer
+        assert not any(at < t < action.received for t in triggers)  # no other trigger in between
+        earlier = [t for t in triggers if t < at]
+        if earlier:  # the trigger before it was answered before it
+            assert any(max(earlier) < a < at for a in actions)
+
+
+def _scale_up_and_down_run() -> tuple[list[Request], list[Scaled], list[str], list[Pod]]:
+    """d30-0 (30 replicas, ReplicaSet d30-0-abc) scaled to 32 at t=1 and back to 30 at t=2; Job churn-1 created at
+    t=3; d5-0 (ReplicaSet d5-0-xyz) scaled to 7 at t=4 and again to 9 at t=4.2, before its first pods were all
+    made (so that second scale is left out), then its pods."""
+    rs, rs5 = "d30-0-abc", "d5-0-xyz"
+    scale = {"sub": "scale", "agent": BENCH}
+    requests = [
+        req("list", "pods", 0.5, ns="", agent=BENCH),
+        req("update", "deployments", 1.0, name="d30-0", **scale),
+        req("update", "replicasets", 1.05, name=rs, sub="status"),  # a status write is no answer
+        req("update", "replicasets", 1.06, name=rs),
+        req("create", "pods", 1.10, code=201), req("create", "pods", 1.12, code=201),
+        req("update", "deployments", 2.0, name="d30-0", **scale),
+        req("update", "replicasets", 2.03, name=rs),
+        req("delete", "pods", 2.08, name=f"{rs}-aaaaa"), req("delete", "pods", 2.09, name=f"{rs}-bbbbb"),
+        req("delete", "pods", 2.10, name=f"{rs}-aaaaa"),  # sent again: counts once
+        req("create", "jobs", 3.0, ns="envelope-system", code=201, agent=BENCH),
+        req("create", "pods", 3.07, ns="envelope-system", code=201),
+        req("update", "deployments", 4.0, name="d5-0", **scale),
+        req("update", "replicasets", 4.02, name=rs5),
+        req("create", "pods", 4.05, code=201),
+        req("update", "deployments", 4.2, name="d5-0", **scale),
+        req("update", "replicasets", 4.3, name=rs5),
+        req("create", "pods", 4.35, code=201), req("create", "pods", 4.36, code=201),
+        req("create", "pods", 4.37, code=201),
+    ]
+    scaled = [Scaled(NS, "d30-0", 30, 32), Scaled(NS, "d30-0", 32, 30), Scaled(NS, "d5-0", 5, 7),
+              Scaled(NS, "d5-0", 7, 9)]
+    pods = [Pod(NS, f"{rs}-aaaaa", "ReplicaSet", rs), Pod(NS, f"{rs}-bbbbb", "ReplicaSet", rs),
+            Pod("envelope-system", "churn-1-q", "Job", "churn-1")] + \
+        [Pod(NS, f"{rs5}-{i}", "ReplicaSet", rs5) for i in range(4)]
+    return requests, scaled, ["churn-1"], pods
+
+
+def _ms(samples: reaction.Samples) -> list[int]:
+    return [round(s * 1000) for s in samples.seconds]
+
+
+def test_reactions_pair_every_kind_of_trigger_with_its_answer() -> None:
+    requests, scaled, jobs, pods = _scale_up_and_down_run()
+    got = reaction.reactions(requests, scaled, jobs, pods, since=0.6, until=10.0)
+    # Each start is the trigger's completion (received + 1 ms here), each end the answer's receipt.
+    deployment, up, down, job = (got[name] for name in reaction.PAIRS)
+    assert _ms(deployment) == [59, 29, 19, 99]  # d30-0 up, down; d5-0 up, up
+    assert (deployment.left_out, deployment.unanswered) == (0, 0)
+    assert _ms(up) == [39, 29]  # d30-0's first pod after its ReplicaSet write; d5-0's first
+    assert up.left_out == 1  # d5-0's second scale found one of the first's two pods still to make
+    assert _ms(down) == [49]
+    assert _ms(job) == [69]
+    every = reaction.Samples.combined(got.values())
+    assert len(every.seconds) == 8
+    assert every.left_out == 1
+    assert every.summary()["max_ms"] == deployment.summary()["max_ms"]
+
+
+def test_triggers_after_the_churn_are_not_counted() -> None:
+    requests, scaled, jobs, pods = _scale_up_and_down_run()
+    got = reaction.reactions(requests, scaled, jobs, pods, since=0.6, until=1.5)
+    assert [len(got[name].seconds) for name in reaction.PAIRS] == [1, 1, 0, 0]
+
+
+def test_fail_over_reads_the_lease_the_first_controller_write_and_the_probe() -> None:
+    lease = {"ns": "kube-system", "name": failover.DEFAULT_LEASE_NAME}
+    requests = [
+        req("get", "leases", 11.0, **lease),
+        req("update", "leases", 12.0, code=409, **lease),  # refused: not held yet
+        req("update", "deployments", 11.5, name="d30-3", sub="scale", agent=BENCH),
+        req("update", "leases", 15.2, **lease),
+        req("create", "events", 15.3, code=201, ns="kube-system"),
+        req("create", "subjectaccessreviews", 15.35, code=201, ns=""),
+        req("update", "replicasets", 16.1, name="d5-2-abc", sub="status"),
+        req("update", "replicasets", 16.4, name="d30-3-def"),
+    ]
+    after = 10.5
+    assert failover.lease_won(requests, after) == requests[3]
+    assert failover.lease_won(requests, 15.5) is None
+    assert failover.controller_write(requests, after) == requests[6]
+    assert failover.replicaset_write(requests, requests[2].completed, failover.Probe(NS, "d30-3")) == requests[7]
+    assert failover.replicaset_write(requests, 16.5, failover.Probe(NS, "d30-3")) is None
