@@ -446,7 +446,7 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
                 p99 = queue_p99s(before, after)
                 over_1s = {name: share_over(1.0, delta) for name, delta in queue_waits(before, after).items()}
                 usage["daemon_peak_rss_mib_lifetime"] = procs.peak_rss(daemon.pid) / 2**20
-                await asyncio.sleep(REACTION_GRACE)  # the last triggers' answers
+                await asyncio.sleep(min(REACTION_GRACE, profile.minutes * 60))  # the last triggers' answers
                 pods = await watch.stop()
                 await asyncio.sleep(0.5)  # kube-sim hands its audit lines to the file every 0.1 s
                 requests = reaction.read_audit(audit, offset)

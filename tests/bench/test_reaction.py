@@ -113,7 +113,7 @@ def test_pairing_never_crosses_another_trigger(trigger_ms: list[int], action_ms:
     got = _pair(triggers, actions)
     placed = sorted([i for _at, i, _a in got.sampled] + got.left_out + got.unanswered)
     assert placed == list(range(len(triggers)))  # every trigger is in exactly one list
-    for at, i, action in got.sampled:
+    for at, _i, action in got.sampled:
         assert action.received == min(a for a in actions if a > at)  # its first answer
         assert not any(at < t < action.received for t in triggers)  # no other trigger in between
         earlier = [t for t in triggers if t < at]
