@@ -12,7 +12,9 @@ Measured, each from the kill (the bench's ``time.time()``; kube-sim and the daem
 read the same clock): the standby's first successful Lease write (its ``stageTimestamp`` in kube-sim's audit log:
 the Lease is held), its "informer caches synced" log line, its first write of any other resource than Leases,
 Events and access or token reviews (``requestReceivedTimestamp``: what the controllers sent first), and its first
-write of the probe Deployment's ReplicaSet (the probe acted on; also given from the probe's own commit).
+write of the probe Deployment's ReplicaSet (the probe acted on; also given from the probe's own commit). Both
+replicas are one user with one User-Agent in the audit log, and the dead leader's last requests can arrive just
+after the kill, so only writes received after the standby's Lease write count as the standby's.
 """
 
 from __future__ import annotations
@@ -79,6 +81,25 @@ def replicaset_write(requests: list[Request], after: float, probe: Probe) -> Req
                  and r.name.rpartition("-")[0] == probe.deployment)
 
 
+Found = Request | None
+
+
+def takeover(requests: list[Request], killed: float, probe: Probe) -> tuple[Found, Found, Found, Found]:
+    """From the audit log after the kill: the standby's Lease write, its first controller write, the probe's
+    scale and the standby's answer to it. The dead leader's last requests may still arrive just after the kill
+    (they were on the wire), and the log cannot tell the replicas apart (one user, one User-Agent): the
+    standby's writes are those received once it held the Lease."""
+    lease_write = lease_won(requests, killed)
+    if lease_write is None:
+        return None, None, None, None
+    first_write = controller_write(requests, lease_write.completed)
+    probe_scale = first(requests, killed, lambda r: not r.by_daemon and r.resource == "deployments"
+                        and r.subresource == "scale" and r.verb == "update" and r.name == probe.deployment)
+    answer = replicaset_write(requests, max(lease_write.completed, probe_scale.completed), probe) \
+        if probe_scale else None
+    return lease_write, first_write, probe_scale, answer
+
+
 async def _until(what: str, deadline: float, check: Any) -> Any:
     """Poll ``check()`` (sync or async) every 0.1 s until it is truthy; TimeoutError naming ``what`` at the
     deadline (time.monotonic())."""
@@ -120,18 +141,14 @@ async def measure(workdir: Path, sim: procs.Proc, leader: procs.Proc, client: Ap
             items = (await client.list(REPLICASETS, probe.namespace, label_selector=f"app={probe.deployment}"))
             return any((rs.get("spec") or {}).get("replicas") == replicas for rs in items.get("items") or ())
 
-        takeover = deadline + lease.duration
-        await _until("the standby never synced its informers", takeover,
+        later = deadline + lease.duration
+        await _until("the standby never synced its informers", later,
                      lambda: procs.log_time(procs.log_entries(standby.log), procs.SYNC_DONE) is not None)
-        await _until("the probe's ReplicaSet was never scaled", takeover, probe_acted)
+        await _until("the probe's ReplicaSet was never scaled", later, probe_acted)
         await asyncio.sleep(0.5)  # kube-sim hands its audit lines to the file every 0.1 s
         requests = read_audit(audit, offset)
         entries = procs.log_entries(standby.log)
-        lease_write = lease_won(requests, killed)
-        first_write = controller_write(requests, killed)
-        probe_scale = first(requests, killed, lambda r: not r.by_daemon and r.resource == "deployments"
-                            and r.subresource == "scale" and r.verb == "update" and r.name == probe.deployment)
-        probe_answer = replicaset_write(requests, probe_scale.completed, probe) if probe_scale else None
+        lease_write, first_write, probe_scale, probe_answer = takeover(requests, killed, probe)
         became = procs.log_time(entries, procs.LEASE_LEADING)
         synced = procs.log_time(entries, procs.SYNC_DONE)
         sync_started = procs.log_time(entries, procs.SYNC_WAITING)

@@ -185,6 +185,7 @@ def test_triggers_after_the_churn_are_not_counted() -> None:
 def test_fail_over_reads_the_lease_the_first_controller_write_and_the_probe() -> None:
     lease = {"ns": "kube-system", "name": failover.DEFAULT_LEASE_NAME}
     requests = [
+        req("patch", "jobs", 10.51, name="churn-7"),  # the killed leader's last write, still on the wire
         req("get", "leases", 11.0, **lease),
         req("update", "leases", 12.0, code=409, **lease),  # refused: not held yet
         req("update", "deployments", 11.5, name="d30-3", sub="scale", agent=BENCH),
@@ -194,9 +195,13 @@ def test_fail_over_reads_the_lease_the_first_controller_write_and_the_probe() ->
         req("update", "replicasets", 16.1, name="d5-2-abc", sub="status"),
         req("update", "replicasets", 16.4, name="d30-3-def"),
     ]
-    after = 10.5
-    assert failover.lease_won(requests, after) == requests[3]
+    killed = 10.5
+    probe = failover.Probe(NS, "d30-3")
+    assert failover.lease_won(requests, killed) == requests[4]
     assert failover.lease_won(requests, 15.5) is None
-    assert failover.controller_write(requests, after) == requests[6]
-    assert failover.replicaset_write(requests, requests[2].completed, failover.Probe(NS, "d30-3")) == requests[7]
-    assert failover.replicaset_write(requests, 16.5, failover.Probe(NS, "d30-3")) is None
+    assert failover.controller_write(requests, killed) == requests[0]
+    assert failover.replicaset_write(requests, requests[3].completed, probe) == requests[8]
+    assert failover.replicaset_write(requests, 16.5, probe) is None
+    # The standby's writes are those after its Lease write: the dead leader's last one is not its first.
+    assert failover.takeover(requests, killed, probe) == (requests[4], requests[7], requests[3], requests[8])
+    assert failover.takeover(requests[:4], killed, probe) == (None, None, None, None)
