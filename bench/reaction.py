@@ -19,7 +19,9 @@ Definitions:
 - A trigger whose answer cannot be told apart is left out (``left_out``), never guessed: another trigger on the
   same object committed before the action, the previous trigger on it was not answered before this one, or (a
   ReplicaSet) its pods were not what its previous size asked for when it was scaled, so a create or delete could
-  still answer an earlier scale. A trigger with no action in the log is ``unanswered``.
+  still answer an earlier scale. A trigger with no action in the log is ``unanswered``: the bench waits, up to
+  a limit, until the pod watch has seen every pod the churn asked for added and every one it scaled away
+  deleted (:meth:`PodWatch.caught_up`), so the slowest answers are not cut off.
 - A pod create names no object in the audit log (the controllers use ``generateName``; kube-apiserver's log at
   level Metadata names none either). Its pod comes from a pod watch of the same stretch (:class:`PodWatch`): the
   daemon's successful pod creates, in the order the log holds them, are the pods' commits in order (a create
@@ -181,11 +183,14 @@ def pod_of(obj: dict[str, Any]) -> Pod:
 
 class PodWatch:
     """Every pod added from :meth:`start` on, in the order the API server committed them (metadata only; a watch
-    that ends cleanly is resumed from its last resourceVersion, so none is missed; one that fails is not)."""
+    that ends cleanly is resumed from its last resourceVersion, so none is missed; one that fails is not); and
+    the ReplicaSets' pods being deleted meanwhile, so the bench can tell when its triggers have all been answered
+    (:meth:`caught_up`)."""
 
     def __init__(self, client: ApiClient) -> None:
         self.client = client
         self.added: list[Pod] = []
+        self.replicaset_pods_deleted: set[tuple[str, str]] = set()
         self.broken: str | None = None  # why the watch stopped early, if it did
         self.started_at = 0.0  # time.time() once the starting list had answered
         self._task: asyncio.Task[None] | None = None
@@ -205,8 +210,21 @@ class PodWatch:
                         version = str(meta.get("resourceVersion") or version)
                         if event.type == "ADDED":
                             self.added.append(pod_of(event.object))
+                        elif (event.type == "DELETED" or meta.get("deletionTimestamp")) \
+                                and _owner(meta)[0] == "ReplicaSet":
+                            self.replicaset_pods_deleted.add((str(meta.get("namespace")), str(meta.get("name"))))
         except ApiError as exc:  # a 410 or a broken stream: what came before still holds
             self.broken = str(exc)
+
+    def caught_up(self, scaled: list[Scaled], jobs: list[str]) -> bool:
+        """Whether the pods the scales and Jobs ask for have all been added, and those the scales-down remove
+        all been deleted: their triggers' answers have been sent."""
+        ups = sum(max(0, s.new - s.old) for s in scaled)
+        downs = sum(max(0, s.old - s.new) for s in scaled)
+        by_replicasets = sum(1 for p in self.added if p.owner_kind == "ReplicaSet")
+        with_pods = {p.owner_name for p in self.added if p.owner_kind == "Job"}
+        return by_replicasets >= ups and len(self.replicaset_pods_deleted) >= downs \
+            and with_pods.issuperset(jobs)
 
     async def stop(self) -> list[Pod]:
         assert self._task is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import orjson
 from hypothesis import given
@@ -14,6 +15,7 @@ from bench import failover, reaction
 from bench.reaction import Pod, Request, Scaled
 from bench.report import percentile
 from controller_manager.api.meta import format_micro_time
+from controller_manager.client import ApiClient
 
 NS = "envelope-0"
 DAEMON = "kube-controller-manager/v0.1.0 (linux/amd64) kubernetes/unknown"
@@ -205,3 +207,16 @@ def test_fail_over_reads_the_lease_the_first_controller_write_and_the_probe() ->
     # The standby's writes are those after its Lease write: the dead leader's last one is not its first.
     assert failover.takeover(requests, killed, probe) == (requests[4], requests[7], requests[3], requests[8])
     assert failover.takeover(requests[:4], killed, probe) == (None, None, None, None)
+
+
+def test_the_pod_watch_has_caught_up_once_every_pod_asked_for_was_added_and_every_one_scaled_away_deleted() -> None:
+    watch = reaction.PodWatch(cast(ApiClient, None))  # never started: only what it has seen is read
+    scaled = [Scaled(NS, "d5-0", 5, 7), Scaled(NS, "d5-0", 7, 5)]
+    assert not watch.caught_up(scaled, ["churn-1"])
+    watch.added += [Pod(NS, "d5-0-abc-1", "ReplicaSet", "d5-0-abc"), Pod(NS, "d5-0-abc-2", "ReplicaSet", "d5-0-abc")]
+    watch.replicaset_pods_deleted.add((NS, "d5-0-abc-1"))
+    assert not watch.caught_up(scaled, ["churn-1"])  # one more to delete, and the Job has no pod yet
+    watch.replicaset_pods_deleted.add((NS, "d5-0-abc-2"))
+    assert not watch.caught_up(scaled, ["churn-1"])
+    watch.added.append(Pod("envelope-system", "churn-1-x", "Job", "churn-1"))
+    assert watch.caught_up(scaled, ["churn-1"])
