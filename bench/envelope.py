@@ -425,12 +425,15 @@ def _progress(started: float, what: str) -> None:
     print(f"[envelope {time.perf_counter() - started:7.1f} s] {what}", flush=True)
 
 
-async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tuple[list[Figure], dict[str, Any]]:
+async def run(profile: Profile, *, seed: int = 1, label: str = "custom",
+              keep: Path | None = None) -> tuple[list[Figure], dict[str, Any]]:
+    """The whole run; with ``keep``, its logs (kube-sim's audit log, each daemon's) are written there and kept."""
     planned = plan(profile)
     timeout = 300 + profile.pods * 0.05
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="envelope-") as tmp:
-        workdir = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        workdir = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="envelope-")))
+        workdir.mkdir(parents=True, exist_ok=True)
         audit = workdir / "audit.log"
         _progress(started, f"kube-sim: {profile.nodes} nodes in {profile.zones} zones")
         sim = await procs.start_sim(workdir, profile.nodes, zones=profile.zones,
@@ -462,11 +465,13 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
                 over_1s = {name: share_over(1.0, delta) for name, delta in queue_waits(before, after).items()}
                 usage["daemon_peak_rss_mib_lifetime"] = procs.peak_rss(daemon.pid) / 2**20
                 # The last triggers' answers: leaving out the slowest would bias the figure down.
-                answers_due = time.monotonic() + REACTION_GRACE
-                while time.monotonic() < answers_due:
+                waited = time.monotonic()
+                while time.monotonic() < waited + REACTION_GRACE:
                     if watch.caught_up(churn.scaled, churn.job_names):
                         break
                     await asyncio.sleep(0.5)  # polled: the watch's task fills what caught_up reads
+                caught_up = watch.caught_up(churn.scaled, churn.job_names)
+                waited = time.monotonic() - waited
                 pods = await watch.stop()
                 await asyncio.sleep(0.5)  # kube-sim hands its audit lines to the file every 0.1 s
                 requests = reaction.read_audit(audit, offset)
@@ -477,7 +482,7 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
                 reactions = {"pairs": {name: samples.summary() for name, samples in reacted.items()},
                              "all": reaction.Samples.combined(reacted.values()).summary(),
                              "pods_added": len(pods), "pod_creates_attributed": len(attributed),
-                             "watch_broken": watch.broken}
+                             "watch_broken": watch.broken, "caught_up": caught_up, "waited_for_answers_s": waited}
                 _progress(started, f"fail-over: SIGKILL the leader, a standby takes over ({profile.lease})")
                 fail_over = await failover.measure(workdir, sim, daemon, client, audit, churn.probe(), profile.lease,
                                                    timeout)
@@ -531,12 +536,14 @@ def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], ov
                           "%", None, "", "<= 1% (p99 <= 1 s)", at_most(1.0),
                           {"per_queue_percent": {k: v * 100 for k, v in over_1s.items()}}))
     every = reactions["all"]
-    out.append(Figure("envelope", f"event-to-action p99, every pair ({every['count']} samples; kube-sim's audit "
-                      "log: trigger committed -> the controller's write received)", _value(every["p99_ms"]), "ms",
+    out.append(Figure("envelope", f"event-to-action p99, every pair (kube-sim's audit log: trigger committed -> "
+                      f"the controller's write received; {every['count']} answered, {every['unanswered']} "
+                      "unanswered counted at their lower bound)", _value(every["p99_ms"]), "ms",
                       _value(every["p50_ms"]), "p50", "<= 100 ms", at_most(100.0), reactions))
     for name, pair in reactions["pairs"].items():
-        out.append(Figure("envelope", f"event-to-action p99, {name} ({pair['count']} samples)",
-                          _value(pair["p99_ms"]), "ms", _value(pair["p50_ms"]), "p50"))
+        out.append(Figure("envelope", f"event-to-action p99, {name} ({pair['count']} answered, "
+                          f"{pair['unanswered']} unanswered)", _value(pair["p99_ms"]), "ms", _value(pair["p50_ms"]),
+                          "p50"))
     lease = fail_over["lease"]
     flags = (f"{lease['duration_s']:g} s lease / {lease['renew_deadline_s']:g} s renew / "
              f"{lease['retry_period_s']:g} s retry")
@@ -575,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, help="override the churn, pods/s created (and deleted)")
     parser.add_argument("--minutes", type=float, help="override the churn's duration")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep-workdir", type=Path, help="write the run's logs (the audit log included) here, kept")
     parser.add_argument("--output", help="where to write the JSON (default bench/envelope-<profile>.json)")
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
@@ -586,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = procs.event_loop_runner()
     started = time.perf_counter()
     with runner:
-        got, details = runner.run(run(profile, seed=args.seed, label=args.profile))
+        got, details = runner.run(run(profile, seed=args.seed, label=args.profile,
+                                              keep=args.keep_workdir))
     print(table(got))
     print(f"\n(markdown)\n{markdown(got)}\n")
     output = Path(args.output or HERE / f"envelope-{args.profile}.json")

@@ -16,12 +16,14 @@ Definitions:
     the Deployment was scaled up / down) -> the daemon's first create of a pod the ReplicaSet owns / first delete
     of one of its pods;
   - ``job-create -> pod-create``: the bench's create of a Job -> the daemon's first create of a pod the Job owns.
-- A trigger whose answer cannot be told apart is left out (``left_out``), never guessed: another trigger on the
-  same object committed before the action, the previous trigger on it was not answered before this one, or (a
-  ReplicaSet) its pods were not what its previous size asked for when it was scaled, so a create or delete could
-  still answer an earlier scale. A trigger with no action in the log is ``unanswered``: the bench waits, up to
-  a limit, until the pod watch has seen every pod the churn asked for added and every one it scaled away
-  deleted (:meth:`PodWatch.caught_up`), so the slowest answers are not cut off.
+- A trigger with no action before the next trigger on the same object (or the end of the log) is
+  ``unanswered``: its latency is at least that long, and the percentiles count it at that lower bound (so a
+  controller that falls behind cannot look fast by leaving triggers out; the answered ones alone are given
+  beside). A trigger whose answer cannot be told apart is left out (``left_out``), never guessed: the previous
+  trigger on the object was not answered before it (the first action after it may be that one's answer), or
+  (a ReplicaSet) its pods were not what its previous size asked for when it was scaled, so a create or delete
+  could still answer an earlier scale. The bench waits, up to a limit, until the pod watch shows the pods the
+  churn's last triggers ask for (:meth:`PodWatch.caught_up`), so the slowest answers are not cut off.
 - A pod create names no object in the audit log (the controllers use ``generateName``; kube-apiserver's log at
   level Metadata names none either). Its pod comes from a pod watch of the same stretch (:class:`PodWatch`): the
   daemon's successful pod creates, in the order the log holds them, are the pods' commits in order (a create
@@ -147,24 +149,29 @@ class ReplicaSetScale:
 
 @dataclass
 class Samples:
-    seconds: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # answered: exact
+    unanswered: list[float] = field(default_factory=list)  # not answered: each no less than this
     left_out: int = 0
-    unanswered: int = 0
 
     @classmethod
     def combined(cls, parts: Iterable[Samples]) -> Samples:
         out = cls()
         for part in parts:
             out.seconds += part.seconds
-            out.left_out += part.left_out
             out.unanswered += part.unanswered
+            out.left_out += part.left_out
         return out
 
     def summary(self) -> dict[str, float | int | None]:
-        ms = [s * 1000.0 for s in self.seconds]
-        return {"count": len(ms), "p50_ms": percentile(ms, 0.5) if ms else None,
-                "p99_ms": percentile(ms, 0.99) if ms else None, "max_ms": max(ms) if ms else None,
-                "left_out": self.left_out, "unanswered": self.unanswered}
+        """``p50_ms``/``p99_ms``/``max_ms`` count each unanswered trigger at its lower bound, so they are lower
+        bounds themselves (exact when every trigger was answered); ``answered_*`` are the answered ones alone."""
+        answered = [s * 1000.0 for s in self.seconds]
+        every = answered + [s * 1000.0 for s in self.unanswered]
+        return {"count": len(answered), "unanswered": len(self.unanswered), "left_out": self.left_out,
+                "p50_ms": percentile(every, 0.5) if every else None,
+                "p99_ms": percentile(every, 0.99) if every else None, "max_ms": max(every) if every else None,
+                "answered_p50_ms": percentile(answered, 0.5) if answered else None,
+                "answered_p99_ms": percentile(answered, 0.99) if answered else None}
 
 
 def _owner(meta: dict[str, Any]) -> tuple[str, str]:
@@ -217,14 +224,12 @@ class PodWatch:
             self.broken = str(exc)
 
     def caught_up(self, scaled: list[Scaled], jobs: list[str]) -> bool:
-        """Whether the pods the scales and Jobs ask for have all been added, and those the scales-down remove
-        all been deleted: their triggers' answers have been sent."""
-        ups = sum(max(0, s.new - s.old) for s in scaled)
-        downs = sum(max(0, s.old - s.new) for s in scaled)
+        """Whether the ReplicaSets' pods have grown by what the scales added up to and every Job has a pod: the
+        answers still to come, if any, are to triggers a later one made moot (scaled up, then down again)."""
+        net = sum(s.new - s.old for s in scaled)
         by_replicasets = sum(1 for p in self.added if p.owner_kind == "ReplicaSet")
         with_pods = {p.owner_name for p in self.added if p.owner_kind == "Job"}
-        return by_replicasets >= ups and len(self.replicaset_pods_deleted) >= downs \
-            and with_pods.issuperset(jobs)
+        return by_replicasets - len(self.replicaset_pods_deleted) == net and with_pods.issuperset(jobs)
 
     async def stop(self) -> list[Pod]:
         assert self._task is not None
@@ -270,30 +275,36 @@ class Paired(Generic[T]):
 
     sampled: list[tuple[float, T, Request]] = field(default_factory=list)  # (commit, payload, action)
     left_out: list[T] = field(default_factory=list)
-    unanswered: list[T] = field(default_factory=list)
+    unanswered: list[tuple[T, float]] = field(default_factory=list)  # (payload, its latency's lower bound)
 
 
 def pair(triggers: list[tuple[float, T]], answer: Callable[[float, T], Request | None],
-         until: float = math.inf) -> Paired[T]:
+         until: float = math.inf, horizon: float = math.inf,
+         settled: Callable[[float, T], bool] | None = None) -> Paired[T]:
     """Pair the triggers on one object (commit time, payload) with their first actions (``answer(at, payload)``)
-    under the rules of the module docstring. An action received at or after ``until`` is not trusted (its
-    attribution had stopped) and counts as no answer."""
+    under the rules of the module docstring. A trigger with no action before the next trigger on the object, or
+    before ``until`` (where attribution stopped) or ``horizon`` (the end of what was observed), is unanswered:
+    its latency is at least the time to the earliest of those. One that ``settled`` refuses is left out."""
     out: Paired[T] = Paired()
     triggers = sorted(triggers, key=lambda t: t[0])
-    previous_answer: float | None = -math.inf  # None: the previous trigger was never answered
+    previous_answer: float | None = -math.inf  # None: the previous trigger was not answered
     for i, (at, payload) in enumerate(triggers):
         action = answer(at, payload)
-        if action is None or action.received >= until:
-            out.unanswered.append(payload)
+        cut = min(triggers[i + 1][0] if i + 1 < len(triggers) else math.inf, until, horizon)
+        if settled is not None and not settled(at, payload):
+            out.left_out.append(payload)
+            previous_answer = action.received if action is not None and action.received < cut else None
+            continue
+        if action is None or action.received >= cut:
+            out.unanswered.append((payload, cut - at))
             previous_answer = None
             continue
-        later = triggers[i + 1][0] if i + 1 < len(triggers) else math.inf
         clear_before = previous_answer is not None and previous_answer < at
         previous_answer = action.received
-        if later < action.received or not clear_before:
-            out.left_out.append(payload)
-        else:
+        if clear_before:
             out.sampled.append((at, payload, action))
+        else:
+            out.left_out.append(payload)
     return out
 
 
@@ -318,6 +329,7 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
     out = {name: Samples() for name in PAIRS}
     deployment_pair, up_pair, down_pair, job_pair = (out[name] for name in PAIRS)
     created, attributed_until = attribute(requests, pods, since)
+    horizon = max((r.received for r in requests), default=math.inf)  # the end of what the log shows
     daemon = [r for r in requests if r.by_daemon and r.received > since]
     mine = [r for r in requests if not r.by_daemon and since < r.completed <= until]
 
@@ -343,10 +355,10 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
         if recs:
             initial[key] = recs[0].old
         writes = rs_writes.get(key, [])
-        got = pair([(r.completed, sc) for r, sc in zip(sent, recs, strict=False)],
-                   _first_in(writes))
+        got = pair([(r.completed, sc) for r, sc in zip(sent, recs, strict=False)], _first_in(writes),
+                   horizon=horizon)
         deployment_pair.left_out += len(got.left_out)
-        deployment_pair.unanswered += len(got.unanswered)
+        deployment_pair.unanswered += [bound for _sc, bound in got.unanswered]
         for at, sc, action in got.sampled:
             deployment_pair.seconds.append(action.received - at)
             rs_scales[(action.namespace, action.name)].append((action.completed, sc))
@@ -375,17 +387,19 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
             return up_pair if sc.new > sc.old else down_pair
 
         # Scale-ups and -downs of one ReplicaSet are paired together: each is the other's "another trigger".
-        got = pair([t for t in triggers if t[1].new != t[1].old], answer, until=attributed_until)
+        def settled(at: float, sc: Scaled, creates: list[Request] = creates, deletes: list[Request] = deletes,
+                    start: int | None = start) -> bool:
+            # Its pods were what the previous size asked for: no earlier scale's creates or deletes still due.
+            return start is not None and start + _count_before(creates, at) - _count_before(deletes, at) == sc.old
+
+        got = pair([t for t in triggers if t[1].new != t[1].old], answer, until=attributed_until, horizon=horizon,
+                   settled=settled)
         for sc in got.left_out:
             tally(sc).left_out += 1
-        for sc in got.unanswered:
-            tally(sc).unanswered += 1
+        for sc, bound in got.unanswered:
+            tally(sc).unanswered.append(bound)
         for at, sc, action in got.sampled:
-            live = None if start is None else start + _count_before(creates, at) - _count_before(deletes, at)
-            if live != sc.old:  # an earlier scale's pods were still being created or deleted
-                tally(sc).left_out += 1
-            else:
-                tally(sc).seconds.append(action.received - at)
+            tally(sc).seconds.append(action.received - at)
 
     # Job create -> its first pod create. The bench's k-th successful Job create is the k-th it recorded.
     job_creates = [r for r in requests if not r.by_daemon and r.resource == "jobs" and r.verb == "create"
@@ -394,8 +408,8 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
         if request.completed > until:
             break
         pods_of_job = creates_of.get((request.namespace, "Job", job), [])
-        got_job = pair([(request.completed, job)], _first_in(pods_of_job), until=attributed_until)
-        job_pair.unanswered += len(got_job.unanswered)
+        got_job = pair([(request.completed, job)], _first_in(pods_of_job), until=attributed_until, horizon=horizon)
+        job_pair.unanswered += [bound for _job, bound in got_job.unanswered]
         for at, _job, action in got_job.sampled:
             job_pair.seconds.append(action.received - at)
     return out

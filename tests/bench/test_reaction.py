@@ -92,20 +92,38 @@ def test_a_trigger_is_paired_with_the_first_action_after_it() -> None:
     assert got.left_out == got.unanswered == []
 
 
-def test_triggers_that_cannot_be_told_apart_are_left_out() -> None:
-    # Two triggers before one answer: it may answer either (or both).
-    assert _pair([1.0, 1.1], [1.2]).left_out == [0, 1]
-    # The first trigger was answered only after the second committed: the second's "answer" is the first's.
+def _bounds(got: reaction.Paired[int]) -> list[tuple[int, float]]:
+    return [(i, round(bound, 6)) for i, bound in got.unanswered]
+
+
+def test_unanswered_triggers_get_a_lower_bound_and_ambiguous_ones_are_left_out() -> None:
+    # No answer before the next trigger: at least that long. The answer after the second may be either's.
+    got = _pair([1.0, 1.1], [1.2])
+    assert (_bounds(got), got.left_out, got.sampled) == ([(0, 0.1)], [1], [])
+    # Once a trigger is answered before the next commits, the next is clear again.
     got = _pair([1.0, 1.1, 3.0], [1.2, 1.4, 3.1])
-    assert got.left_out == [0, 1]
+    assert (_bounds(got), got.left_out) == ([(0, 0.1)], [1])
     assert [i for _at, i, _a in got.sampled] == [2]
-    # After a trigger with no answer at all, the next answer could still be its.
-    got = _pair([1.0, 2.0], [], until=math.inf)
-    assert got.unanswered == [0, 1]
+    # No answer at all: at least until the end of what was seen.
+    assert _bounds(reaction.pair([(1.0, 0), (2.0, 1)], lambda _at, _i: None, horizon=5.0)) == [(0, 1.0), (1, 3.0)]
     # An answer past the end of attribution is no answer.
     got = _pair([1.0, 3.0], [1.5, 3.5], until=3.2)
     assert [i for _at, i, _a in got.sampled] == [0]
-    assert got.unanswered == [1]
+    assert _bounds(got) == [(1, 0.2)]
+    # A trigger its object was not settled for is left out, whatever follows it.
+    got = reaction.pair([(1.0, 0), (2.0, 1)], lambda at, _i: req("update", "replicasets", at + 0.1),
+                        settled=lambda _at, i: i != 0)
+    assert got.left_out == [0]
+    assert [i for _at, i, _a in got.sampled] == [1]
+
+
+def test_percentiles_count_unanswered_triggers_at_their_lower_bound() -> None:
+    samples = reaction.Samples(seconds=[0.01] * 98, unanswered=[10.0, 12.0], left_out=3)
+    got = samples.summary()
+    assert (got["count"], got["unanswered"], got["left_out"]) == (98, 2, 3)
+    assert got["p99_ms"] == 10_000.0  # the 99th of 100: a controller that never answered is not fast
+    assert got["max_ms"] == 12_000.0
+    assert got["answered_p99_ms"] == got["answered_p50_ms"] == got["p50_ms"] == 10.0
 
 
 @given(st.lists(st.integers(0, 200), max_size=12, unique=True), st.lists(st.integers(0, 200), max_size=12))
@@ -113,8 +131,10 @@ def test_pairing_never_crosses_another_trigger(trigger_ms: list[int], action_ms:
     triggers = sorted(t / 100 for t in trigger_ms)
     actions = sorted(a / 100 + 0.005 for a in action_ms)  # never at a trigger's very instant
     got = _pair(triggers, actions)
-    placed = sorted([i for _at, i, _a in got.sampled] + got.left_out + got.unanswered)
+    placed = sorted([i for _at, i, _a in got.sampled] + got.left_out + [i for i, _b in got.unanswered])
     assert placed == list(range(len(triggers)))  # every trigger is in exactly one list
+    for i, bound in got.unanswered:  # nothing answered it for that long
+        assert not any(triggers[i] < a < triggers[i] + bound for a in actions)
     for at, _i, action in got.sampled:
         assert action.received == min(a for a in actions if a > at)  # its first answer
         assert not any(at < t < action.received for t in triggers)  # no other trigger in between
@@ -167,7 +187,7 @@ def test_reactions_pair_every_kind_of_trigger_with_its_answer() -> None:
     # Each start is the trigger's completion (received + 1 ms here), each end the answer's receipt.
     deployment, up, down, job = (got[name] for name in reaction.PAIRS)
     assert _ms(deployment) == [59, 29, 19, 99]  # d30-0 up, down; d5-0 up, up
-    assert (deployment.left_out, deployment.unanswered) == (0, 0)
+    assert (deployment.left_out, deployment.unanswered) == (0, [])
     assert _ms(up) == [39, 29]  # d30-0's first pod after its ReplicaSet write; d5-0's first
     assert up.left_out == 1  # d5-0's second scale found one of the first's two pods still to make
     assert _ms(down) == [49]
@@ -209,14 +229,15 @@ def test_fail_over_reads_the_lease_the_first_controller_write_and_the_probe() ->
     assert failover.takeover(requests[:4], killed, probe) == (None, None, None, None)
 
 
-def test_the_pod_watch_has_caught_up_once_every_pod_asked_for_was_added_and_every_one_scaled_away_deleted() -> None:
+def test_the_pod_watch_has_caught_up_once_the_replicasets_pods_grew_by_the_scales_and_every_job_has_one() -> None:
     watch = reaction.PodWatch(cast(ApiClient, None))  # never started: only what it has seen is read
-    scaled = [Scaled(NS, "d5-0", 5, 7), Scaled(NS, "d5-0", 7, 5)]
+    scaled = [Scaled(NS, "d5-0", 5, 7), Scaled(NS, "d5-0", 7, 5), Scaled(NS, "d30-0", 30, 31)]
     assert not watch.caught_up(scaled, ["churn-1"])
     watch.added += [Pod(NS, "d5-0-abc-1", "ReplicaSet", "d5-0-abc"), Pod(NS, "d5-0-abc-2", "ReplicaSet", "d5-0-abc")]
     watch.replicaset_pods_deleted.add((NS, "d5-0-abc-1"))
     assert not watch.caught_up(scaled, ["churn-1"])  # one more to delete, and the Job has no pod yet
     watch.replicaset_pods_deleted.add((NS, "d5-0-abc-2"))
+    watch.added.append(Pod(NS, "d30-0-def-1", "ReplicaSet", "d30-0-def"))
     assert not watch.caught_up(scaled, ["churn-1"])
     watch.added.append(Pod("envelope-system", "churn-1-x", "Job", "churn-1"))
     assert watch.caught_up(scaled, ["churn-1"])
