@@ -57,7 +57,7 @@ NAMESPACE_PODS = 3000  # sig-scalability: at most 3,000 pods per namespace
 SIZES = ((250, 0.5), (30, 0.3), (5, 0.2))  # Deployment replicas, share of a namespace's pods
 JOB_RUN_SECONDS = 5
 BENCH_AGENT = "bench-envelope"  # this process's User-Agent: its requests are told from the daemon's in the audit log
-SCALE_BACK_TICKS = 10  # a Deployment scaled up by the churn is scaled back down this many ticks later
+SCALE_BACK_TICKS = 10  # a Deployment the churn scales up comes back down this many ticks later, then rests as long
 REACTION_GRACE = 60.0  # at most this long after the churn for the answers to its last triggers
 
 
@@ -211,9 +211,10 @@ class Churn:
     """``rate`` pods/s created and deleted: half by Deployment scaling, half by Jobs that run and finish.
 
     Each tick scales one Deployment up and, ``hold`` ticks later, back down; a Deployment is not picked again
-    while it is up. So the writes to any one Deployment are ``hold`` ticks apart, and the answer to one is seldom
-    mistaken for the answer to the next (the event-to-action pairing leaves such triggers out, and with writes a
-    tick apart it would leave out every answer slower than a tick: the slow ones, biasing the figure down)."""
+    while it is up nor for ``hold`` ticks after it came down. So the writes to any one Deployment are at least
+    ``hold`` ticks apart, and the answer to one is seldom mistaken for the next one's, or made moot by it (an
+    answer slower than the gap counts only as a lower bound in the event-to-action figures, so with writes a
+    tick apart every slow answer would have been cut to about a second)."""
 
     def __init__(self, client: ApiClient, planned: list[Planned], rate: float, rng: random.Random) -> None:
         self.client = client
@@ -221,7 +222,10 @@ class Churn:
         self.rate = rate
         medium = [p for p in planned if p.replicas == SIZES[1][0]] or planned
         self.pool = list(medium)
-        self.hold = max(1, min(SCALE_BACK_TICKS, len(self.pool) - 1))
+        # Room for the Deployments that are up and those resting after coming down, and one to pick.
+        self.hold = max(1, min(SCALE_BACK_TICKS, (len(self.pool) - 1) // 2))
+        self.came_down: dict[int, int] = {}  # id of a Deployment -> the tick it was last scaled back down
+        self.ticks = 0
         self.scaled_up: list[tuple[Planned, int]] = []
         self.jobs = 0
         self.scaled: list[reaction.Scaled] = []  # every successful scale, in the order sent
@@ -245,7 +249,8 @@ class Churn:
     async def _tick(self, step: int) -> None:
         if self.pool:
             up_now = {id(p) for p, _k in self.scaled_up}
-            target = self.rng.choice([p for p in self.pool if id(p) not in up_now] or self.pool)
+            resting = {i for i, tick in self.came_down.items() if self.ticks - tick <= self.hold}
+            target = self.rng.choice([p for p in self.pool if id(p) not in up_now | resting] or self.pool)
             up = target.replicas + step + sum(k for p, k in self.scaled_up if p is target)
             await self.client.update_scale(DEPLOYMENTS, target.name, target.namespace, up)
             self.scaled.append(reaction.Scaled(target.namespace, target.name, up - step, up))
@@ -256,6 +261,8 @@ class Churn:
                 now = back.replicas + sum(j for p, j in self.scaled_up if p is back)
                 await self.client.update_scale(DEPLOYMENTS, back.name, back.namespace, now)
                 self.scaled.append(reaction.Scaled(back.namespace, back.name, now + k, now))
+                self.came_down[id(back)] = self.ticks
+        self.ticks += 1
         self.jobs += 1
         name = f"churn-{self.jobs}"
         await self.client.create(JOBS, job("envelope-system", name, step))
