@@ -387,6 +387,8 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
             return up_pair if sc.new > sc.old else down_pair
 
         # Scale-ups and -downs of one ReplicaSet are paired together: each is the other's "another trigger".
+        # Only the writes that answered a sampled Deployment scale are here: one answering a scale left out above
+        # does not cut its predecessor's window short (the settled check still catches its effect on the next).
         def settled(at: float, sc: Scaled, creates: list[Request] = creates, deletes: list[Request] = deletes,
                     start: int | None = start) -> bool:
             # Its pods were what the previous size asked for: no earlier scale's creates or deletes still due.
