@@ -349,19 +349,28 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
     for writes in rs_writes.values():
         writes.sort(key=lambda r: r.received)
     initial: dict[tuple[str, str], int] = {}  # each scaled Deployment's size before the churn
-    rs_scales: dict[tuple[str, str], list[tuple[float, Scaled]]] = defaultdict(list)
+    # The ReplicaSet writes that answered a Deployment's scale: the sampled ones with their scale, the others
+    # (their scale left out) with None, so they still cut the window of the trigger before them.
+    rs_scales: dict[tuple[str, str], list[tuple[float, Scaled | None]]] = defaultdict(list)
     for key, sent in bench_scales.items():
         recs = records.get(key, [])
         if recs:
             initial[key] = recs[0].old
         writes = rs_writes.get(key, [])
-        got = pair([(r.completed, sc) for r, sc in zip(sent, recs, strict=False)], _first_in(writes),
-                   horizon=horizon)
+        triggers = [(r.completed, sc) for r, sc in zip(sent, recs, strict=False)]
+        got = pair(triggers, _first_in(writes), horizon=horizon)
         deployment_pair.left_out += len(got.left_out)
         deployment_pair.unanswered += [bound for _sc, bound in got.unanswered]
+        answers: set[int] = set()  # the writes already among the ReplicaSet's triggers
         for at, sc, action in got.sampled:
             deployment_pair.seconds.append(action.received - at)
             rs_scales[(action.namespace, action.name)].append((action.completed, sc))
+            answers.add(id(action))
+        for at, _sc in triggers:
+            write = first_after(writes, at)
+            if write is not None and id(write) not in answers:
+                answers.add(id(write))
+                rs_scales[(write.namespace, write.name)].append((write.completed, None))
 
     # ReplicaSet scale -> its first pod create (up) or delete (down), when its pods were what it had asked for.
     creates_of: dict[tuple[str, str, str], list[Request]] = defaultdict(list)
@@ -374,34 +383,35 @@ def reactions(requests: list[Request], scaled: list[Scaled], jobs: list[str], po
                 and (r.namespace, r.name) not in deleted:
             deleted.add((r.namespace, r.name))
             deletes_of[(r.namespace, _deployment_of(r.name))].append(r)
-    for (ns, rs), triggers in rs_scales.items():
+    for (ns, rs), rs_triggers in rs_scales.items():
         creates = creates_of.get((ns, "ReplicaSet", rs), [])
         deletes = deletes_of.get((ns, rs), [])
         start = initial.get((ns, _deployment_of(rs)))
 
-        def answer(at: float, sc: Scaled, creates: list[Request] = creates,
+        def answer(at: float, sc: Scaled | None, creates: list[Request] = creates,
                    deletes: list[Request] = deletes) -> Request | None:
+            if sc is None:
+                return None
             return first_after(creates if sc.new > sc.old else deletes, at)
 
-        def tally(sc: Scaled) -> Samples:
-            return up_pair if sc.new > sc.old else down_pair
-
         # Scale-ups and -downs of one ReplicaSet are paired together: each is the other's "another trigger".
-        # Only the writes that answered a sampled Deployment scale are here: one answering a scale left out above
-        # does not cut its predecessor's window short (the settled check still catches its effect on the next).
-        def settled(at: float, sc: Scaled, creates: list[Request] = creates, deletes: list[Request] = deletes,
-                    start: int | None = start) -> bool:
+        def settled(at: float, sc: Scaled | None, creates: list[Request] = creates,
+                    deletes: list[Request] = deletes, start: int | None = start) -> bool:
             # Its pods were what the previous size asked for: no earlier scale's creates or deletes still due.
-            return start is not None and start + _count_before(creates, at) - _count_before(deletes, at) == sc.old
+            return sc is not None and start is not None \
+                and start + _count_before(creates, at) - _count_before(deletes, at) == sc.old
 
-        got = pair([t for t in triggers if t[1].new != t[1].old], answer, until=attributed_until, horizon=horizon,
-                   settled=settled)
-        for sc in got.left_out:
-            tally(sc).left_out += 1
-        for sc, bound in got.unanswered:
-            tally(sc).unanswered.append(bound)
-        for at, sc, action in got.sampled:
-            tally(sc).seconds.append(action.received - at)
+        got_rs = pair([t for t in rs_triggers if t[1] is None or t[1].new != t[1].old], answer,
+                      until=attributed_until, horizon=horizon, settled=settled)
+        for scale in got_rs.left_out:
+            if scale is not None:  # None: a scale left out already, above
+                (up_pair if scale.new > scale.old else down_pair).left_out += 1
+        for scale, bound in got_rs.unanswered:
+            if scale is not None:
+                (up_pair if scale.new > scale.old else down_pair).unanswered.append(bound)
+        for at, scale, action in got_rs.sampled:
+            if scale is not None:
+                (up_pair if scale.new > scale.old else down_pair).seconds.append(action.received - at)
 
     # Job create -> its first pod create. The bench's k-th successful Job create is the k-th it recorded.
     job_creates = [r for r in requests if not r.by_daemon and r.resource == "jobs" and r.verb == "create"

@@ -241,3 +241,28 @@ def test_the_pod_watch_has_caught_up_once_the_replicasets_pods_grew_by_the_scale
     assert not watch.caught_up(scaled, ["churn-1"])
     watch.added.append(Pod("envelope-system", "churn-1-x", "Job", "churn-1"))
     assert watch.caught_up(scaled, ["churn-1"])
+
+
+def test_a_replicaset_write_answering_a_left_out_scale_still_ends_the_window_of_the_one_before() -> None:
+    rs = "d30-0-abc"
+    scale = {"sub": "scale", "agent": BENCH}
+    requests = [
+        req("list", "pods", 0.5, ns="", agent=BENCH),
+        req("update", "deployments", 1.0, name="d30-0", **scale),  # up 30 -> 32, answered at once
+        req("update", "replicasets", 1.05, name=rs),
+        req("update", "deployments", 1.3, name="d30-0", **scale),  # down, then up again before any answer
+        req("update", "deployments", 1.35, name="d30-0", **scale),
+        req("update", "replicasets", 1.4, name=rs),
+        req("create", "pods", 1.6, code=201), req("create", "pods", 1.61, code=201),
+    ]
+    scaled = [Scaled(NS, "d30-0", 30, 32), Scaled(NS, "d30-0", 32, 30), Scaled(NS, "d30-0", 30, 32)]
+    pods = [Pod(NS, f"{rs}-{i}", "ReplicaSet", rs) for i in range(2)]
+    got = reaction.reactions(requests, scaled, [], pods, since=0.6, until=10.0)
+    deployment, up = got[reaction.PAIRS[0]], got[reaction.PAIRS[1]]
+    assert _ms(deployment) == [49]
+    assert deployment.left_out == 1  # the up after the unanswered down
+    assert [round(b, 3) for b in deployment.unanswered] == [0.05]
+    # The creates at 1.6 answer the write at 1.4, not the first scale-up (which the down made moot): that one
+    # was not answered before the next write to its ReplicaSet.
+    assert up.seconds == []
+    assert [round(b, 3) for b in up.unanswered] == [0.35]
