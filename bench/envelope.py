@@ -2,23 +2,30 @@
 
 ``python -m bench.envelope --profile full|reduced|smoke`` (``make bench-envelope``; not part of ``make test``).
 
-kube-sim runs N nodes in 3 zones in its own process; the ``controller-manager`` daemon runs every default
-controller in another (QPS limit lifted, leader election off); this process drives the cluster through the API,
-as clusterloader2's load test does:
+kube-sim runs N nodes in 3 zones in its own process, writing its audit log; the ``controller-manager`` daemon runs
+every default controller in another (QPS limit lifted; leader election on, with the profile's Lease flags:
+kube-controller-manager's defaults, 15 s lease / 10 s renew deadline / 2 s retry); this process drives the
+cluster through the API, as clusterloader2's load test does:
 - fill: namespaces of at most 3,000 pods (sig-scalability's threshold), each with Deployments of three sizes
   (250, 30 and 5 replicas; the big and medium ones behind a Service), and one DaemonSet on every node; until
   every Deployment and the DaemonSet report their pods available;
 - churn, for the profile's minutes: ``rate`` pods/s created and as many deleted, half by scaling medium
   Deployments up and others back down, half by Jobs (parallel pods that run a few seconds and succeed;
   ``ttlSecondsAfterFinished: 0``, so the ttl-after-finished controller and the garbage collector delete them);
+- fail-over (:mod:`bench.failover`): on the cluster at full size, a standby replica is started, the leader is
+  killed with SIGKILL, and the standby's takeover is timed;
 - sync: the daemon is restarted on the settled cluster twice, with ``--feature-gates=WatchListClient=true``
   (streaming lists) and ``=false`` (paged lists); each time, the time from "waiting for informer caches to
   sync" to "informer caches synced" in its log, its peak RSS by then, and kube-sim's peak RSS and CPU meanwhile.
 
 Recorded: the daemon's RSS (average and peak) and CPU (average and the busiest 5-second window) during the
 churn, each controller's ``workqueue_queue_duration_seconds`` p99 over the churn (from the histogram's buckets,
-as ``histogram_quantile`` computes it), kube-sim's own CPU, and the sync figures. Goals are the issue's: RSS
-<= 1 GiB, CPU <= 1 core on average, every queue's p99 <= 1 s.
+as ``histogram_quantile`` computes it), kube-sim's own CPU (its audit log's writing included), the churn's
+event-to-action latencies (:mod:`bench.reaction`: from kube-sim's audit log, each trigger's commit to the
+controller's answering request), the fail-over's times from the SIGKILL (the standby holds the Lease, has synced
+its informers, sends its first controller write, answers a Deployment scaled just after the kill), and the sync
+figures. Goals are the issue's: RSS <= 1 GiB, CPU <= 1 core on average, every queue's p99 <= 1 s, event-to-action
+p99 <= 100 ms.
 """
 
 from __future__ import annotations
@@ -35,13 +42,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import procs
+from bench import failover, procs, reaction
+from bench.failover import LeaseFlags
 from bench.report import Figure, at_most, markdown, table, write_json
-from controller_manager.api.meta import parse_time
 from controller_manager.api.resources import DAEMONSETS, DEPLOYMENTS, JOBS, NAMESPACES, SERVICEACCOUNTS, SERVICES
 from controller_manager.client import ApiClient, ApiError, load_config
 
@@ -49,8 +56,9 @@ HERE = Path(__file__).resolve().parent
 NAMESPACE_PODS = 3000  # sig-scalability: at most 3,000 pods per namespace
 SIZES = ((250, 0.5), (30, 0.3), (5, 0.2))  # Deployment replicas, share of a namespace's pods
 JOB_RUN_SECONDS = 5
-SYNC_WAITING = "waiting for informer caches to sync"
-SYNC_DONE = "informer caches synced"
+BENCH_AGENT = "bench-envelope"  # this process's User-Agent: its requests are told from the daemon's in the audit log
+SCALE_BACK_TICKS = 10  # a Deployment the churn scales up comes back down this many ticks later, then rests as long
+REACTION_GRACE = 60.0  # at most this long after the churn for the answers to its last triggers
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,8 @@ class Profile:
     rate: float  # pods/s created (and as many deleted) during the churn
     minutes: float
     zones: int = 3
+    # Both replicas' leader-election flags (the fail-over): kube-controller-manager's defaults.
+    lease: LeaseFlags = field(default_factory=LeaseFlags)
 
 
 PROFILES = {
@@ -70,7 +80,8 @@ PROFILES = {
     # Proves the harness on a small machine in a few minutes.
     "smoke": Profile(nodes=100, pods=2000, rate=10.0, minutes=1.0),
     # For tests/bench: the whole run well under 20 s.
-    "tiny": Profile(nodes=4, pods=40, rate=4.0, minutes=0.05),
+    "tiny": Profile(nodes=4, pods=40, rate=4.0, minutes=0.05,
+                    lease=LeaseFlags(duration=3.0, renew_deadline=2.0, retry_period=0.5)),
 }
 
 
@@ -197,7 +208,13 @@ async def fill(client: ApiClient, profile: Profile, planned: list[Planned], time
 
 
 class Churn:
-    """``rate`` pods/s created and deleted: half by Deployment scaling, half by Jobs that run and finish."""
+    """``rate`` pods/s created and deleted: half by Deployment scaling, half by Jobs that run and finish.
+
+    Each tick scales one Deployment up and, ``hold`` ticks later, back down; a Deployment is not picked again
+    while it is up nor for ``hold`` ticks after it came down. So the writes to any one Deployment are at least
+    ``hold`` ticks apart, and the answer to one is seldom mistaken for the next one's, or made moot by it (an
+    answer slower than the gap counts only as a lower bound in the event-to-action figures, so with writes a
+    tick apart every slow answer would have been cut to about a second)."""
 
     def __init__(self, client: ApiClient, planned: list[Planned], rate: float, rng: random.Random) -> None:
         self.client = client
@@ -205,8 +222,14 @@ class Churn:
         self.rate = rate
         medium = [p for p in planned if p.replicas == SIZES[1][0]] or planned
         self.pool = list(medium)
+        # Room for the Deployments that are up and those resting after coming down, and one to pick.
+        self.hold = max(1, min(SCALE_BACK_TICKS, (len(self.pool) - 1) // 2))
+        self.came_down: dict[int, int] = {}  # id of a Deployment -> the tick it was last scaled back down
+        self.ticks = 0
         self.scaled_up: list[tuple[Planned, int]] = []
         self.jobs = 0
+        self.scaled: list[reaction.Scaled] = []  # every successful scale, in the order sent
+        self.job_names: list[str] = []  # every Job created, in the order sent
         self.deployment_pods = 0
         self.job_pods = 0
         self.errors = 0
@@ -225,18 +248,32 @@ class Churn:
 
     async def _tick(self, step: int) -> None:
         if self.pool:
-            target = self.rng.choice(self.pool)
+            up_now = {id(p) for p, _k in self.scaled_up}
+            resting = {i for i, tick in self.came_down.items() if self.ticks - tick <= self.hold}
+            target = self.rng.choice([p for p in self.pool if id(p) not in up_now | resting] or self.pool)
             up = target.replicas + step + sum(k for p, k in self.scaled_up if p is target)
             await self.client.update_scale(DEPLOYMENTS, target.name, target.namespace, up)
+            self.scaled.append(reaction.Scaled(target.namespace, target.name, up - step, up))
             self.scaled_up.append((target, step))
             self.deployment_pods += step
-            if len(self.scaled_up) > 1:  # a Deployment scaled up earlier goes back down: the deletes
-                back, _k = self.scaled_up.pop(0)
+            if len(self.scaled_up) > self.hold:  # a Deployment scaled up earlier goes back down: the deletes
+                back, k = self.scaled_up.pop(0)
                 now = back.replicas + sum(j for p, j in self.scaled_up if p is back)
                 await self.client.update_scale(DEPLOYMENTS, back.name, back.namespace, now)
+                self.scaled.append(reaction.Scaled(back.namespace, back.name, now + k, now))
+                self.came_down[id(back)] = self.ticks
+        self.ticks += 1
         self.jobs += 1
-        await self.client.create(JOBS, job("envelope-system", f"churn-{self.jobs}", step))
+        name = f"churn-{self.jobs}"
+        await self.client.create(JOBS, job("envelope-system", name, step))
+        self.job_names.append(name)
         self.job_pods += step
+
+    def probe(self) -> failover.Probe:
+        """A Deployment the churn left at its planned size, for the fail-over's probe."""
+        moved = {id(p) for p, _k in self.scaled_up}
+        target = next(p for p in self.pool if id(p) not in moved)
+        return failover.Probe(target.namespace, target.name)
 
 
 # --- measuring ----------------------------------------------------------------------------------------------
@@ -359,14 +396,9 @@ def share_over(limit: float, series: list[tuple[float, float]]) -> float:
 
 def sync_seconds(log: Path) -> float | None:
     """From "waiting for informer caches to sync" to "informer caches synced" in a daemon's JSON log."""
-    waiting = done = None
-    for line in log.read_text().splitlines():
-        with contextlib.suppress(ValueError):
-            entry = json.loads(line)
-            if entry.get("event") == SYNC_WAITING:
-                waiting = parse_time(entry["timestamp"])
-            elif entry.get("event") == SYNC_DONE:
-                done = parse_time(entry["timestamp"])
+    entries = procs.log_entries(log)
+    waiting = procs.log_time(entries, procs.SYNC_WAITING)
+    done = procs.log_time(entries, procs.SYNC_DONE)
     return None if waiting is None or done is None else done - waiting
 
 
@@ -400,38 +432,68 @@ def _progress(started: float, what: str) -> None:
     print(f"[envelope {time.perf_counter() - started:7.1f} s] {what}", flush=True)
 
 
-async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tuple[list[Figure], dict[str, Any]]:
+async def run(profile: Profile, *, seed: int = 1, label: str = "custom",
+              keep: Path | None = None) -> tuple[list[Figure], dict[str, Any]]:
+    """The whole run; with ``keep``, its logs (kube-sim's audit log, each daemon's) are written there and kept."""
     planned = plan(profile)
     timeout = 300 + profile.pods * 0.05
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="envelope-") as tmp:
-        workdir = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        workdir = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="envelope-")))
+        workdir.mkdir(parents=True, exist_ok=True)
+        audit = workdir / "audit.log"
         _progress(started, f"kube-sim: {profile.nodes} nodes in {profile.zones} zones")
         sim = await procs.start_sim(workdir, profile.nodes, zones=profile.zones,
-                                    ready_timeout=120 + profile.nodes * 0.1)
+                                    ready_timeout=120 + profile.nodes * 0.1, audit_log=audit)
         daemon: procs.Proc | None = None
         try:
             config = await load_config(sim.extra["kubeconfig"])
-            async with ApiClient(config, qps=0, burst=0) as client:
+            async with ApiClient(config, qps=0, burst=0, user_agent=BENCH_AGENT) as client:
                 _progress(started, "controller-manager")
                 daemon = await procs.start_daemon(workdir, sim.extra["kubeconfig"], sim.extra["admin_token"],
-                                                  ready_timeout=timeout)
+                                                  ready_timeout=timeout, leader_elect=True,
+                                                  extra_args=profile.lease.args())
                 _progress(started, f"fill: {len(planned)} Deployments, {profile.pods} pods")
                 fill_s = await fill(client, profile, planned, timeout)
                 _progress(started, f"churn: {profile.rate:g} pods/s for {profile.minutes:g} min")
                 churn = Churn(client, planned, profile.rate, random.Random(seed))
                 sampler = Sampler(daemon, sim)
                 before = await procs.scrape(daemon)
+                offset = reaction.log_end(audit)  # every request completed from here on is logged past this point
+                watch = reaction.PodWatch(client)
+                await watch.start()
                 sampler.start()
                 await churn.run(profile.minutes * 60)
                 await sampler.stop()
+                churn_end = time.time()
                 after = await procs.scrape(daemon)
                 usage = sampler.summary()
                 p99 = queue_p99s(before, after)
                 over_1s = {name: share_over(1.0, delta) for name, delta in queue_waits(before, after).items()}
                 usage["daemon_peak_rss_mib_lifetime"] = procs.peak_rss(daemon.pid) / 2**20
-                await daemon.stop()
-                daemon = None
+                # The last triggers' answers: leaving out the slowest would bias the figure down.
+                waited = time.monotonic()
+                while time.monotonic() < waited + REACTION_GRACE:
+                    if watch.caught_up(churn.scaled, churn.job_names):
+                        break
+                    await asyncio.sleep(0.5)  # polled: the watch's task fills what caught_up reads
+                caught_up = watch.caught_up(churn.scaled, churn.job_names)
+                waited = time.monotonic() - waited
+                pods = await watch.stop()
+                await asyncio.sleep(0.5)  # kube-sim hands its audit lines to the file every 0.1 s
+                requests = reaction.read_audit(audit, offset)
+                since = reaction.window_start(requests, watch.started_at)
+                reacted = reaction.reactions(requests, churn.scaled, churn.job_names, pods, since=since,
+                                             until=churn_end)
+                attributed, _ = reaction.attribute(requests, pods, since)
+                reactions = {"pairs": {name: samples.summary() for name, samples in reacted.items()},
+                             "all": reaction.Samples.combined(reacted.values()).summary(),
+                             "pods_added": len(pods), "pod_creates_attributed": len(attributed),
+                             "watch_broken": watch.broken, "caught_up": caught_up, "waited_for_answers_s": waited}
+                _progress(started, f"fail-over: SIGKILL the leader, a standby takes over ({profile.lease})")
+                fail_over = await failover.measure(workdir, sim, daemon, client, audit, churn.probe(), profile.lease,
+                                                   timeout)
+                daemon = None  # killed
                 synced = {}
                 for mode in ("watch-list", "paged"):
                     _progress(started, f"cache sync, {mode}")
@@ -448,12 +510,18 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom") -> tupl
                "namespaces": len({p.namespace for p in planned}), "fill_s": fill_s,
                "churn": {"deployment_pods": churn.deployment_pods, "job_pods": churn.job_pods, "jobs": churn.jobs,
                          "errors": churn.errors},
-               "usage": usage, "queue_p99_s": p99, "queue_share_over_1s": over_1s, "sync": synced}
-    return figures(profile, usage, p99, over_1s, synced), details
+               "usage": usage, "queue_p99_s": p99, "queue_share_over_1s": over_1s,
+               "event_to_action": reactions, "failover": fail_over, "sync": synced}
+    return figures(profile, usage, p99, over_1s, synced, reactions, fail_over), details
+
+
+def _value(x: float | int | None) -> float:
+    return math.nan if x is None else float(x)
 
 
 def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], over_1s: dict[str, float],
-            synced: dict[str, dict[str, float]]) -> list[Figure]:
+            synced: dict[str, dict[str, float]], reactions: dict[str, Any],
+            fail_over: dict[str, Any]) -> list[Figure]:
     size = f"{profile.nodes} nodes, {profile.pods} pods, {profile.rate:g} pods/s"
     out = [
         Figure("envelope", f"daemon RSS, peak during churn ({size})", usage["daemon_rss_peak_mib"], "MiB",
@@ -474,6 +542,30 @@ def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], ov
         out.append(Figure("envelope", f"share of queue waits over 1 s, worst queue ({worst})", over_1s[worst] * 100,
                           "%", None, "", "<= 1% (p99 <= 1 s)", at_most(1.0),
                           {"per_queue_percent": {k: v * 100 for k, v in over_1s.items()}}))
+    every = reactions["all"]
+    out.append(Figure("envelope", f"event-to-action p99, every pair (kube-sim's audit log: trigger committed -> "
+                      f"the controller's write received; {every['count']} answered, {every['unanswered']} "
+                      "unanswered counted at their lower bound)", _value(every["p99_ms"]), "ms",
+                      _value(every["p50_ms"]), "p50", "<= 100 ms", at_most(100.0), reactions))
+    for name, pair in reactions["pairs"].items():
+        out.append(Figure("envelope", f"event-to-action p99, {name} ({pair['count']} answered, "
+                          f"{pair['unanswered']} unanswered)", _value(pair["p99_ms"]), "ms", _value(pair["p50_ms"]),
+                          "p50"))
+    lease = fail_over["lease"]
+    flags = (f"{lease['duration_s']:g} s lease / {lease['renew_deadline_s']:g} s renew / "
+             f"{lease['retry_period_s']:g} s retry")
+    out += [
+        Figure("envelope", f"fail-over: standby holds the Lease, from the leader's SIGKILL ({flags})",
+               _value(fail_over["lease_held_s"]), "s", lease["duration_s"], "lease duration", "", None, fail_over),
+        Figure("envelope", "fail-over: standby's informer caches synced, from the SIGKILL",
+               _value(fail_over["informers_synced_s"]), "s", _value(fail_over["informer_sync_s"]),
+               "the sync alone"),
+        Figure("envelope", f"fail-over: standby's first controller write ({fail_over['first_controller_write']}), "
+               "from the SIGKILL", _value(fail_over["first_controller_write_s"]), "s"),
+        Figure("envelope", "fail-over: a Deployment scaled just after the SIGKILL acted on (ReplicaSet written)",
+               _value(fail_over["probe_acted_s"]), "s", _value(fail_over["probe_commit_to_action_s"]),
+               "from the scale's commit"),
+    ]
     wl, paged = synced["watch-list"], synced["paged"]
     out += [
         Figure("envelope", "initial cache sync, streaming lists (WatchListClient)", wl["sync_s"], "s",
@@ -497,6 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, help="override the churn, pods/s created (and deleted)")
     parser.add_argument("--minutes", type=float, help="override the churn's duration")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep-workdir", type=Path, help="write the run's logs (the audit log included) here, kept")
     parser.add_argument("--output", help="where to write the JSON (default bench/envelope-<profile>.json)")
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
@@ -508,7 +601,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = procs.event_loop_runner()
     started = time.perf_counter()
     with runner:
-        got, details = runner.run(run(profile, seed=args.seed, label=args.profile))
+        got, details = runner.run(run(profile, seed=args.seed, label=args.profile,
+                                              keep=args.keep_workdir))
     print(table(got))
     print(f"\n(markdown)\n{markdown(got)}\n")
     output = Path(args.output or HERE / f"envelope-{args.profile}.json")

@@ -24,16 +24,11 @@ from typing import Any
 
 from bench import procs
 from bench.convergence import deployment, rolled_out
-from bench.report import Figure
+from bench.report import Figure, percentile
 from controller_manager.api.resources import DEPLOYMENTS, NAMESPACES, PODS
 
 NS = "bench"
 LOAD_NS = "bench-load"
-
-
-def _pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def run(*, samples: int = 200, load_rate: float = 1000.0, replicas: int = 20, load_pods: int = 200,
@@ -78,15 +73,15 @@ async def run(*, samples: int = 200, load_rate: float = 1000.0, replicas: int = 
                 await daemon.stop()
     ms = 1000.0
     details = {"samples": len(loaded), "load_events_per_s": load_rate, "load_achieved_per_s": achieved,
-               "loaded_ms": {"p50": _pct(loaded, 0.5) * ms, "p90": _pct(loaded, 0.9) * ms,
-                             "p99": _pct(loaded, 0.99) * ms, "max": max(loaded) * ms,
+               "loaded_ms": {"p50": percentile(loaded, 0.5) * ms, "p90": percentile(loaded, 0.9) * ms,
+                             "p99": percentile(loaded, 0.99) * ms, "max": max(loaded) * ms,
                              "mean": statistics.fmean(loaded) * ms},
-               "unloaded_ms": {"p50": _pct(quiet, 0.5) * ms, "p99": _pct(quiet, 0.99) * ms}}
+               "unloaded_ms": {"p50": percentile(quiet, 0.5) * ms, "p99": percentile(quiet, 0.99) * ms}}
     return [
-        Figure("latency", f"delete->replacement create p50 (load {load_rate:.0f} ev/s)", _pct(loaded, 0.5) * ms,
-               "ms", _pct(quiet, 0.5) * ms, "no load", "", None, details),
-        Figure("latency", f"delete->replacement create p99 (load {load_rate:.0f} ev/s)", _pct(loaded, 0.99) * ms,
-               "ms", _pct(quiet, 0.99) * ms, "no load", "< 50 ms", lambda v, _r: v < 50.0),
+        Figure("latency", f"delete->replacement create p50 (load {load_rate:.0f} ev/s)", percentile(loaded, 0.5) * ms,
+               "ms", percentile(quiet, 0.5) * ms, "no load", "", None, details),
+        Figure("latency", f"delete->replacement create p99 (load {load_rate:.0f} ev/s)", percentile(loaded, 0.99) * ms,
+               "ms", percentile(quiet, 0.99) * ms, "no load", "< 50 ms", lambda v, _r: v < 50.0),
     ]
 
 

@@ -3,7 +3,8 @@
 Guarantees:
 - ``start_sim`` runs the ``kube-sim`` console script (its own process) and returns once it printed its ready line;
   ``start_daemon`` runs the ``controller-manager`` console script against a kubeconfig with the client-side QPS
-  limit lifted and leader election off, and returns once ``/readyz`` answers 200. Both log to files in the work
+  limit lifted and leader election off (unless ``leader_elect``), and returns once ``/readyz`` answers 200 (a
+  standby answers 200 too: it runs no informers until it leads). Both log to files in the work
   directory; ``stop`` sends SIGTERM, waits, and kills only if the process hangs.
 - ``cpu_seconds(pid)`` is user+system CPU from ``/proc/<pid>/stat``; ``peak_rss(pid)`` is ``VmHWM``, which
   ``reset_peak_rss(pid)`` sets back to the current RSS (``/proc/<pid>/clear_refs``), to measure one phase's peak.
@@ -23,8 +24,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+
+from controller_manager.api.meta import parse_time
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -123,13 +127,15 @@ def print_log_tails(*processes: Proc | None, lines: int = 15) -> None:
                 print(f"--- last lines of {p.log}:\n" + "\n".join(p.log.read_text().splitlines()[-lines:]))
 
 
-async def start_sim(workdir: Path, nodes: int, *, zones: int = 1, ready_timeout: float = 120.0) -> Proc:
+async def start_sim(workdir: Path, nodes: int, *, zones: int = 1, ready_timeout: float = 120.0,
+                    audit_log: Path | None = None) -> Proc:
     kubeconfig = workdir / "kubeconfig"
     log = workdir / "kube-sim.log"
+    audit = ("--audit-log-path", str(audit_log)) if audit_log is not None else ()
     with log.open("wb") as log_file:  # the child keeps its own descriptor
         proc = await asyncio.create_subprocess_exec(
             tool("kube-sim"), "--nodes", str(nodes), "--zones", str(zones), "--port", "0",
-            "--kubeconfig", str(kubeconfig), "--log-level", "warning",
+            "--kubeconfig", str(kubeconfig), "--log-level", "warning", *audit,
             stdout=asyncio.subprocess.PIPE, stderr=log_file, start_new_session=True,
         )
     assert proc.stdout is not None
@@ -149,6 +155,32 @@ async def start_sim(workdir: Path, nodes: int, *, zones: int = 1, ready_timeout:
     return sim
 
 
+# Events of the daemon's log the benchmarks time.
+SYNC_WAITING = "waiting for informer caches to sync"
+SYNC_DONE = "informer caches synced"
+LEASE_WAITING = "waiting to acquire the lease"
+LEASE_LEADING = "became leader"
+
+
+def log_entries(log: Path) -> list[dict[str, Any]]:
+    """The JSON lines of a daemon's log (its structured events), in order; other lines skipped."""
+    out: list[dict[str, Any]] = []
+    for line in log.read_text(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict):
+                out.append(entry)
+    return out
+
+
+def log_time(entries: list[dict[str, Any]], event: str) -> float | None:
+    """When the first entry of ``event`` was logged (epoch seconds), None if it was not."""
+    for entry in entries:
+        if entry.get("event") == event:
+            return parse_time(entry.get("timestamp"))
+    return None
+
+
 def admin_token(kubeconfig: Path) -> str:
     doc = json.loads(kubeconfig.read_text())
     current = doc["current-context"]
@@ -166,12 +198,12 @@ def _insecure() -> ssl.SSLContext:
 
 async def start_daemon(workdir: Path, kubeconfig: str, token: str, *, controllers: str = "*",
                        extra_args: tuple[str, ...] = (), log_name: str = "controller-manager.log",
-                       ready_timeout: float = 60.0) -> Proc:
+                       ready_timeout: float = 60.0, leader_elect: bool = False) -> Proc:
     port = free_port()
     log = workdir / log_name
     with log.open("wb") as log_file:
         proc = await asyncio.create_subprocess_exec(
-            tool("controller-manager"), f"--kubeconfig={kubeconfig}", "--leader-elect=false",
+            tool("controller-manager"), f"--kubeconfig={kubeconfig}", f"--leader-elect={str(leader_elect).lower()}",
             "--kube-api-qps=100000", "--kube-api-burst=100000", f"--controllers={controllers}",
             f"--secure-port={port}", "--bind-address=127.0.0.1", *extra_args,
             stdout=log_file, stderr=asyncio.subprocess.STDOUT, start_new_session=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import platform
 from collections.abc import Callable, Iterable
@@ -62,6 +63,16 @@ def at_most(limit: float) -> Callable[[float, float | None], bool]:
 
 def ratio_at_least(limit: float) -> Callable[[float, float | None], bool]:
     return lambda _value, ratio: ratio is not None and ratio >= limit
+
+
+def percentile(samples: Iterable[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 < q <= 1): the smallest sample with at least ``q`` of the samples at or
+    below it, so it is always one of the samples (a p99 of fewer than 100 samples is their maximum)."""
+    ordered = sorted(samples)
+    if not ordered:
+        raise ValueError("no samples")
+    # The epsilon: q * n in floating point can land just above a whole number (0.7 * 10 is 7.000000000000001).
+    return ordered[max(0, math.ceil(q * len(ordered) - 1e-9) - 1)]
 
 
 def fmt(value: float | None, unit: str = "") -> str:

@@ -37,12 +37,12 @@ def test_quantile_interpolates_as_histogram_quantile() -> None:
     assert envelope.queue_p99s(before, after) == {"a": 0.1}  # only what was observed in between counts
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)  # ~15 CPU-seconds, but a minute of wall clock on a loaded machine
 async def test_tiny_profile_runs_end_to_end() -> None:
     figures, details = await envelope.run(envelope.PROFILES["tiny"], label="tiny")
     names = " | ".join(f.name for f in figures)
     for part in ("daemon RSS", "daemon CPU, average", "workqueue queue time p99", "initial cache sync, streaming",
-                 "kube-sim peak RSS", "kube-sim CPU"):
+                 "kube-sim peak RSS", "kube-sim CPU", "event-to-action p99, every pair", "fail-over: standby holds"):
         assert part in names
     assert all(f.value >= 0 and not math.isnan(f.value) for f in figures)
     assert details["churn"]["job_pods"] > 0
@@ -50,6 +50,18 @@ async def test_tiny_profile_runs_end_to_end() -> None:
     assert details["churn"]["errors"] == 0
     assert details["sync"]["watch-list"]["fallbacks"] == 0
     assert details["queue_p99_s"]  # queues saw work during the churn
+    # Every kind of trigger the churn makes was answered and timed from kube-sim's audit log.
+    reacted = details["event_to_action"]
+    assert reacted["pod_creates_attributed"] > 0
+    assert reacted["watch_broken"] is None
+    for pair in ("deployment-scale -> replicaset-write", "replicaset-scale-up -> pod-create",
+                 "job-create -> pod-create"):
+        assert reacted["pairs"][pair]["count"] > 0, pair
+    # The standby took the Lease from the killed leader, then synced, then wrote.
+    over = details["failover"]
+    assert over["holder_after"] != over["holder_before"]
+    assert 0 < over["lease_held_s"] <= over["informers_synced_s"] <= over["first_controller_write_s"]
+    assert over["first_controller_write_s"] <= over["probe_acted_s"]
 
 
 def test_share_over_a_bucket_bound_is_exact() -> None:
