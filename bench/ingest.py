@@ -24,11 +24,11 @@ from aiohttp import StreamReader
 
 from bench.pods import chunked, watch_lines
 from bench.report import Figure, ratio_at_least
+from controller_manager import gctuning
 from controller_manager.api.meta import controller_ref
 from controller_manager.api.resources import PODS, Resource
 from controller_manager.client.watch import Decode, WatchEvent, WatchStream
 from controller_manager.clock import RealClock
-from controller_manager.manager import gctuning
 from controller_manager.runtime.informers import SharedInformer
 from controller_manager.runtime.informers.events import Event, Updated
 from controller_manager.runtime.workqueue import WorkQueue
@@ -170,7 +170,7 @@ async def run(*, events: int = 20_000, k8s_events: int = 2_000, rounds: int = 3)
     k8s_chunks = chunked(k8s_lines)
     line_bytes = sum(len(x) for x in lines) / len(lines)
     best_ours = best_floor = best_k8s = float("inf")
-    # The daemon runs with its collector settings (manager/gctuning.py); measure all three paths under them.
+    # The daemon runs with its collector settings (controller_manager/gctuning.py); measure all three paths under them.
     saved = gc.get_threshold()
     gctuning.configure()
     try:

@@ -47,6 +47,7 @@ import structlog
 from bench.envelope import Planned, Profile, plan
 from bench.memory import rss_bytes
 from bench.walks import StoreWalks
+from controller_manager import gctuning
 from controller_manager.api.meta import format_micro_time, format_time, key_of, meta
 from controller_manager.api.resources import (
     CONTROLLERREVISIONS,
@@ -65,7 +66,6 @@ from controller_manager.api.resources import (
 from controller_manager.client.errors import NotFound
 from controller_manager.clock import RealClock
 from controller_manager.controllerutil.controller_utils import compute_hash
-from controller_manager.manager import gctuning
 from controller_manager.manager.options import Options
 from controller_manager.manager.registry import default_registry
 from controller_manager.runtime.controller import Controller, ControllerContext

@@ -35,13 +35,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
-from controller_manager import __version__
+from controller_manager import __version__, gctuning
 from controller_manager.client import ApiClient, ApiConnectionError, ApiError, ConfigError, load_config
 from controller_manager.client.wire import kube_controller_manager_user_agent
 from controller_manager.clock import Clock, RealClock
 from controller_manager.controllers.sharder import Sharder
 from controller_manager.controllerutil.sharding import ShardGate
-from controller_manager.manager import gctuning
 from controller_manager.manager.auth import DelegatingAuth
 from controller_manager.manager.certs import server_ssl_context
 from controller_manager.manager.features import WATCH_LIST_CLIENT
@@ -342,7 +341,7 @@ class Manager:
             return
         self._synced = True
         gctuning.freeze_cache()  # the synced caches are long-lived: keep them out of every later collection
-        self._spawn(tg, gctuning.collect_periodically(self.clock), "garbage-collection")
+        self._spawn(tg, gctuning.collect_periodically(self.clock, self.log), "garbage-collection")
         self.log.info("informer caches synced")
         self._start_workers(tg, self.controllers if self.shard is None else
                             [c for c in self.controllers if c.name not in SHARDED_CONTROLLERS])

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controller_manager.manager import gctuning
+from controller_manager import gctuning
 from controller_manager.manager.logging import configure_logging
 from controller_manager.manager.options import OptionsError, parse_options
 from controller_manager.manager.registry import UnknownControllersError, default_registry

@@ -8,9 +8,10 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
+from controller_manager import gctuning
 from controller_manager.clock import FakeClock
-from controller_manager.manager import gctuning
 
 
 class Node:
@@ -39,7 +40,7 @@ def collector_off() -> Iterator[None]:
 async def test_cyclic_garbage_made_after_the_freeze_is_reclaimed_on_the_next_run() -> None:
     clock = FakeClock()
     gctuning.freeze_cache()
-    task = asyncio.create_task(gctuning.collect_periodically(clock, interval=60))
+    task = asyncio.create_task(gctuning.collect_periodically(clock, structlog.get_logger("test"), interval=60))
     await asyncio.sleep(0)
     ref = cycle()
     assert ref() is not None, "nothing collects it until the run"
