@@ -177,13 +177,14 @@ class _Handlers:
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         auth_warnings: list[str] = []
         request[_AUTH_WARNINGS] = auth_warnings
+        # Read once: the handlers pick the answer's form by it, and so does the re-encoding below.
+        accept = _Accept(request.headers.get("Accept", ""))
         try:
-            resp = await self._dispatch(request)
+            resp = await self._dispatch(request, accept)
         except errors.StatusError as e:
             resp = _status_response(e)
         if auth_warnings and isinstance(resp, web.Response):
             _with_warnings(resp, auth_warnings)  # the authenticator's (a legacy auto-generated token's)
-        accept = _Accept(request.headers.get("Accept", ""))
         readable = not request.path.startswith("/openapi/")  # documents served in their own formats
         if readable and accept.protobuf and isinstance(resp, web.Response) and resp.content_type == JSON \
                 and resp.body:
@@ -196,12 +197,11 @@ class _Handlers:
             compression.maybe_gzip(resp, request.headers.get("Accept-Encoding", ""))
         return resp
 
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, accept: _Accept) -> web.StreamResponse:
         user = self.auth.authenticate(request.headers, request[_AUTH_WARNINGS])
         request[_USER] = user
         audit.note_user(user)
         info = parse(request.method, request.path, request.query)
-        accept = _Accept(request.headers.get("Accept", ""))
         if not info.is_resource:
             # A path's verb is the lowercased method (RequestInfoFactory), HEAD read as GET.
             self.auth.check_path(user, "get" if request.method == "HEAD" else request.method.lower(), request.path)
