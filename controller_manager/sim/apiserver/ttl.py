@@ -73,20 +73,11 @@ class Leases:
         if lease is not None:
             self._keys[lease].discard(key)
 
-    def cancel(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._keys.clear()
-        self._lease_of.clear()
-        self._current_expiry = float("-inf")
-
     def _lease(self, ttl: int) -> int:
         now = self._clock.monotonic()
         reuse = min(LEASE_REUSE_SECONDS, int(LEASE_REUSE_PERCENT * ttl))
         self._attached += 1
-        if (now + ttl < self._current_expiry <= now + ttl + reuse and self._attached <= LEASE_MAX_OBJECTS
-                and self._current in self._timers):
+        if now + ttl < self._current_expiry <= now + ttl + reuse and self._attached <= LEASE_MAX_OBJECTS:
             return self._current
         lease = next(self._ids)
         self._current = lease
