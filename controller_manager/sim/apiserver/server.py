@@ -57,6 +57,7 @@ from controller_manager.sim.apiserver import (
     priority,
     schema,
     service_cidrs,
+    sharing,
     ttl,
     versions,
 )
@@ -210,6 +211,7 @@ class ApiServer:
         self.webhook_point: WebhookPoint | None = None  # set by webhooks.dispatch while it runs a write
         # What componentstatuses report: name -> health probe (SimCluster answers for its own scheduler)
         self.component_probes: dict[str, component_status.Probe] = component_status.default_probes()
+        self.shared_parts = sharing.SharedParts()  # equal parts of stored objects held once
         # Events' etcd leases (--event-ttl): the Event strategy attaches each write, a lapsed lease deletes
         self.event_leases = ttl.Leases(self.clock, lambda: self.options.event_ttl, self._expire_events)
         for ns in self.options.namespaces:
@@ -311,6 +313,8 @@ class ApiServer:
             rv = current.rv
         else:
             rv = self._next_rv()
+            previous = store.get(key)
+            obj = self.shared_parts.object(obj, None if previous is None else previous.obj)
         stored = Stored(key, {**obj, "metadata": _with_resource_version(obj["metadata"], str(rv))}, rv)
         if not dry_run:
             store.put(stored)
