@@ -84,19 +84,19 @@ def breakdown(cluster: SimCluster, pods: int) -> list[tuple[str, int]]:
     rows: list[tuple[str, int]] = []
     # Every string and small int the interpreter shares (interned names, keys) is counted at first sight: walk
     # the live objects first, so the history is charged only for what it keeps alive on its own.
-    for key, store in sorted(api._stores.items(), key=lambda kv: -len(kv[1])):  # noqa: SLF001
+    for key, store in sorted(api._stores.items(), key=lambda kv: -len(kv[1])):
         if not store.objects:
             continue
         parsed = sum(deep_size(s.obj, seen) for s in store.objects.values())
         raw = sum(deep_size(s.raw, seen) for s in store.objects.values())
-        views = sum(deep_size(s._views, seen) for s in store.objects.values())  # noqa: SLF001
+        views = sum(deep_size(s._views, seen) for s in store.objects.values())
         shells = sum(deep_size(s, seen) for s in store.objects.values()) + deep_size(store.objects, seen)
         rows.append((f"{key[1]}: {len(store)} objects (parsed)", parsed))
         rows.append((f"{key[1]}: JSON bytes", raw))
         if views:
             rows.append((f"{key[1]}: cached views", views))
         rows.append((f"{key[1]}: Stored shells + index", shells))
-    for key, store in sorted(api._stores.items(), key=lambda kv: -len(kv[1].history)):  # noqa: SLF001
+    for key, store in sorted(api._stores.items(), key=lambda kv: -len(kv[1].history)):
         if store.history:
             rows.append((f"{key[1]}: watch history ({len(store.history)} changes)", deep_size(store.history, seen)))
     if cluster.scheduler is not None:

@@ -44,8 +44,8 @@ from typing import NoReturn
 import structlog
 
 from controller_manager.sim.apiserver.auth.legacy_tokens import load_public_keys
-from controller_manager.sim.apiserver.gojson import GoTypeError, parse_duration
 from controller_manager.sim.apiserver.auth.tokenfile import read_token_file
+from controller_manager.sim.apiserver.gojson import GoTypeError, parse_duration
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.faults import parse_fault_spec
 from controller_manager.sim.kubelet import KubeletConfig

@@ -52,7 +52,9 @@ class SharedParts:
                     out = dict(obj)
                 out[key] = shared
         meta = obj.get("metadata")
-        entries = meta.get("managedFields") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict):
+            return obj if out is None else out
+        entries = meta.get("managedFields")
         if entries and isinstance(entries, list) and not (
                 prev is not None and prev.get("metadata", {}).get("managedFields") is entries):
             shared_entries = self._entries(entries)
