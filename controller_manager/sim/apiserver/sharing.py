@@ -32,7 +32,7 @@ _NOT_BODY = frozenset({"apiVersion", "kind", "metadata"})
 
 
 class SharedParts:
-    def __init__(self, capacity: int = 16_384) -> None:
+    def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
         self._canonical: dict[bytes, Any] = {}
 
