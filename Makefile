@@ -90,3 +90,9 @@ SIMSCALE_NODES ?= 100,1000,5000
 SIMSCALE_PODS ?= 3000
 bench-simscale: $(STAMP)
 	$(BIN)/python -m bench.simscale --nodes $(SIMSCALE_NODES) --pods $(SIMSCALE_PODS)
+# kube-sim's memory per stored pod (bench/simmemory.py): SIMMEMORY_PODS pods created over HTTP, bound and Running in
+# an in-process kube-sim, then RSS per pod and the reachable bytes of each of its structures. Not part of `make test`.
+.PHONY: bench-simmemory
+SIMMEMORY_PODS ?= 10000
+bench-simmemory: $(STAMP)
+	$(BIN)/python -m bench.simmemory --pods $(SIMMEMORY_PODS)
