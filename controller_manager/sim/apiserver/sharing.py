@@ -8,15 +8,15 @@ about seven times its JSON size as Python dicts. Measured at 10,000 Running pods
 
 Guarantees:
 - :meth:`SharedParts.object` returns ``obj`` (or a shallow copy of it along the replaced paths: ``obj`` and its
-  parts are never mutated) in which each body value (every top-level value but metadata), down to ``DEPTH``
-  levels, and each managedFields entry's ``fieldsV1`` is replaced by an earlier stored value with the same JSON
-  encoding (same keys in the same order, same values and types), when one is remembered. The result encodes to
-  the same bytes as ``obj``.
+  parts are never mutated) in which the parts of each body value (every top-level value but metadata), down to
+  ``DEPTH`` levels below the object, and each managedFields entry's ``fieldsV1`` are replaced by earlier stored
+  values with the same JSON encoding (same keys in the same order, same values and types), where one is
+  remembered. The result encodes to the same bytes as ``obj``.
 - Values identical to the previous version's are left alone (already shared), so a status write does not look at
   the spec again.
 - At most ``capacity`` values are remembered (first in, first out: a template's parts come back with its next
-  object); the cost per write is one
-  orjson encoding of each changed value and, where it is new, of its children down to ``DEPTH``.
+  object); the cost per write is one orjson encoding of each changed part and, where it is new, of its own parts
+  down to ``DEPTH``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ class SharedParts:
                 continue
             if prev is not None and prev.get(key) is value:
                 continue
-            shared = self._share(value, DEPTH)
+            # A whole spec or status is rarely another object's (a node name, a time, a generated name differs):
+            # its parts are looked up, not it, which saves encoding it once more on every write.
+            shared = self._share_children(value, DEPTH - 1)
             if shared is not value:
                 if out is None:
                     out = dict(obj)

@@ -51,7 +51,8 @@ def test_shared_values_encode_as_the_originals() -> None:
     shared = [parts.object(o, None) for o in objects]
     for before, after in zip(objects, shared, strict=True):
         assert orjson.dumps(after) == orjson.dumps(before)
-    assert shared[3]["spec"] is shared[0]["spec"]
+    assert shared[3]["spec"]["n"] is shared[0]["spec"]["n"]
+    assert shared[3]["spec"]["m"] is shared[0]["spec"]["m"]
     assert shared[1]["spec"]["n"] is not shared[0]["spec"]["n"]
     assert shared[1]["spec"]["m"] is not shared[0]["spec"]["m"]
     assert shared[2]["spec"]["m"] is shared[0]["spec"]["m"]  # a part is shared where the whole is not
