@@ -48,7 +48,7 @@ class SharedParts:
                 continue
             # A whole spec or status is rarely another object's (a node name, a time, a generated name differs):
             # its parts are looked up, not it, which saves encoding it once more on every write.
-            shared = self._share_children(value, DEPTH - 1)
+            shared = self._share_children(value, DEPTH - 1, None if prev is None else prev.get(key))
             if shared is not value:
                 if out is None:
                     out = dict(obj)
@@ -57,20 +57,22 @@ class SharedParts:
         if not isinstance(meta, dict):
             return obj if out is None else out
         entries = meta.get("managedFields")
-        if entries and isinstance(entries, list) and not (
-                prev is not None and prev.get("metadata", {}).get("managedFields") is entries):
-            shared_entries = self._entries(entries)
+        before = None if prev is None else prev.get("metadata", {}).get("managedFields")
+        if entries and isinstance(entries, list) and before is not entries:
+            shared_entries = self._entries(entries, before if isinstance(before, list) else [])
             if shared_entries is not entries:
                 if out is None:
                     out = dict(obj)
                 out["metadata"] = {**meta, "managedFields": shared_entries}
         return obj if out is None else out
 
-    def _entries(self, entries: list[Any]) -> list[Any]:
+    def _entries(self, entries: list[Any], before: list[Any]) -> list[Any]:
         out: list[Any] | None = None
+        # The fieldsV1 of managers whose entries the write kept are the previous version's (already shared)
+        kept = {id(e.get("fieldsV1")) for e in before if isinstance(e, dict)}
         for i, entry in enumerate(entries):
             fields = entry.get("fieldsV1") if isinstance(entry, dict) else None
-            if not fields or not isinstance(fields, dict):
+            if not fields or not isinstance(fields, dict) or id(fields) in kept:
                 continue
             shared = self._share(fields, DEPTH)
             if shared is not fields:
@@ -92,11 +94,13 @@ class SharedParts:
         self._canonical[bytes(memoryview(key))] = value
         return value
 
-    def _share_children(self, value: Any, depth: int) -> Any:
+    def _share_children(self, value: Any, depth: int, prev: Any = None) -> Any:
+        """``value`` with its parts shared; parts identical to ``prev``'s (the previous version's) are left."""
         if isinstance(value, dict):
+            before = prev if isinstance(prev, dict) else {}
             out: Any = None
             for k, v in value.items():
-                if v and isinstance(v, dict | list):
+                if v and isinstance(v, dict | list) and before.get(k) is not v:
                     shared = self._share(v, depth)
                     if shared is not v:
                         if out is None:
@@ -104,9 +108,10 @@ class SharedParts:
                         out[k] = shared
             return value if out is None else out
         if isinstance(value, list):
+            earlier = prev if isinstance(prev, list) else []
             items: list[Any] | None = None
             for i, v in enumerate(value):
-                if v and isinstance(v, dict | list):
+                if v and isinstance(v, dict | list) and not (i < len(earlier) and earlier[i] is v):
                     shared = self._share(v, depth)
                     if shared is not v:
                         if items is None:
