@@ -96,3 +96,9 @@ bench-simscale: $(STAMP)
 .PHONY: bench-gc-burst
 bench-gc-burst: $(STAMP)
 	$(BIN)/python -m bench.gcburst
+# kube-sim's memory per stored pod (bench/simmemory.py): SIMMEMORY_PODS pods created over HTTP, bound and Running in
+# an in-process kube-sim, then RSS per pod and the reachable bytes of each of its structures. Not part of `make test`.
+.PHONY: bench-simmemory
+SIMMEMORY_PODS ?= 10000
+bench-simmemory: $(STAMP)
+	$(BIN)/python -m bench.simmemory --pods $(SIMMEMORY_PODS)

@@ -25,6 +25,8 @@ Guarantees:
   rule is ``level: Metadata``: one audit.k8s.io/v1 Event per request, at stage ResponseComplete.
 - ``--token-auth-file FILE`` adds static bearer tokens as kube-apiserver's flag does (CSV
   ``token,user,uid,"group1,group2"``), e.g. one user per controller-manager replica; a bad file exits 2.
+- ``--event-ttl DURATION`` (default ``1h``) is kube-apiserver's: each Event is deleted (a DELETED watch event)
+  that long after its last write, give or take the lease sharing of :mod:`apiserver.ttl`.
 - Runs on uvloop when it is importable.
 """
 
@@ -44,6 +46,7 @@ from controller_manager import gctuning
 from controller_manager.clock import RealClock
 from controller_manager.sim.apiserver.auth.legacy_tokens import load_public_keys
 from controller_manager.sim.apiserver.auth.tokenfile import read_token_file
+from controller_manager.sim.apiserver.gojson import GoTypeError, parse_duration
 from controller_manager.sim.cluster import SimCluster
 from controller_manager.sim.faults import parse_fault_spec
 from controller_manager.sim.kubelet import KubeletConfig
@@ -84,6 +87,17 @@ def _non_negative_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
     return value
+
+
+def _event_ttl(text: str) -> float:
+    """A Go duration (``1h``, ``90s``, ``0``), as kube-apiserver's --event-ttl takes it; seconds."""
+    try:
+        ns = parse_duration(text)
+    except GoTypeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if ns < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
+    return ns / 1e9
 
 
 def _webhook_service(text: str) -> tuple[str, str]:
@@ -144,6 +158,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "does with this flag and a policy whose only rule is 'level: Metadata'")
     p.add_argument("--token-auth-file", default=None, metavar="FILE",
                    help="more bearer tokens, as kube-apiserver's flag: CSV lines token,user,uid,\"group1,group2\"")
+    p.add_argument("--event-ttl", type=_event_ttl, default=3600.0, metavar="DURATION",
+                   help="how long an Event is kept after its last write (default 1h; 0: kept until deleted)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(argv)
     try:
@@ -193,6 +209,7 @@ async def serve(args: argparse.Namespace) -> None:
     cluster.api.auth.add_static_tokens(args.static_tokens)
     cluster.api.options.webhook_service_addresses.update(dict(args.webhook_service))
     cluster.api.options.service_account_admission = not args.no_service_account_admission
+    cluster.api.options.event_ttl = args.event_ttl
     if args.service_account_key_file:
         assert cluster.api.auth is not None
         cluster.api.auth.use_service_account_key_files(args.service_account_key_file)  # read by parse_args

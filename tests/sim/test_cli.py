@@ -74,6 +74,8 @@ BAD_FLAGS = [
     pytest.param(["--service-account-key-file", __file__], "does not contain any valid RSA or ECDSA public keys",
                  id="not-a-key-file"),
     pytest.param(["--token-auth-file", "/nonexistent/tokens.csv"], "--token-auth-file", id="missing-token-file"),
+    pytest.param(["--event-ttl", "1 hour"], "--event-ttl", id="event-ttl-not-a-duration"),
+    pytest.param(["--event-ttl", "-1h"], "--event-ttl", id="event-ttl-negative"),
 ]
 
 
@@ -202,6 +204,15 @@ async def test_anonymous_admin_serves_requests_without_credentials(tmp_path: Pat
             assert (await resp.json())["kind"] == "NamespaceList"
     finally:
         await _stop(proc)
+
+
+def test_event_ttl_flag_takes_a_go_duration() -> None:
+    from controller_manager.sim.main import parse_args
+
+    assert parse_args([]).event_ttl == 3600.0
+    assert parse_args(["--event-ttl", "1h30m"]).event_ttl == 5400.0
+    assert parse_args(["--event-ttl", "1.5s"]).event_ttl == 1.5
+    assert parse_args(["--event-ttl", "0"]).event_ttl == 0.0
 
 
 def test_webhook_service_flag() -> None:

@@ -21,6 +21,14 @@ def encode(obj: Any) -> bytes:
     return orjson.dumps(obj)
 
 
+def encode_kept(obj: Any) -> bytes:
+    """``obj``'s JSON in a bytes object of its own size, for bytes kept as long as a stored version lives.
+    orjson hands back its working buffer as the result, sized for the worst case: 4 KiB for a few bytes of
+    JSON, 32 KiB for 3 KB (orjson 3.13, measured with tracemalloc); kept, that is most of kube-sim's heap.
+    The copy costs a memcpy of the JSON's length."""
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
 def decode(raw: bytes | str) -> Any:
     return orjson.loads(raw)
 
@@ -37,7 +45,7 @@ class Stored:
         self.key = key
         self.obj = obj
         self.rv = rv
-        self.raw = raw if raw is not None else encode(obj)
+        self.raw = raw if raw is not None else encode_kept(obj)
         self._views: dict[str, tuple[Obj, bytes]] | None = None
 
     @property
@@ -56,7 +64,7 @@ class Stored:
         cached = self._views.get(name)
         if cached is None:
             converted = make(self.obj)
-            cached = (converted, encode(converted))
+            cached = (converted, encode_kept(converted))
             self._views[name] = cached
         return cached
 

@@ -37,6 +37,7 @@ from controller_manager.api.resources import (
     APISERVICES,
     BUILTIN,
     CONFIGMAPS,
+    EVENTS,
     FLOWSCHEMAS,
     NAMESPACES,
     PRIORITYCLASSES,
@@ -56,6 +57,8 @@ from controller_manager.sim.apiserver import (
     priority,
     schema,
     service_cidrs,
+    sharing,
+    ttl,
     versions,
 )
 from controller_manager.sim.apiserver.auth import Auth, bootstrap, legacy_tokens
@@ -98,6 +101,7 @@ def _with_resource_version(meta: Obj, rv: str) -> Obj:
 @dataclass
 class ApiServerOptions:
     watch_history_size: int = 10_000      # changes kept per resource (the watch cache's capacity)
+    event_ttl: float = 3600.0             # kube-apiserver's --event-ttl, in seconds (whole seconds count; 0: none)
     watch_buffer_size: int = 10_000       # events a watcher may fall behind before it is closed
     bookmark_interval: float = 60.0       # seconds between BOOKMARKs to watchers that allow them
     min_request_timeout: float = 1800.0   # a watch without timeoutSeconds lasts 1-2x this
@@ -207,6 +211,9 @@ class ApiServer:
         self.webhook_point: WebhookPoint | None = None  # set by webhooks.dispatch while it runs a write
         # What componentstatuses report: name -> health probe (SimCluster answers for its own scheduler)
         self.component_probes: dict[str, component_status.Probe] = component_status.default_probes()
+        self.shared_parts = sharing.SharedParts()  # equal parts of stored objects held once
+        # Events' etcd leases (--event-ttl): the Event strategy attaches each write, a lapsed lease deletes
+        self.event_leases = ttl.Leases(self.clock, lambda: self.options.event_ttl, self._expire_events)
         for ns in self.options.namespaces:
             self.create(NAMESPACES, {"metadata": {"name": ns}})
         if self.lookup(PRIORITYCLASSES.group, PRIORITYCLASSES.version, PRIORITYCLASSES.plural) is not None:
@@ -306,6 +313,8 @@ class ApiServer:
             rv = current.rv
         else:
             rv = self._next_rv()
+            previous = store.get(key)
+            obj = self.shared_parts.object(obj, None if previous is None else previous.obj)
         stored = Stored(key, {**obj, "metadata": _with_resource_version(obj["metadata"], str(rv))}, rv)
         if not dry_run:
             store.put(stored)
@@ -339,6 +348,19 @@ class ApiServer:
         removed = store.remove(key, self._next_rv()).new
         strategy_for(store.resource).after_remove(self, store.resource, removed.obj)
         return removed
+
+    def _expire_events(self, keys: list[str]) -> None:
+        """An Event lease's expiry: etcd deletes its keys in one transaction, so all at one resourceVersion."""
+        store = self._stores.get(strategy_for(EVENTS).store_key(EVENTS))
+        if store is None:
+            return
+        present = [key for key in keys if key in store.objects]
+        if not present:
+            return
+        rv = self._next_rv()
+        for key in present:
+            removed = store.remove(key, rv).new
+            strategy_for(store.resource).after_remove(self, store.resource, removed.obj)
 
     # --- admission ----------------------------------------------------------------------------------
 

@@ -225,6 +225,8 @@ def _created_fields(res: Resource, new: Obj) -> Set:
     if owned is not None:
         _created.move_to_end(key)
         return owned
+    # A kept key gets bytes of its own size (orjson's result holds its worst-case buffer: objects.encode_kept).
+    key = (*key[:3], bytes(memoryview(key[3])))
     cmp = typed.compare(empty_object(res.api_version, res.kind), codec.normalize(res, new), kind_atom(res))
     owned = cmp.excluding(ignored_fields(res, "")).changed().difference(updater.STRIPPED)
     _created[key] = owned

@@ -285,6 +285,13 @@ class EventStrategy(Strategy):
     def store_key(self, res: Resource) -> tuple[str, str]:
         return ("", "events")  # shared with events.k8s.io, as upstream stores both in core/v1 form
 
+    # The registry's TTLFunc: every create and update gets a lease of --event-ttl (:mod:`..ttl`).
+    def after_write(self, api: ApiServer, res: Resource, obj: Obj) -> None:
+        api.event_leases.attach(api.key(res, obj["metadata"].get("namespace"), obj["metadata"]["name"]))
+
+    def after_remove(self, api: ApiServer, res: Resource, obj: Obj) -> None:
+        api.event_leases.detach(api.key(res, obj["metadata"].get("namespace"), obj["metadata"]["name"]))
+
 
 class EndpointsStrategy(Strategy):
     kind = "Endpoints"

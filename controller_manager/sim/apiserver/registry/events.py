@@ -4,12 +4,17 @@ Event's strategy; it is shown converted back (see :mod:`controller_manager.sim.a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from controller_manager.api.resources import EVENTS, Resource
 from controller_manager.sim.apiserver import events
 from controller_manager.sim.apiserver.objects import Obj
 from controller_manager.sim.apiserver.registry.base import Strategy, Write
 from controller_manager.sim.apiserver.registry.core import EVENT
 from controller_manager.sim.apiserver.watch import View
+
+if TYPE_CHECKING:
+    from controller_manager.sim.apiserver.server import ApiServer
 
 
 class EventStrategy(Strategy):
@@ -33,6 +38,12 @@ class EventStrategy(Strategy):
     def update_steps(self, w: Write, obj: Obj, old: Obj) -> Obj:
         self.check(w, obj, events.to_v1(old))
         return EVENT.prepare_for_update(w.on(EVENTS), events.to_core(obj), old)
+
+    def after_write(self, api: ApiServer, res: Resource, obj: Obj) -> None:
+        EVENT.after_write(api, EVENTS, obj)
+
+    def after_remove(self, api: ApiServer, res: Resource, obj: Obj) -> None:
+        EVENT.after_remove(api, EVENTS, obj)
 
 
 STRATEGIES: tuple[Strategy, ...] = (EventStrategy(),)
