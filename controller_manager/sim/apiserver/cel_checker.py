@@ -38,12 +38,13 @@ import contextlib
 import datetime
 import itertools
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import lark
+
+from controller_manager.sim.apiserver.recursion import room_for_depth
 
 __all__ = ["CheckError", "Environment", "Type", "check", "issues_text", "parse_type", "room_for"]
 
@@ -1138,21 +1139,9 @@ def recursion_depth(tree: Any) -> tuple[int, int]:
     return deepest, height
 
 
-@contextlib.contextmanager
-def room_for(tree: Any, height: int | None = None) -> Iterator[None]:
-    """Frames for walking ``tree`` recursively (a few per level of its ``height``, measured when not given);
-    Python 3.11 frames live off the C stack."""
-    if height is None:
-        height = recursion_depth(tree)[1]
-    limit, needed = sys.getrecursionlimit(), height * 4 + 1000
-    if needed <= limit:
-        yield
-        return
-    sys.setrecursionlimit(needed)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(limit)
+def room_for(tree: Any, height: int | None = None) -> contextlib.AbstractContextManager[None]:
+    """Frames for walking ``tree`` recursively (its ``height`` measured when not given)."""
+    return room_for_depth(recursion_depth(tree)[1] if height is None else height, margin=1000)
 
 
 def check(tree: Any, text: str, env: Environment) -> Type:

@@ -13,6 +13,8 @@ Guarantees:
   attach moves the key to the current lease, so only its last write's lease expires it.
 - Cost: one timer per lease (not per object, and no periodic scan); a lease's expiry touches only its keys.
 - A TTL under one second is none (kube-apiserver passes the TTL in whole seconds; 0 attaches no lease).
+- The API server driven synchronously, with no event loop running (tests and tools building objects in
+  process), has no timers: what it writes then does not expire. kube-sim itself always runs in a loop.
 """
 
 from __future__ import annotations
@@ -84,7 +86,10 @@ class Leases:
         self._current_expiry = now + ttl + reuse
         self._attached = 1
         self._keys[lease] = set()
-        self._timers[lease] = self._clock.call_later(ttl + reuse, lambda: self._lapse(lease))
+        try:
+            self._timers[lease] = self._clock.call_later(ttl + reuse, lambda: self._lapse(lease))
+        except RuntimeError:  # no running event loop: nothing could ever run the expiry (see Guarantees)
+            pass
         return lease
 
     def _lapse(self, lease: int) -> None:

@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import math
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from controller_manager.sim.apiserver import yamlemit
+from controller_manager.sim.apiserver.recursion import room_for_depth
 from controller_manager.sim.apiserver.yamlresolve import (
     BINARY,
     MERGE,
@@ -337,20 +335,6 @@ class _JSONConverter:
         raise YAMLError(f"unsupported map key of type: {kind}, key: {shown}, value: {_go_syntax(value)}")
 
 
-@contextlib.contextmanager
-def _recursion_for(depth: int) -> Iterator[None]:
-    """Room for walking ``depth`` levels (a few frames each); Python 3.11 frames live off the C stack."""
-    limit, needed = sys.getrecursionlimit(), depth * 4 + 500
-    if needed <= limit:
-        yield
-        return
-    sys.setrecursionlimit(needed)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(limit)
-
-
 def _decode(raw: bytes | str) -> tuple[Any, list[str]]:
     root, depth = _compose(raw)
     if root is None:
@@ -358,7 +342,7 @@ def _decode(raw: bytes | str) -> tuple[Any, list[str]]:
     decoder = _Decoder()
     decoder.decoded = 1  # go-yaml counts the document node too
     converter = _JSONConverter()
-    with _recursion_for(depth):
+    with room_for_depth(depth):
         result = converter.value(decoder.unmarshal(root))
     if converter.unsupported:
         raise YAMLError(converter.unsupported)
