@@ -106,13 +106,16 @@ class _FencedBody(aiohttp.payload.BytesPayload):
             raise self.refused
 
     async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        self._check()
         # The writer is this request's own (aiohttp makes one per request), so its two transport-facing calls can
-        # be shadowed on the instance for good.
+        # be shadowed on the instance for good; a writer without them (another aiohttp) is checked once, here.
+        fenced = False
         for name in ("_write", "_writelines"):
             hand_over = getattr(writer, name, None)
             if hand_over is not None:
                 setattr(writer, name, self._fenced(hand_over))
+                fenced = True
+        if not fenced:
+            self._check()
         await super().write_with_length(writer, content_length)
 
     def _fenced(self, hand_over: Callable[[Any], None]) -> Callable[[Any], None]:
