@@ -18,7 +18,14 @@ and caps what more replicas can add), and per replica:
 - the Deployments it owned.
 Size the workload so the caches dominate the idle baseline (several thousand pods), or RSS says little.
 
-``python -m bench.sharding [--deployments 200 --replicas 10 --counts off,1,2,3 --no-rollout --output report.json]``
+Throughput: kube-sim is one Python process; on its core it caps this workload at about a hundred pods a second,
+while one unlimited replica needs well under a core for that. Replicas with the machine to themselves therefore
+measure kube-sim, not sharding. ``--replica-cpu CORES`` runs each replica under a CPU limit (a cgroup quota, as a
+pod's ``limits.cpu``; :mod:`bench.cpulimit`), small enough that N replicas' work stays under kube-sim's cap: then
+pods/s measures what N replicas can do, and each replica's ``throttled_share`` shows the limit was what bound it.
+
+``python -m bench.sharding [--deployments 200 --replicas 10 --counts off,1,2,3 --no-rollout --replica-cpu 0.15
+--output report.json]``
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from typing import Any
 import aiohttp
 
 from bench import procs
+from bench.cpulimit import CpuLimit
 from controller_manager.api.resources import DEPLOYMENTS, LEASES, PODS, SERVICEACCOUNTS
 from controller_manager.client import ApiClient, ApiError, load_config
 
@@ -63,19 +71,22 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float, what: s
         await asyncio.sleep(0.5)  # each look lists every Deployment: at thousands of pods, a load on kube-sim
 
 
-async def start_replica(workdir: Path, index: int, kubeconfig: str, token: str, *, sharding: bool = True
-                        ) -> procs.Proc:
+async def start_replica(workdir: Path, index: int, kubeconfig: str, token: str, *, sharding: bool = True,
+                        limit: CpuLimit | None = None, leader_share: float | None = None) -> procs.Proc:
     port = procs.free_port()
     log = workdir / f"replica-{index}.log"
     with log.open("wb") as sink:
         proc = await asyncio.create_subprocess_exec(
             procs.tool("controller-manager"), f"--kubeconfig={kubeconfig}", f"--sharding={str(sharding).lower()}",
+            *([f"--sharding-leader-share={leader_share}"] if sharding and leader_share is not None else []),
             # Upstream's lease timings: shorter ones make a replica on a saturated machine miss its renew deadline
             # (fenced, or exiting on a lost shard Lease) in the middle of the workload.
             "--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s",
             "--kube-api-qps=100000", "--kube-api-burst=100000", f"--secure-port={port}", "--bind-address=127.0.0.1",
             stdout=sink, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     replica = procs.Proc(f"replica-{index}", proc, log, url=f"https://127.0.0.1:{port}")
+    if limit is not None:
+        limit.add(proc.pid)  # before its imports: the whole life of the replica runs under the limit
     replica.extra["token"] = token
     return replica
 
@@ -138,17 +149,21 @@ async def idle_rss(replica: procs.Proc, samples: int = 5) -> int:
 
 
 async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sharding: bool = True,
-                  rollout: bool = True) -> dict[str, Any]:
-    """One run: ``count`` replicas with ``--sharding=true``, or (``sharding`` False) one replica without it."""
+                  rollout: bool = True, replica_cpu: float | None = None, leader_share: float | None = None
+                  ) -> dict[str, Any]:
+    """One run: ``count`` replicas with ``--sharding=true``, or (``sharding`` False) one replica without it;
+    with ``replica_cpu``, each replica limited to that many cores (:mod:`bench.cpulimit`), kube-sim not."""
     with tempfile.TemporaryDirectory(prefix=f"bench-sharding-{count}-") as tmp:
         workdir = Path(tmp)
+        limits = [CpuLimit(f"replica-{i}", replica_cpu) for i in range(count)] if replica_cpu else []
         sim = await procs.start_sim(workdir, nodes)
         members: list[procs.Proc] = []
         try:
             config = await load_config(kubeconfig=sim.extra["kubeconfig"])
             async with ApiClient(config, qps=0) as client:
                 members = list(await asyncio.gather(*(
-                    start_replica(workdir, i, sim.extra["kubeconfig"], sim.extra["admin_token"], sharding=sharding)
+                    start_replica(workdir, i, sim.extra["kubeconfig"], sim.extra["admin_token"], sharding=sharding,
+                                  limit=limits[i] if limits else None, leader_share=leader_share)
                     for i in range(count))))
 
                 async def all_in_ring() -> bool:
@@ -173,6 +188,7 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
                 await asyncio.sleep(2.0)  # the sharder has seen every member: no move during the workload
                 idle = {m.name: await idle_rss(m) for m in members}
                 cpu0 = {m.name: m.cpu() for m in members}
+                throttled0 = [limit.throttled_seconds() for limit in limits]
                 sim_cpu0 = sim.cpu()
                 syncs0 = {m.name: syncs_by_controller(await procs.scrape(m)) for m in members}
                 total = deployments * replicas
@@ -221,7 +237,7 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
                     owners[shard] = owners.get(shard, 0) + 1
                 elapsed = create_s + rollout_s
                 per_replica = []
-                for m in members:
+                for index, m in enumerate(members):
                     metrics = await procs.scrape(m)
                     before = syncs0[m.name]
                     by_controller = {c: n - before.get(c, 0) for c, n in syncs_by_controller(metrics).items()}
@@ -236,6 +252,9 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
                         "member": member,
                         "deployments_owned": owners.get(member, 0),
                         "cpu_seconds": round(m.cpu() - cpu0[m.name], 2),
+                        # the share of the workload's time the kernel held this replica back for its limit
+                        "throttled_share": round((limits[index].throttled_seconds() - throttled0[index]) / elapsed,
+                                                 2) if limits else None,
                         "idle_rss_mib": round(idle[m.name] / 2**20, 1),
                         "rss_mib": round(now / 2**20, 1),
                         "workload_rss_mib": round((now - idle[m.name]) / 2**20, 1),
@@ -245,6 +264,7 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
                     })
                 return {
                     "replicas": count, "sharding": sharding, "pods": total, "nodes": nodes,
+                    "replica_cpu_limit": replica_cpu, "leader_share": leader_share if sharding else None,
                     "load_average_1m": round(os.getloadavg()[0], 1),  # the machine's, as the run ends
                     "create_seconds": round(create_s, 2), "create_pods_per_s": round(total / create_s, 1),
                     "rollout_seconds": round(rollout_s, 2),
@@ -257,6 +277,8 @@ async def run_one(count: int, deployments: int, replicas: int, nodes: int, *, sh
             for m in members:
                 await m.stop()
             await sim.stop()
+            for limit in limits:
+                limit.close()
 
 
 SHARDED_CONTROLLERS = ("deployment-controller", "replicaset-controller", "statefulset-controller",
@@ -296,7 +318,9 @@ def print_tables(results: list[dict[str, Any]]) -> None:
             print(f"| {_run_name(r)} | {'leader' if x['leader'] else 'member'} | {x['deployments_owned']} | "
                   f"{sharded:,} / {x['syncs'] - sharded:,} | "
                   f"{pods_cached(x, selected=True):,} / {pods_cached(x, selected=False):,} / {pods_held(x):,} | "
-                  f"{x['idle_rss_mib']} / {x['rss_mib']} / {x['workload_rss_mib']} | {x['cpu_seconds']} |")
+                  f"{x['idle_rss_mib']} / {x['rss_mib']} / {x['workload_rss_mib']} | {x['cpu_seconds']}"
+                  + (f" ({x['throttled_share']:.0%} throttled)" if x.get("throttled_share") is not None else "")
+                  + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -309,6 +333,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="replica counts to run, in order; 'off' is one replica without --sharding (the baseline)")
     p.add_argument("--no-rollout", dest="rollout", action="store_false",
                    help="create the Deployments only (a large size in less time: memory and syncs of the creation)")
+    p.add_argument("--replica-cpu", type=float, default=None, metavar="CORES",
+                   help="limit each replica to this many cores (a cgroup CPU quota, as a pod's CPU limit; needs "
+                        "root), so the replicas and not kube-sim's one process bound the throughput")
+    p.add_argument("--leader-share", type=float, default=None, metavar="SHARE",
+                   help="--sharding-leader-share for the replicas (default: theirs, 1)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     # A pod kube-sim cannot place stays Pending and its rollout never completes.
@@ -318,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         sharding = spec.strip() != "off"
         count = int(spec) if sharding else 1
         result = asyncio.run(run_one(count, args.deployments, args.replicas, nodes, sharding=sharding,
-                                     rollout=args.rollout))
+                                     rollout=args.rollout, replica_cpu=args.replica_cpu,
+                                     leader_share=args.leader_share))
         results.append(result)
         print(json.dumps(result), flush=True)
         if args.output:  # after every run: a later run that fails leaves the earlier ones
