@@ -399,7 +399,8 @@ class Manager:
         assert self.factory is not None
         elector = self.campaign.elector if self.campaign is not None else None
         ctx = ControllerContext(client=self.client, informers=self.factory, clock=self.clock, events=events,
-                                options={**options, "sharding_ring_name": self.shard.ring if self.shard else ""},
+                                options={**options, "sharding_ring_name": self.shard.ring if self.shard else "",
+                                         "sharding_member": self.shard.member if self.shard else ""},
                                 logger=get_logger("controller", controller=Sharder.name),
                                 intake=elector.wait_for_intake if elector is not None else None)
         sharder = Sharder(ctx)

@@ -148,6 +148,7 @@ class Options:
     sharding: bool = False
     sharding_ring_name: str = ""
     sharding_sharder_workers: int = 5
+    sharding_leader_share: float = 1.0
     # secure serving and delegated auth
     secure_port: int = 10257
     bind_address: str = "0.0.0.0"
@@ -321,6 +322,10 @@ _GROUPS: tuple[tuple[str, tuple[_Flag, ...]], ...] = (
               "Lease's name."),
         _flag("sharding-sharder-workers", _INT, "5",
               'Workers of the sharder (on the leader), which labels and moves objects between shards.'),
+        _flag("sharding-leader-share", _FLOAT, "1",
+              "The leader's share of the workload objects, relative to another member's (the leader also runs "
+              'every cluster-wide controller): 1 an equal share, 0.5 half of one, 0 none while another member is '
+              'live. Between 0 and 1.'),
     )),
     ("Secure serving flags", (
         _flag("secure-port", _INT, "10257",
@@ -614,6 +619,8 @@ def validate(options: Options) -> list[str]:
         errors.append("--sharding requires --leader-elect")
     if options.sharding_sharder_workers < 1:
         errors.append("--sharding-sharder-workers must be at least 1")
+    if not 0 <= options.sharding_leader_share <= 1:
+        errors.append(f"--sharding-leader-share {options.sharding_leader_share} must be between 0 and 1")
     if not 0 <= options.secure_port <= 65535:
         errors.append(f"--secure-port {options.secure_port} must be between 0 and 65535, inclusive. 0 for turning "
                       "off secure port")

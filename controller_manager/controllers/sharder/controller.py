@@ -11,10 +11,12 @@ Guarantees:
   (an update carrying the resourceVersion it judged, so a renewal that raced it wins and the member stays),
   after which the member can never renew it (it exits) and has been refusing writes since its renew deadline.
   Only then, or for a Lease released on a clean stop, is the member dead and are its objects moved.
-- Assignment: a root's shard is ``HashRing(live).owner("<namespace>/<name>")``. A root without a shard, or
-  whose shard is dead, is assigned at once. A root whose shard is live but no longer its owner in the ring is
-  marked with the drain label; its member acknowledges by removing both labels (after its syncs of the root
-  stopped and its expectations were forgotten); the root is then unassigned and assigned like a new one.
+- Assignment: a root's shard is ``HashRing(live).owner("<namespace>/<name>")``, the leader's own member weighted
+  by ``--sharding-leader-share`` while another member is live (it also runs every cluster-wide controller).
+  A root without a shard, or whose shard is dead, is assigned at once. A root whose shard is live but no
+  longer its owner in the ring is marked with the drain label; its member acknowledges by removing both labels
+  (after its syncs of the root stopped and its expectations were forgotten); the root is then unassigned and
+  assigned like a new one.
 - Assigning relabels the root's dependents first, deepest first, then the root, with the hand-over annotation
   naming the last dependent resourceVersion per kind: the new member syncs nothing of the root before its
   informers have caught up to them. A root that had a member (dead, or it acknowledged a drain and named
@@ -90,6 +92,8 @@ class Sharder(Controller):
         self.drain = drain_label(self.ring_name)
         self.tracker = MembershipTracker(self.ring_name)
         self.ring = HashRing(())
+        self.member = str(options.get("sharding_member") or "")  # this replica's own shard (the leader's)
+        self.leader_share = float(options.get("sharding_leader_share", 1.0))
         self.leases = ctx.informers.informer(LEASES)
         self.leases.add_handler(self._on_lease)
         self.roots = {res.plural: ctx.informers.informer(res, metadata_only=True) for res in ROOT_KINDS}
@@ -146,7 +150,7 @@ class Sharder(Controller):
         if live != self.ring.members:
             self.log.info("shard ring changed", ring=self.ring_name, members=sorted(live),
                           joined=sorted(live - self.ring.members), left=sorted(self.ring.members - live))
-            self.ring = HashRing(live)
+            self.ring = HashRing(live, weights=self._weights(live))
             for plural, informer in self.roots.items():
                 for obj_key in list(informer.store.keys()):
                     self.queue.add(f"{plural}|{obj_key}")
@@ -156,6 +160,12 @@ class Sharder(Controller):
         waits = [w for w in (self.tracker.next_change(self.ctx.clock.monotonic()), await self._collect_dead())
                  if w is not None]
         return Result(requeue_after=min(waits) + 0.05) if waits else None
+
+    def _weights(self, live: frozenset[str]) -> dict[str, float]:
+        """The leader's member lighter by ``--sharding-leader-share``; alone, it must own everything."""
+        if self.leader_share == 1.0 or self.member not in live or len(live) < 2:
+            return {}
+        return {self.member: self.leader_share}
 
     async def _collect_dead(self) -> float | None:
         """Delete the Leases of members dead for long enough; seconds until the next one is due, if any."""

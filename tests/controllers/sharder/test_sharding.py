@@ -128,7 +128,7 @@ class Cluster:
         self.cluster_wide: SharedInformerFactory | None = None
         self._tasks: list[asyncio.Task[Any]] = []
 
-    async def start_sharder(self, *, as_leader: bool = False) -> None:
+    async def start_sharder(self, *, as_leader: bool = False, **options: Any) -> None:
         factory = SharedInformerFactory(self.h.client, self.h.clock)
         if as_leader:
             # As in the manager, the leader's other controllers (disruption, GC, pod GC, ...) watch these whole
@@ -138,7 +138,7 @@ class Cluster:
         self.cluster_wide = factory
         events = EventBroadcaster(self.h.client, self.h.clock)
         self.sharder = Sharder(ControllerContext(client=self.h.client, informers=factory, clock=self.h.clock,
-                                                 events=events, options=OPTIONS))
+                                                 events=events, options={**OPTIONS, **options}))
         self._tasks.append(asyncio.create_task(factory.run(), name="sharder:informers"))
         assert await factory.wait_for_cache_sync(timeout=15)
         self._tasks.append(asyncio.create_task(run_controller(self.sharder, 2), name="sharder"))
@@ -279,6 +279,22 @@ async def test_work_spreads_a_joiner_gets_roots_by_draining_and_no_pod_is_duplic
     await check_one_copy(cluster, leader)  # what was drained away from it left its views
     await asyncio.sleep(0.3)  # the audit log's flush interval
     assert cluster.pod_writes() == (sum(replicas.values()), 0)
+
+
+async def test_the_leader_takes_its_share_of_the_roots_and_none_at_share_zero(cluster: Cluster) -> None:
+    h = cluster.h
+    for name in ("m1", "m2", "m3"):
+        await cluster.add(name)
+    # m2 leads; with --sharding-leader-share=0 its sharder gives it nothing while the others are live
+    await cluster.start_sharder(as_leader=True, sharding_member="m2", sharding_leader_share=0.0)
+    replicas = {f"lite-{i}": 1 for i in range(9)}
+    for name, n in replicas.items():
+        await h.client.create(DEPLOYMENTS, deployment(name, n), "default")
+    await wait_for(lambda: cluster.converged(replicas), timeout=30, what="every Deployment available")
+    owners = {ls.get(LABEL) for ls in (await cluster.owners()).values()}
+    assert owners == {"m1", "m3"}
+    assert cluster.sharder is not None
+    assert "weights={'m2': 0.0}" in repr(cluster.sharder.ring)
 
 
 async def test_a_crashed_member_is_fenced_and_its_roots_move_at_once(cluster: Cluster) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +79,40 @@ def test_shares_are_balanced_within_a_bound(n: int, seed: int) -> None:
     assert len(counts) == n
     assert max(counts.values()) <= fair * 1.45, counts
     assert min(counts.values()) >= fair * 0.6, counts
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(min_value=2, max_value=5), seed=st.integers(min_value=0, max_value=10_000),
+       weight=st.sampled_from([0.25, 0.5, 0.75]))
+def test_a_weighted_member_owns_about_its_weight_of_a_share(n: int, seed: int, weight: float) -> None:
+    members = [f"host-{seed}-{i}" for i in range(n)]
+    light = members[0]
+    ring = HashRing(members, weights={light: weight})
+    owned = sum(ring.owner(k) == light for k in KEYS) / len(KEYS)
+    expected = weight / (weight + n - 1)
+    assert expected * 0.5 <= owned <= expected * 1.6, (owned, expected)
+
+
+@settings(max_examples=15, deadline=None)
+@given(members=member_sets.filter(lambda s: len(s) >= 2), data=st.data())
+def test_lightening_a_member_moves_only_its_keys_to_the_others(members: set[str], data: st.DataObject) -> None:
+    light = data.draw(st.sampled_from(sorted(members)))
+    equal = HashRing(members)
+    weighted = HashRing(members, weights={light: 0.5})
+    for key in KEYS[:800]:
+        if equal.owner(key) != light:
+            assert weighted.owner(key) == equal.owner(key)  # its remaining tokens are a subset of its old ones
+
+
+def test_a_member_of_weight_zero_owns_nothing_unless_it_is_alone() -> None:
+    ring = HashRing(["leader", "m1", "m2"], weights={"leader": 0.0})
+    assert ring.members == {"leader", "m1", "m2"}
+    assert {ring.owner(k) for k in KEYS} == {"m1", "m2"}
+    alone = HashRing(["leader"], weights={"leader": 0.0})
+    assert {alone.owner(k) for k in KEYS[:50]} == {"leader"}
+    assert "weights={'leader': 0.0}" in repr(ring)
+
+
+def test_negative_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        HashRing(["a"], weights={"a": -1.0})
