@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["syntax_issues"]
+__all__ = ["blank_marks", "optional_marks", "syntax_issues"]
 
 OPERAND_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
                  "BYTES, IDENTIFIER}")
@@ -101,3 +101,23 @@ def syntax_issues(text: str, stops_at: Callable[[str], int | None]) -> list[tupl
         return None
     how = "extraneous" if index == len(tokens) - 1 else "mismatched"
     return [*errors, (extra.start, f"Syntax error: {how} input '{extra.text}' expecting <EOF>")]
+
+
+# The tokens after which a "?" is optional syntax (``x.?f``, ``x[?i]``, ``[?e]``, ``{?k: v}``), never the
+# conditional operator (which follows a whole operand).
+_BEFORE_OPTIONAL = frozenset({".", "[", "{", ","})
+
+
+def optional_marks(text: str) -> frozenset[int]:
+    """The offsets of the "?" that mark optional selections, indexes and literal entries (cel-go's optional
+    syntax, which cel-python's grammar lacks: the caller blanks them out before parsing)."""
+    tokens, _ = _lex(text)
+    return frozenset(token.start for previous, token in zip(tokens, tokens[1:], strict=False)
+                     if token.text == "?" and previous.text in _BEFORE_OPTIONAL)
+
+
+def blank_marks(text: str, marks: frozenset[int]) -> str:
+    """``text`` with the optional-syntax marks replaced by blanks (every other offset kept)."""
+    if not marks:
+        return text
+    return "".join(" " if i in marks else char for i, char in enumerate(text))

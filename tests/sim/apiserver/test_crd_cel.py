@@ -224,7 +224,7 @@ async def test_unchanged_values_are_ratcheted_on_update(client: Client) -> None:
 
 
 LIBRARY_RULES = [
-    "self.ts < timestamp('2030-01-01T00:00:00Z')", "self.d > duration('1s')", "self.r > 1 && self.r == 2",
+    "self.ts < timestamp('2030-01-01T00:00:00Z')", "self.d > duration('1s')", "self.r > 1 && self.r == 2.0",
     "self.l.sum() == 6 && self.l.max() == 3 && self.l.min() == 1", "self.m.all(k, k.startsWith('a'))",
     "self.l.exists_one(x, x == 2)", "self.s.find('[0-9]+') == '123'", "self.s.findAll('[a-z]').size() == 3",
     "self.s.replace('a', 'b') == 'bbc123'", "'%d-%s'.format([1, 'x']) == '1-x'", "self.s.charAt(0) == 'a'",
@@ -249,4 +249,4 @@ async def test_the_kubernetes_cel_library(client: Client) -> None:
     code, status = await client.post(CRONTABS, crontab("b", **{**good, "l": [3, 2, 1], "d": "500ms", "r": 2.5}))
     assert code == 422, status
     assert _messages(status) == [f"spec: Invalid value: failed rule: {rule}" for rule in (
-        "self.d > duration('1s')", "self.r > 1 && self.r == 2", "self.l.isSorted()", "string(self.r) == '2'")]
+        "self.d > duration('1s')", "self.r > 1 && self.r == 2.0", "self.l.isSorted()", "string(self.r) == '2'")]

@@ -42,6 +42,7 @@ field selection (``self.?x``); cel-go's exact syntax-error texts (the wording is
 
 from __future__ import annotations
 
+import base64
 import functools
 import math
 import re
@@ -61,8 +62,9 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from controller_manager.api import quantity as k8s_quantity
-from controller_manager.sim.apiserver import cel_checker, cel_syntax
+from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
+from controller_manager.sim.apiserver.crd import cel_optional, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -71,16 +73,6 @@ Obj = dict[str, Any]
 
 SELF, OLD_SELF = "self", "oldSelf"
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
-# Names a rule may use as values: the variables, and CEL's type names (``type(x) == string``).
-_TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type",
-                         "google"})
-# Methods of CEL's own (strings, timestamps) beyond the library's.
-_KNOWN_METHODS = frozenset({"contains", "startsWith", "endsWith", "matches", "size", "getDate", "getDayOfMonth",
-                            "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours", "getMilliseconds",
-                            "getMinutes", "getMonth", "getSeconds"})
-_GLOBAL_FUNCTIONS = frozenset({"size", "has", "int", "uint", "double", "string", "bytes", "bool", "type", "dyn",
-                               "duration", "timestamp", "matches", "url", "isURL", "quantity", "isQuantity"})
 _INPUT = "<input>"
 
 
@@ -111,14 +103,6 @@ class Quantity:
     value: Decimal
 
 
-@dataclass(frozen=True)
-class Optional:
-    """``oldSelf`` of an ``optionalOldSelf`` rule: ``optional.none()`` on create, ``optional.of(old)`` else."""
-
-    value: Any = None
-    present: bool = False
-
-
 def _obj(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
@@ -135,7 +119,14 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
     if isinstance(value, dict):
         props = _obj(schema.get("properties"))
         extra = _schema_or_none(schema.get("additionalProperties"))
-        return celtypes.MapType({celtypes.StringType(k): to_cel(v, props.get(k, extra)) for k, v in value.items()})
+        if extra is not None:  # a map: its keys as they are
+            return celtypes.MapType({celtypes.StringType(k): to_cel(v, extra) for k, v in value.items()})
+        fields = {}
+        for k, v in value.items():  # an object: its fields as CEL names them (escaped)
+            name = cel_types.escape(k)
+            if name is not None:
+                fields[celtypes.StringType(name)] = to_cel(v, _schema_or_none(props.get(k)))
+        return celtypes.MapType(fields)
     if isinstance(value, list):
         items = _schema_or_none(schema.get("items"))
         return celtypes.ListType([to_cel(v, items) for v in value])
@@ -147,10 +138,15 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
         return celtypes.IntType(value)
     if isinstance(value, str):
         fmt = schema.get("format") if schema.get("type") == "string" else None
-        if fmt == "date-time":
+        if fmt in ("date-time", "date"):
             try:
-                return celtypes.TimestampType(value)
+                return celtypes.TimestampType(value if fmt == "date-time" else f"{value}T00:00:00Z")
             except (ValueError, TypeError):
+                pass
+        elif fmt == "byte":
+            try:
+                return celtypes.BytesType(base64.b64decode(value, validate=True))
+            except ValueError:
                 pass
         elif fmt == "duration":
             try:
@@ -159,16 +155,6 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
                 pass
         return celtypes.StringType(value)
     return celpy_adapter.json_to_cel(value)
-
-
-def _root_schema(schema: Obj) -> Obj:
-    """The root of a resource's schema as CEL types it: apiVersion, kind and metadata's name/generateName."""
-    props = dict(schema.get("properties") or {})
-    props.setdefault("apiVersion", {"type": "string"})
-    props.setdefault("kind", {"type": "string"})
-    props["metadata"] = {"type": "object", "properties": {"name": {"type": "string"},
-                                                          "generateName": {"type": "string"}}}
-    return {**schema, "properties": props}
 
 
 def _root_value(obj: Obj) -> Obj:
@@ -401,21 +387,32 @@ def _to_string(value: Any) -> str:
     return str(value)
 
 
-@functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+class _RegexError(ValueError):
+    """A pattern RE2 refuses, in the words cel-go reports it with at run time."""
 
 
 def _find(text: Any, pattern: Any) -> Any:
-    m = _regex(_string(pattern)).search(_string(text))
-    return celtypes.StringType(m.group(0) if m else "")
+    try:
+        found = cel_regex.search(_string(pattern), _string(text))
+    except cel_regex.PatternError as e:
+        raise _RegexError(f"Illegal regex: {e}") from None
+    return celtypes.StringType(found or "")
 
 
 def _find_all(text: Any, pattern: Any, *limit: Any) -> Any:
-    found = [m.group(0) for m in _regex(_string(pattern)).finditer(_string(text))]
-    if limit and int(limit[0]) >= 0:
-        found = found[:int(limit[0])]
+    try:
+        found = cel_regex.find_all(_string(pattern), _string(text), int(limit[0]) if limit else -1)
+    except cel_regex.PatternError as e:
+        raise _RegexError(f"Illegal regex: {e}") from None
     return celtypes.ListType([celtypes.StringType(f) for f in found])
+
+
+def _matches(text: Any, pattern: Any) -> Any:
+    """CEL's ``matches``: RE2, unanchored; an invalid pattern is Go's regexp error."""
+    try:
+        return celtypes.BoolType(cel_regex.search(_string(pattern), _string(text)) is not None)
+    except cel_regex.PatternError as e:
+        raise _RegexError(str(e)) from None
 
 
 def _is_url(text: Any) -> bool:
@@ -516,28 +513,14 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "asApproximateFloat": lambda q: celtypes.DoubleType(float(_q(q))),
     "add": lambda q, o: Quantity(_q(q) + _q(o)), "sub": lambda q, o: Quantity(_q(q) - _q(o)),
     "compareTo": _q_compare, "isLessThan": lambda q, o: celtypes.BoolType(_q(q) < _q(o)),
-    "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)),
-    "hasValue": lambda o: celtypes.BoolType(_optional(o).present),
-    "value": lambda o: _optional_value(_optional(o)),
-    "orValue": lambda o, d: _optional(o).value if _optional(o).present else d,
+    "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)), "matches": _matches,
+    **cel_optional.FUNCTIONS,
 }
 _BASE_STRING = celpy_evaluation.base_functions["string"]
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "url": _url, "isURL": lambda s: celtypes.BoolType(_is_url(s)), "quantity": _quantity,
     "isQuantity": _is_quantity,
 }
-
-
-def _optional(value: Any) -> Optional:
-    if not isinstance(value, Optional):
-        raise _NoOverload("no such overload")
-    return value
-
-
-def _optional_value(o: Optional) -> Any:
-    if not o.present:
-        raise ValueError("optional.none() dereference")
-    return o.value
 
 
 @functools.cache
@@ -558,7 +541,8 @@ def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], An
         a, b = _num(left), _num(right)
         if a is not None and b is not None and type(left) is not type(right):
             return celtypes.BoolType((a == b) != negate)
-        if isinstance(left, Quantity | URL | Optional) or isinstance(right, Quantity | URL | Optional):
+        if isinstance(left, Quantity | URL | cel_optional.Optional) or \
+                isinstance(right, Quantity | URL | cel_optional.Optional):
             return celtypes.BoolType((left == right) != negate)
         return base(left, right)
 
@@ -587,18 +571,11 @@ def _issue(text: str, line: int, column: int, message: str) -> str:
     return f"ERROR: {_INPUT}:{line}:{column}: {message}\n | {source}\n | {'.' * (column - 1)}^"
 
 
-def _token_position(node: Any) -> tuple[int, int]:
-    token = node if isinstance(node, lark.Token) else next(
-        (t for t in node.scan_values(lambda v: isinstance(v, lark.Token))), None)
-    if token is None or token.line is None or token.column is None:
-        return 1, 1
-    return token.line, token.column
-
-
 @functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> Any:
+    """cel-python's parse tree of ``text``, optional syntax's "?" blanked out (see :mod:`.cel_optional`)."""
     try:
-        return _env().compile(text)
+        return _env().compile(cel_syntax.blank_marks(text, cel_syntax.optional_marks(text)))
     except CELParseError as e:
         issues = cel_syntax.syntax_issues(text, _stops_at)
         if issues:  # the shapes whose cel-go wording is known
@@ -627,20 +604,24 @@ def parse_expression(text: str) -> Any:
     return _parse(text)
 
 
-_COMPILED: dict[tuple[str, int, bool, str], tuple[Obj | None, Compiled | CELCompileError]] = {}
+_COMPILED: dict[tuple[str, int, bool, str, bool], tuple[Obj | None, Compiled | CELCompileError]] = {}
 _COMPILED_MAX = 4096
+_TYPES: dict[tuple[int, bool], tuple[Obj | None, cel_types.RuleTypes]] = {}
+# Kubernetes' base environment (1.37): CEL's standard library and extensions, and Kubernetes' libraries
+_LIBRARY = cel_checker.library(cel_checker.STANDARD, cel_checker.KUBERNETES)
 
 
-def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, result: str = "bool") -> Compiled:
+def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, result: str = "bool",
+                 optional_old_self: bool = False) -> Compiled:
     """A rule (``result`` "bool") or message expression ("string") ready to run; :class:`CELCompileError`
-    with cel-go's issue text when it does not compile, :class:`CELResultTypeError` when it is known to give
-    another type. Compiled once per rule text and schema (stored schemas are never mutated; the cache keeps
-    the schema it was keyed by alive, so its id stays its own)."""
-    key = (text, id(schema), root, result)
+    with cel-go's issue text when it does not compile, :class:`CELResultTypeError` when it gives another type.
+    ``optional_old_self``: the rule's ``oldSelf`` is optional. Compiled once per rule text and schema (stored
+    schemas are never mutated; the cache keeps the schema it was keyed by alive, so its id stays its own)."""
+    key = (text, id(schema), root, result, optional_old_self)
     cached = _COMPILED.get(key)
     if cached is None:
         try:
-            outcome: Compiled | CELCompileError = _compile(text, schema, root, result)
+            outcome: Compiled | CELCompileError = _compile(text, schema, root, result, optional_old_self)
         except CELCompileError as e:
             outcome = e
         if len(_COMPILED) >= _COMPILED_MAX:
@@ -651,224 +632,31 @@ def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, re
     return cached[1]
 
 
-def _compile(text: str, schema: Obj | None, root: bool, result: str) -> Compiled:
-    typed = schema if schema is None or not root else _root_schema(schema)
-    checked = check_expression(text, Declarations({SELF: typed, OLD_SELF: typed}))
-    if checked.result_type is not None and checked.result_type != result:
-        raise CELResultTypeError("cel expression must evaluate to a bool" if result == "bool"
-                                 else "messageExpression must evaluate to a string")
-    return Compiled(_env().program(checked.tree, functions=_library()), OLD_SELF in checked.used)
+def _rule_types(schema: Obj | None, root: bool) -> cel_types.RuleTypes:
+    """The types of a schema node's ``self`` (once per node: its object types keep one generated name)."""
+    cached = _TYPES.get((id(schema), root))
+    if cached is None:
+        if len(_TYPES) >= _COMPILED_MAX:
+            _TYPES.pop(next(iter(_TYPES)))
+        types = cel_types.rule_types(schema, root=root) if schema is not None else \
+            cel_types.RuleTypes(cel_checker.DYN, {})
+        cached = _TYPES[(id(schema), root)] = (schema, types)
+    return cached[1]
 
 
-@dataclass(frozen=True)
-class Declarations:
-    """What an expression may name beyond CEL's own: its variables, each with the OpenAPI schema of its value
-    (None: not typed), and the functions and methods of the environment's own libraries."""
-
-    variables: Mapping[str, Obj | None]
-    functions: frozenset[str] = frozenset()
-    methods: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Checked:
-    """A parsed expression that names only what it may: the parse tree, the variables it uses and its result
-    type where the operators and schemas make it evident (``"bool"``, ``"int"``, ``"map"``... or None)."""
-
-    tree: Any
-    used: frozenset[str]
-    result_type: str | None
-
-
-def check_expression(text: str, declarations: Declarations) -> Checked:
-    """Parse and check ``text``: :class:`CELCompileError` with cel-go's issue text for a syntax error, an
-    undeclared name, function or method, or a field the variable's schema does not declare."""
+def _compile(text: str, schema: Obj | None, root: bool, result: str, optional_old_self: bool) -> Compiled:
     tree = _parse(text)
-    used = _check(tree, text, declarations)
-    return Checked(tree, used, _static_type(tree, declarations.variables))
-
-
-_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
-                       "member", "primary"})
-_SCHEMA_TYPES = {"integer": "int", "number": "double", "string": "string", "boolean": "bool", "array": "list",
-                 "object": "map"}
-_BOOL_METHODS = frozenset({"all", "exists", "exists_one", "contains", "startsWith", "endsWith", "matches",
-                           "isSorted", "hasValue", "isLessThan", "isGreaterThan", "isInteger"})
-_METHOD_TYPES = {"size": "int", "map": "list", "filter": "list", "indexOf": "int", "lastIndexOf": "int",
-                 "charAt": "string", "lowerAscii": "string", "upperAscii": "string", "replace": "string",
-                 "split": "list", "substring": "string", "trim": "string", "join": "string", "format": "string",
-                 "find": "string", "findAll": "list", "getScheme": "string", "getHost": "string",
-                 "getHostname": "string", "getPort": "string", "getEscapedPath": "string", "getQuery": "map",
-                 "sign": "int", "compareTo": "int", "asInteger": "int", "asApproximateFloat": "double"}
-_FUNCTION_TYPES = {"has": "bool", "matches": "bool", "isURL": "bool", "isQuantity": "bool", "size": "int",
-                   "int": "int", "uint": "uint", "double": "double", "string": "string", "bool": "bool"}
-
-
-def _static_type(node: Any, variables: Mapping[str, Obj | None]) -> str | None:
-    """The CEL type an expression is known to have (None when it depends on what is not declared)."""
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    if isinstance(node, lark.Token):
-        return None
-    data, children = node.data, node.children
-    if data in ("conditionalor", "conditionaland", "relation") and len(children) == 2:
-        return "bool"
-    if data in ("addition", "multiplication") and len(children) == 2:
-        # arithmetic and concatenation: a well-typed one is of its operands' type
-        operator = children[0]
-        left = operator.children[0] if isinstance(operator, lark.Tree) and operator.children else None
-        return _static_type(children[1], variables) or _static_type(left, variables)
-    if data == "expr" and len(children) == 3:
-        left, right = _static_type(children[1], variables), _static_type(children[2], variables)
-        return left if left == right else None
-    if data == "unary" and len(children) == 2 and isinstance(children[0], lark.Tree):
-        return "bool" if children[0].data == "unary_not" else None
-    if data == "literal":
-        text = str(children[0])
-        if text in ("true", "false"):
-            return "bool"
-        if text == "null":
-            return "null_type"
-        if text[:1] in "\"'" or text[:2].lower() in ("r'", 'r"'):
-            return "string"
-        return "double" if any(c in text for c in ".eE") and not text.lower().startswith("0x") else "int"
-    if data == "member_dot_arg":
-        name = str(children[1])
-        return "bool" if name in _BOOL_METHODS else _METHOD_TYPES.get(name)
-    if data == "ident_arg":
-        return _FUNCTION_TYPES.get(str(children[0]))
-    if data in ("member_dot", "ident"):
-        selected = selected_schema(node, variables)
-        return _SCHEMA_TYPES.get(str(selected.get("type"))) if selected is not None and \
-            not selected.get("x-kubernetes-int-or-string") else None
-    return None
-
-
-def selected_schema(node: Any, variables: Mapping[str, Obj | None]) -> Obj | None:
-    """The schema of a variable or of a field chain selected from it (None when not known)."""
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    if not isinstance(node, lark.Tree):
-        return None
-    if node.data == "ident":
-        return variables.get(str(node.children[0]))
-    if node.data == "member_dot":
-        parent = selected_schema(node.children[0], variables)
-        props = _obj(parent.get("properties")) if parent is not None else {}
-        sub = props.get(str(node.children[1]))
-        return sub if isinstance(sub, dict) else None
-    return None
-
-
-def _check(tree: Any, text: str, declarations: Declarations) -> frozenset[str]:
-    """Undeclared names, functions and methods, and (where a variable's schema says which fields an object has)
-    undefined fields. Returns the variables used."""
-    issues: list[str] = []
-    used: set[str] = set()
-    variables = declarations.variables
-    functions = _GLOBAL_FUNCTIONS | _FUNCTIONS.keys() | declarations.functions
-    methods = _KNOWN_METHODS | _METHODS.keys() | declarations.methods
-
-    def undeclared(token: Any, name: str, *, call: bool) -> None:
-        line, column = _token_position(token)
-        if call:
-            column += len(name)  # cel-go places a call at its "("
-        issues.append(_issue(text, line, column, f"undeclared reference to '{name}' (in container '')"))
-
-    def walk(node: Any, bound: frozenset[str]) -> Any:
-        """Visits ``node``; returns the schema of what it selects when that is known (a path from a variable)."""
-        if not isinstance(node, lark.Tree):
-            return None
-        data = node.data
-        if data == "ident":
-            name = str(node.children[0])
-            if name in bound:
-                return None
-            if name in variables:
-                used.add(name)
-                return variables[name]
-            if name not in _TYPE_NAMES:
-                undeclared(node, name, call=False)
-            return None
-        if data == "ident_arg":
-            name = str(node.children[0])
-            if name not in functions:
-                undeclared(node, name, call=True)
-            for child in node.children[1:]:
-                walk(child, bound)
-            return None
-        if data == "member_dot":
-            target, name_token = node.children[0], node.children[1]
-            sub = walk(target, bound)
-            return _field_schema(sub, str(name_token), text, name_token, issues)
-        if data == "member_dot_arg":
-            target, name_token = node.children[0], node.children[1]
-            args = node.children[2] if len(node.children) > 2 else None
-            name = str(name_token)
-            if name == "bind" and _ident_name(target) == "cel" and "cel.bind" in declarations.functions:
-                # cel.bind(var, init, expr): the Bindings extension's macro; var is bound in expr only
-                exprs = args.children if isinstance(args, lark.Tree) else []
-                var = _macro_var(exprs[0]) if exprs else None
-                if len(exprs) == 3 and var:
-                    walk(exprs[1], bound)
-                    walk(exprs[2], bound | {var})
-                    return None
-            walk(target, bound)
-            if name in _MACROS and isinstance(args, lark.Tree) and args.children:
-                var = _macro_var(args.children[0])
-                inner = bound | {var} if var else bound
-                for child in args.children[1:]:
-                    walk(child, inner)
-                return None
-            if name not in methods:
-                undeclared(name_token, name, call=True)
-            if args is not None:
-                walk(args, bound)
-            return None
-        if data == "primary" and len(node.children) == 1:
-            return walk(node.children[0], bound)
-        if data in ("member", "unary", "multiplication", "addition", "relation", "conditionaland",
-                    "conditionalor", "expr") and len(node.children) == 1:
-            return walk(node.children[0], bound)
-        if data in ("macro_has",):
-            return None
-        for child in node.children:
-            walk(child, bound)
-        return None
-
-    walk(tree, frozenset())
-    if issues:
-        raise CELCompileError("\n".join(issues))
-    return frozenset(used)
-
-
-def _ident_name(node: Any) -> str | None:
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    if isinstance(node, lark.Tree) and node.data == "ident":
-        return str(node.children[0])
-    return None
-
-
-def _macro_var(expr: Any) -> str | None:
-    idents = [n for n in expr.iter_subtrees() if n.data == "ident"] if isinstance(expr, lark.Tree) else []
-    return str(idents[0].children[0]) if len(idents) == 1 else None
-
-
-def _field_schema(schema: Obj | None, name: str, text: str, token: Any, issues: list[str]) -> Obj | None:
-    if not isinstance(schema, dict):
-        return None
-    props = schema.get("properties")
-    if isinstance(props, dict) and name in props:
-        sub = props[name]
-        return sub if isinstance(sub, dict) else None
-    if schema.get("type") == "object" and not schema.get("x-kubernetes-preserve-unknown-fields") \
-            and not isinstance(schema.get("additionalProperties"), dict | bool):
-        line, column = _token_position(token)
-        issues.append(_issue(text, line, max(column - 1, 1), f"undefined field '{name}'"))  # at the "."
-    if isinstance(schema.get("additionalProperties"), dict):
-        return None  # a map's value: a key, not a field
-    return None
+    env = _rule_types(schema, root).environment(_LIBRARY, optional_old_self=optional_old_self)
+    try:
+        checked = cel_checker.check_expression(tree, text, env, cel_syntax.optional_marks(text))
+    except cel_checker.CheckError as e:
+        raise CELCompileError(cel_checker.issues_text(text, e.issues)) from None
+    if result == "bool" and checked.type != cel_checker.BOOL:
+        raise CELResultTypeError("cel expression must evaluate to a bool")
+    if result == "string" and checked.type != cel_checker.STRING:
+        raise CELResultTypeError("messageExpression must evaluate to a string")
+    program = _env().program(cel_optional.runnable(tree, checked), functions=_library())
+    return Compiled(program, OLD_SELF in checked.references)
 
 
 # --- checking a CRD's rules ------------------------------------------------------------------------------------
@@ -943,7 +731,8 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
             continue
         rpath = f"{path}.x-kubernetes-validations[{i}]"
         try:
-            compiled = compile_rule(str(rule.get("rule")), schema, root=root)
+            compiled = compile_rule(str(rule.get("rule")), schema, root=root,
+                                    optional_old_self=bool(rule.get("optionalOldSelf")))
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(FieldError(fe.INVALID, f"{rpath}.rule", detail, fe.GoRepr(_go_rule(rule))))
@@ -951,7 +740,8 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
         expression = str(rule.get("messageExpression") or "")
         if expression.strip():
             try:
-                compile_rule(expression, schema, root=root, result="string")
+                compile_rule(expression, schema, root=root, result="string",
+                             optional_old_self=bool(rule.get("optionalOldSelf")))
             except CELCompileError as e:
                 detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
                 errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))
@@ -1071,7 +861,7 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
             continue
         text = str(rule["rule"])
         try:
-            compiled = compile_rule(text, schema, root=root)
+            compiled = compile_rule(text, schema, root=root, optional_old_self=bool(rule.get("optionalOldSelf")))
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(fe.invalid(shown_path, _type_of(schema), f"rule compile error: {detail}"))
@@ -1081,7 +871,7 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
             continue  # a transition rule runs only where an old value correlates
         activation: dict[str, Any] = {SELF: self_value}
         if compiled.uses_old_self:
-            activation[OLD_SELF] = Optional(old_value, old is not None) if optional else old_value
+            activation[OLD_SELF] = cel_optional.Optional(old_value, old is not None) if optional else old_value
         result, error = _run(compiled, activation)
         if error is not None:
             errs.append(_eval_error(shown_path, schema, rule, error))
@@ -1118,6 +908,9 @@ def _run(compiled: Compiled, activation: dict[str, Any]) -> tuple[Any, str | Non
 def _eval_text(e: CELEvalError) -> str:
     """cel-go's words for a runtime error: ``no such key: x``, ``division by zero``, ``no such overload``."""
     message = str(e.args[0]) if e.args else str(e)
+    if len(e.args) >= 3 and isinstance(e.args[1], type) and issubclass(
+            e.args[1], _RegexError | cel_optional.OptionalError) and e.args[2]:
+        return str(e.args[2][0])  # the library's own error, which celpy wraps as an overflow
     m = re.match(r"no such member in mapping: '(.*)'", message)
     if m:
         return f"no such key: {m.group(1)}"
@@ -1146,7 +939,8 @@ def _message(rule: Obj, activation: dict[str, Any], schema: Obj, root: bool) -> 
     expression = str(rule.get("messageExpression") or "")
     if expression.strip():
         try:
-            compiled = compile_rule(expression, schema, root=root, result="string")
+            compiled = compile_rule(expression, schema, root=root, result="string",
+                                    optional_old_self=bool(rule.get("optionalOldSelf")))
         except CELCompileError:
             compiled = None
         if compiled is not None:

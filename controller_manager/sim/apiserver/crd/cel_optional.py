@@ -1,0 +1,219 @@
+"""CEL's optional values at run time, on cel-python (which has neither the type nor its syntax).
+
+The type checker (:mod:`..cel_checker`) tells which parse-tree nodes select, index or build optionally: an explicit
+``x.?f``/``x[?i]``, a selection or index from a value that is itself optional (cel-go makes those optional too), a
+list or map literal with ``[?e]``/``{?k: v}`` entries. :func:`runnable` rewrites those nodes, and the library's
+qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``), into
+calls of :data:`FUNCTIONS`, which implement cel-go's semantics: a missing field, key or index gives
+``optional.none()``, an absent optional entry is left out of its literal. :class:`Optional` is the value.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import lark
+from celpy import celtypes
+
+from controller_manager.sim.apiserver import cel_checker
+
+__all__ = ["FUNCTIONS", "Optional", "OptionalError", "runnable"]
+
+# the library functions called by a qualified name, which the rewrite turns into plain calls of that name
+_QUALIFIED = {"optional": frozenset({"of", "none", "ofNonZeroValue"})}
+_SELECT, _INDEX, _ENTRY, _LIST, _MAP = "@optSelect", "@optIndex", "@optEntry", "@optList", "@optMap"
+
+
+@dataclass(frozen=True)
+class Optional:
+    """An optional value: ``optional.none()`` (not ``present``) or ``optional.of(value)``."""
+
+    value: Any = None
+    present: bool = False
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """An optional literal entry's value, until its literal drops it (none) or unwraps it."""
+
+    optional: Any
+
+
+NONE = Optional()
+
+
+class OptionalError(ValueError):
+    """``value()`` of an empty optional."""
+
+
+def _unwrap(value: Any) -> tuple[Any, bool]:
+    """The value an optional holds (or the value itself), and whether there is one."""
+    if isinstance(value, Optional):
+        return value.value, value.present
+    return value, True
+
+
+def _select(target: Any, name: Any) -> Any:
+    value, present = _unwrap(target)
+    if not present:
+        return NONE
+    if isinstance(value, Mapping):
+        key = celtypes.StringType(name)
+        return Optional(value[key], True) if key in value else NONE
+    raise TypeError("no such overload")
+
+
+def _index(target: Any, index: Any) -> Any:
+    value, present = _unwrap(target)
+    if not present:
+        return NONE
+    if isinstance(value, list):
+        if isinstance(index, bool) or not isinstance(index, int | float) or int(index) != index:
+            raise TypeError("no such overload")
+        i = int(index)
+        return Optional(value[i], True) if 0 <= i < len(value) else NONE
+    if isinstance(value, Mapping):
+        return Optional(value[index], True) if index in value else NONE
+    raise TypeError("no such overload")
+
+
+def _entry(value: Any) -> _Entry:
+    if not isinstance(value, Optional):
+        raise TypeError("no such overload")
+    return _Entry(value)
+
+
+def _list(items: Any) -> Any:
+    out = []
+    for item in items:
+        if isinstance(item, _Entry):
+            if item.optional.present:
+                out.append(item.optional.value)
+        else:
+            out.append(item)
+    return celtypes.ListType(out)
+
+
+def _map(entries: Any) -> Any:
+    out = {}
+    for key, item in entries.items():
+        if isinstance(item, _Entry):
+            if item.optional.present:
+                out[key] = item.optional.value
+        else:
+            out[key] = item
+    return celtypes.MapType(out)
+
+
+def _is_zero(value: Any) -> bool:
+    """CEL's zero values (``optional.ofNonZeroValue``): false, 0, 0u, 0.0, "", b"", [], {}, null, a zero duration
+    and the epoch."""
+    if value is None:
+        return True
+    if isinstance(value, datetime.timedelta):
+        return value == datetime.timedelta(0)
+    if isinstance(value, datetime.datetime):
+        return value.timestamp() == 0
+    if isinstance(value, bool | int | float | str | bytes | list | dict):
+        return not value
+    return False
+
+
+def _optional(value: Any) -> Optional:
+    if not isinstance(value, Optional):
+        raise TypeError("no such overload")
+    return value
+
+
+def _value(value: Any) -> Any:
+    held = _optional(value)
+    if not held.present:
+        raise OptionalError("optional.none() dereference")
+    return held.value
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    _SELECT: _select, _INDEX: _index, _ENTRY: _entry, _LIST: _list, _MAP: _map,
+    "optional.of": lambda value: Optional(value, True),
+    "optional.none": lambda: NONE,
+    "optional.ofNonZeroValue": lambda value: NONE if _is_zero(value) else Optional(value, True),
+    "hasValue": lambda value: celtypes.BoolType(_optional(value).present),
+    "value": _value,
+    "orValue": lambda value, default: _optional(value).value if _optional(value).present else default,
+    "or": lambda value, other: value if _optional(value).present else _optional(other),
+}
+
+
+# --- the rewrite ----------------------------------------------------------------------------------------------
+
+
+def _string_literal(text: str) -> lark.Tree:
+    return lark.Tree("literal", [lark.Token("STRING_LIT", '"' + text.replace("\\", "\\\\").replace('"', '\\"')
+                                            + '"')])
+
+
+_PRIMARIES = frozenset({"literal", "list_lit", "map_lit", "ident_arg"})
+
+
+def _primary(tree: lark.Tree) -> lark.Tree:
+    """A call or literal where cel-python's evaluator meets one: inside a ``primary``."""
+    return lark.Tree("primary", [tree]) if tree.data in _PRIMARIES else tree
+
+
+def _call(name: str, *args: Any) -> lark.Tree:
+    """A call of a function of :data:`FUNCTIONS`, in place of a ``member`` child (a selection, an index, a method
+    call) or of a ``primary`` (its literal argument)."""
+    return lark.Tree("primary", [lark.Tree("ident_arg", [lark.Token("IDENT", name),
+                                                         lark.Tree("exprlist", [_primary(a) for a in args])])])
+
+
+def _qualified_call(tree: lark.Tree) -> lark.Tree | None:
+    """``optional.of(x)`` as a call of the function ``optional.of`` (None: not such a call)."""
+    target, name = tree.children[0], str(tree.children[1])
+    while isinstance(target, lark.Tree) and target.data in ("member", "primary") and len(target.children) == 1:
+        target = target.children[0]
+    if not (isinstance(target, lark.Tree) and target.data == "ident"):
+        return None
+    if name not in _QUALIFIED.get(str(target.children[0]), frozenset()):
+        return None
+    args = tree.children[2:] if len(tree.children) > 2 else []
+    return lark.Tree("primary", [lark.Tree("ident_arg", [lark.Token("IDENT", f"{target.children[0]}.{name}"),
+                                                         *args])])
+
+
+def runnable(tree: Any, checked: cel_checker.Checked) -> Any:
+    """``tree`` with its optional constructs as calls cel-python can run (the tree itself when it has none; a
+    rewritten copy otherwise: parse trees are cached and shared)."""
+    with cel_checker.room_for(tree):
+        return _rewrite(tree, checked)
+
+
+def _rewrite(tree: Any, checked: cel_checker.Checked) -> Any:
+    if not isinstance(tree, lark.Tree):
+        return tree
+    children = [_rewrite(child, checked) for child in tree.children]
+    data = str(tree.data)
+    if id(tree) in checked.optional_selections:
+        if data == "member_dot":
+            return _call(_SELECT, children[0], _string_literal(str(children[1])))
+        return _call(_INDEX, children[0], children[1])
+    literal = tree.children[0] if data == "primary" and tree.children else None
+    entries = checked.optional_entries.get(id(literal))
+    if entries:  # a literal with optional entries, as the primary holding it
+        built = children[0]
+        items = list(built.children[0].children)
+        if built.data == "list_lit":
+            items = [_call(_ENTRY, item) if i in entries else item for i, item in enumerate(items)]
+            return _call(_LIST, lark.Tree(built.data, [lark.Tree("exprlist", items)], built.meta))
+        items = [_call(_ENTRY, item) if i % 2 and i // 2 in entries else item for i, item in enumerate(items)]
+        return _call(_MAP, lark.Tree(built.data, [lark.Tree(built.children[0].data, items)], built.meta))
+    if data == "member_dot_arg":
+        call = _qualified_call(lark.Tree(tree.data, children, tree.meta))
+        if call is not None:
+            return call
+    if all(new is old for new, old in zip(children, tree.children, strict=True)):
+        return tree
+    return lark.Tree(tree.data, children, tree.meta)
