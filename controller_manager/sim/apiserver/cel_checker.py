@@ -44,7 +44,7 @@ from typing import Any
 
 import lark
 
-from controller_manager.sim.apiserver import cel_regex
+from controller_manager.sim.apiserver import cel_regex, cel_syntax
 from controller_manager.sim.apiserver.cel_syntax import OPERAND_START as _OPERAND_START
 from controller_manager.sim.apiserver.recursion import room_for_depth
 
@@ -1249,16 +1249,16 @@ def check(tree: Any, text: str, env: Environment) -> Type:
     return check_expression(tree, text, env).type
 
 
-def check_expression(tree: Any, text: str, env: Environment, marks: frozenset[int] = frozenset()) -> Checked:
-    """:func:`check`, with what else the caller needs to run the expression. ``marks``: the offsets of optional
-    syntax's "?" in ``text`` (blanked out of what cel-python parsed)."""
+def check_expression(tree: Any, text: str, env: Environment) -> Checked:
+    """:func:`check`, with what else the caller needs to run the expression. ``tree`` is cel-python's parse of
+    ``text`` with optional syntax's "?" blanked out (:func:`.cel_syntax.optional_marks`)."""
     if len(text) > MAX_CODE_POINTS:
         raise CheckError(((-1, f"expression code point size exceeds limit: size: {len(text)}, "
                                 f"limit {MAX_CODE_POINTS}"),))
     depth, height = recursion_depth(tree)
     if depth > MAX_RECURSION:
         raise CheckError(((-1, f"expression recursion limit exceeded: {MAX_RECURSION}"),))
-    builder = _Builder(text, tree, marks)
+    builder = _Builder(text, tree, cel_syntax.optional_marks(text))
     checker = _Checker(env)
     with room_for(tree, height):
         root = builder.build(tree)
@@ -1279,11 +1279,16 @@ def check_expression(tree: Any, text: str, env: Environment, marks: frozenset[in
     for origin, node in builder.origins:
         if isinstance(node, CreateList | CreateMap):
             entries[id(origin)] = node.optional
-        elif isinstance(node, Select) and (node.optional or _is_optional(node.operand)):
-            selections.add(id(origin))
-        elif isinstance(node, Call) and (node.function == "_[?_]" or _is_optional(node.args[0])):
+        elif _selects_optionally(node):
             selections.add(id(origin))
     return Checked(root.type or DYN, frozenset(checker.references), frozenset(selections), entries)
+
+
+def _selects_optionally(node: Node) -> bool:
+    """Whether a selection or index gives an optional (``.?``, ``[?]``, or from an optional value)."""
+    if isinstance(node, Select):
+        return node.optional or _is_optional(node.operand)
+    return isinstance(node, Call) and (node.function == "_[?_]" or _is_optional(node.args[0]))
 
 
 def _is_optional(node: Node | None) -> bool:

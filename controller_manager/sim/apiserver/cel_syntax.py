@@ -15,6 +15,7 @@ cel-go's lexer does and recognises three shapes whose cel-go report is certain:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,7 +113,7 @@ def optional_marks(text: str) -> frozenset[int]:
     """The offsets of the "?" that mark optional selections, indexes and literal entries (cel-go's optional
     syntax, which cel-python's grammar lacks: the caller blanks them out before parsing)."""
     tokens, _ = _lex(text)
-    return frozenset(token.start for previous, token in zip(tokens, tokens[1:], strict=False)
+    return frozenset(token.start for previous, token in itertools.pairwise(tokens)
                      if token.text == "?" and previous.text in _BEFORE_OPTIONAL)
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import lark
 
-from controller_manager.sim.apiserver import cel_checker, cel_syntax
+from controller_manager.sim.apiserver import cel_checker
 from controller_manager.sim.apiserver import validation_errors as fe
 from controller_manager.sim.apiserver.crd import cel
 from controller_manager.sim.apiserver.validation_errors import FieldError
@@ -98,8 +98,7 @@ def _compile(expression: str, stored: bool) -> FieldError | None:
     selectors)."""
     try:
         tree = cel.parse_expression(expression)
-        output = cel_checker.check_expression(tree, expression, _STORED_ENV if stored else _NEW_ENV,
-                                              cel_syntax.optional_marks(expression)).type
+        output = cel_checker.check(tree, expression, _STORED_ENV if stored else _NEW_ENV)
     except cel.CELCompileError as e:
         return fe.invalid("", expression, f"compilation failed: {e}")
     except cel_checker.CheckError as e:

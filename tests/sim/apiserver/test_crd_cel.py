@@ -5,6 +5,7 @@ with transition rules (``oldSelf``) and upstream's field errors."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -250,3 +251,96 @@ async def test_the_kubernetes_cel_library(client: Client) -> None:
     assert code == 422, status
     assert _messages(status) == [f"spec: Invalid value: failed rule: {rule}" for rule in (
         "self.d > duration('1s')", "self.r > 1 && self.r == 2.0", "self.l.isSorted()", "string(self.r) == '2'")]
+
+
+def _compile_error(rule: dict[str, Any], detail: str) -> str:
+    """A rule's compile error as the CRD's 422 shows it (the rule's Go form, then the detail)."""
+    return f"{_go_rule(rule)}: {detail}"
+
+
+def _go_rule(rule: dict[str, Any]) -> str:
+    return "Invalid value: " + json.dumps({
+        "Rule": rule["rule"], "Message": rule.get("message", ""),
+        "MessageExpression": rule.get("messageExpression", ""), "Reason": rule.get("reason"),
+        "FieldPath": rule.get("fieldPath", ""), "OptionalOldSelf": rule.get("optionalOldSelf")}, separators=(",", ":"))
+
+
+# apiextensions-apiserver's compilation_test.go: rules cel-go's checker refuses, with the schema typing self
+@pytest.mark.parametrize(("rule", "detail"), [
+    ({"rule": "size(self.replicas) == 10"},
+     "compilation failed: ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'"),
+    ({"rule": "self.ratio == 1"},
+     "compilation failed: ERROR: <input>:1:12: found no matching overload for '_==_' applied to '(double, int)'"),
+    ({"rule": "self.tags.all(t, t > 1)"},
+     "compilation failed: ERROR: <input>:1:20: found no matching overload for '_>_' applied to '(string, int)'"),
+    ({"rule": "self.minReplicas >= oldSelf.minReplicas", "optionalOldSelf": True},
+     "compilation failed: ERROR: <input>:1:18: found no matching overload for '_>=_' applied to "
+     "'(int, optional_type(int))'"),
+    ({"rule": "self.minReplicas >= oldSelf.minReplicas.orValue('')", "optionalOldSelf": True},
+     "compilation failed: ERROR: <input>:1:48: found no matching overload for 'orValue' applied to "
+     "'optional_type(int).(string)'"),
+    ({"rule": "self.endpoint.matches('(?=a)')"},
+     "compilation failed: ERROR: <input>:1:23: invalid matches argument"),
+    ({"rule": "self.?nope.hasValue()"}, "compilation failed: ERROR: <input>:1:5: undefined field 'nope'"),
+    ({"rule": "[?self.minReplicas].size() == 1"},
+     "compilation failed: ERROR: <input>:1:7: expected type 'optional_type(int)' but found 'int'"),
+    ({"rule": "self.tags"}, "cel expression must evaluate to a bool"),
+])
+async def test_rules_are_type_checked_against_the_schema(client: Client, rule: dict[str, Any], detail: str) -> None:
+    code, status = await client.post(CRDS, crd_with_rules([rule]))
+    assert code == 422, status
+    messages = _messages(status)
+    assert messages[0].startswith(f"{SPEC_PATH}.x-kubernetes-validations[0].rule: {_compile_error(rule, detail)}"), \
+        messages
+
+
+async def test_optional_values_and_escaped_fields(client: Client) -> None:
+    """Optional syntax (``.?``, ``[?]``, optional literal entries, ``optional.*``) and an optional ``oldSelf``
+    evaluate as cel-go evaluates them; a property named with a CEL keyword or a dash is reached escaped."""
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.?limits.?max.orValue(0) <= 10", "message": "max too high"},
+        {"rule": "self.?tags[?0].orValue('a') == 'a'", "message": "first tag must be a"},
+        {"rule": "[?self.?image, ?optional.none()].size() == (has(self.image) ? 1 : 0)"},
+        {"rule": "!has(self.__namespace__) || !has(self.node__dash__name) || "
+                 "self.__namespace__ != self.node__dash__name", "message": "same"},
+        {"rule": "oldSelf.?replicas.orValue(0) <= self.replicas", "optionalOldSelf": True,
+         "message": "replicas may not decrease"},
+    ], extra_props={"limits": {"type": "object", "properties": {"max": {"type": "integer"}}},
+                    "namespace": {"type": "string"}, "node-name": {"type": "string"}}))
+    code, status = await client.post(CRONTABS, crontab("a", replicas=1, limits={"max": 11}, tags=["b"],
+                                                       namespace="x", **{"node-name": "x"}))
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: max too high", "spec: Invalid value: first tag must be a",
+                                 "spec: Invalid value: same"]
+    code, created = await client.post(CRONTABS, crontab("b", replicas=3, image="x", namespace="x"))
+    assert code == 201, created  # on create the optional oldSelf is none
+    code, status = await client.patch(f"{CRONTABS}/b", {"spec": {"replicas": 2}})
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: replicas may not decrease"]
+
+
+async def test_regexes_are_re2(client: Client) -> None:
+    """``matches``, ``find`` and ``findAll`` run RE2 (Go's empty-match rule in ``findAll``); a pattern RE2
+    refuses fails the rule at run time with Go's regexp error."""
+    await _create_crd(client, crd_with_rules([
+        {"rule": "self.endpoint.findAll('[0-9]*') == ['12', '3']", "message": "findAll"},  # re: '12', '', '3', ''
+        {"rule": "self.endpoint.matches('^[0-9]+a[0-9]$') && self.endpoint.find('a[0-9]\\\\z') == 'a3'",
+         "message": "matches"},
+        {"rule": "self.memory.find(self.image) == ''"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab("a", endpoint="12a3", memory="x", image="(?=x)"))
+    assert code == 422, status
+    assert _messages(status) == [
+        'spec: Invalid value: "object": Illegal regex: error parsing regexp: invalid or unsupported Perl syntax: '
+        "`(?=` evaluating rule: self.memory.find(self.image) == ''"]
+
+
+async def test_transition_rules_are_refused_where_old_values_do_not_correlate(client: Client) -> None:
+    body = crd_with_rules([], extra_props={"items": {"type": "array", "items": {
+        "type": "object", "properties": {"v": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.v == oldSelf.v"}]}}})
+    code, status = await client.post(CRDS, body)
+    assert code == 422, status
+    assert _messages(status) == [
+        f'{SPEC_PATH}.properties[items].items.x-kubernetes-validations[0].rule: Invalid value: "self.v == oldSelf.v": '
+        f"oldSelf cannot be used on the uncorrelatable portion of the schema within {SPEC_PATH}.properties[items]"]

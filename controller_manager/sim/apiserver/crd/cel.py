@@ -47,13 +47,12 @@ import functools
 import math
 import re
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import celpy
-import lark
 import orjson
 from celpy import adapter as celpy_adapter
 from celpy import celtypes
@@ -648,7 +647,7 @@ def _compile(text: str, schema: Obj | None, root: bool, result: str, optional_ol
     tree = _parse(text)
     env = _rule_types(schema, root).environment(_LIBRARY, optional_old_self=optional_old_self)
     try:
-        checked = cel_checker.check_expression(tree, text, env, cel_syntax.optional_marks(text))
+        checked = cel_checker.check_expression(tree, text, env)
     except cel_checker.CheckError as e:
         raise CELCompileError(cel_checker.issues_text(text, e.issues)) from None
     if result == "bool" and checked.type != cel_checker.BOOL:
@@ -678,22 +677,29 @@ def check_schema(schema: Obj, path: str) -> list[FieldError]:
     return errs
 
 
-def _check_node(schema: Obj, path: str, errs: list[FieldError], *, root: bool = False) -> None:
+def _check_node(schema: Obj, path: str, errs: list[FieldError], *, root: bool = False,
+                uncorrelatable: str | None = None) -> None:
+    """``uncorrelatable``: the path of the highest ancestor under which an update's old value cannot be found for
+    this node (an array that is not a map list, an atomic map's fields): no transition rule may be declared here."""
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
-        _check_rules(schema, rules, path, errs, root=root)
+        _check_rules(schema, rules, path, errs, root=root, uncorrelatable=uncorrelatable)
     props = schema.get("properties")
     if isinstance(props, dict):
+        within = uncorrelatable or (path if schema.get("x-kubernetes-map-type") == "atomic" else None)
         for key, sub in sorted(props.items()):
             if isinstance(sub, dict):
-                _check_node(sub, f"{path}.properties[{key}]", errs)
+                _check_node(sub, f"{path}.properties[{key}]", errs, uncorrelatable=within)
     if isinstance(schema.get("items"), dict):
-        _check_node(schema["items"], f"{path}.items", errs)
+        within = uncorrelatable or (path if schema.get("x-kubernetes-list-type") != "map" else None)
+        _check_node(schema["items"], f"{path}.items", errs, uncorrelatable=within)
     if isinstance(schema.get("additionalProperties"), dict):
-        _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs)
+        _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs,
+                    uncorrelatable=uncorrelatable)
 
 
-def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], *, root: bool) -> None:
+def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], *, root: bool,
+                 uncorrelatable: str | None) -> None:
     schema_errs: list[FieldError] = []
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
@@ -745,6 +751,9 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
             except CELCompileError as e:
                 detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
                 errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))
+        if compiled.uses_old_self and uncorrelatable is not None:
+            errs.append(fe.invalid(f"{rpath}.rule", rule.get("rule"), "oldSelf cannot be used on the uncorrelatable "
+                                                                      f"portion of the schema within {uncorrelatable}"))
         if rule.get("optionalOldSelf") is not None and not compiled.uses_old_self:
             errs.append(fe.invalid(f"{rpath}.optionalOldSelf", rule["optionalOldSelf"],
                                    "may not be set if oldSelf is not used in rule"))

@@ -150,7 +150,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 # --- the rewrite ----------------------------------------------------------------------------------------------
 
 
-def _string_literal(text: str) -> lark.Tree:
+def _string_literal(text: str) -> lark.Tree[Any]:
     return lark.Tree("literal", [lark.Token("STRING_LIT", '"' + text.replace("\\", "\\\\").replace('"', '\\"')
                                             + '"')])
 
@@ -158,19 +158,19 @@ def _string_literal(text: str) -> lark.Tree:
 _PRIMARIES = frozenset({"literal", "list_lit", "map_lit", "ident_arg"})
 
 
-def _primary(tree: lark.Tree) -> lark.Tree:
+def _primary(tree: lark.Tree[Any]) -> lark.Tree[Any]:
     """A call or literal where cel-python's evaluator meets one: inside a ``primary``."""
     return lark.Tree("primary", [tree]) if tree.data in _PRIMARIES else tree
 
 
-def _call(name: str, *args: Any) -> lark.Tree:
+def _call(name: str, *args: Any) -> lark.Tree[Any]:
     """A call of a function of :data:`FUNCTIONS`, in place of a ``member`` child (a selection, an index, a method
     call) or of a ``primary`` (its literal argument)."""
     return lark.Tree("primary", [lark.Tree("ident_arg", [lark.Token("IDENT", name),
                                                          lark.Tree("exprlist", [_primary(a) for a in args])])])
 
 
-def _qualified_call(tree: lark.Tree) -> lark.Tree | None:
+def _qualified_call(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
     """``optional.of(x)`` as a call of the function ``optional.of`` (None: not such a call)."""
     target, name = tree.children[0], str(tree.children[1])
     while isinstance(target, lark.Tree) and target.data in ("member", "primary") and len(target.children) == 1:
