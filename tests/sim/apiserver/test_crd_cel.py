@@ -236,6 +236,7 @@ LIBRARY_RULES = [
     "['a', 'b'].join('-') == 'a-b'", "self.l.isSorted()", "string(self.r) == '2'", "type(self.s) == string",
     "int('5') == 5", "self.s.lowerAscii().upperAscii() == 'ABC123'", "self.s.indexOf('c') == 2",
     "self.s.trim() == self.s", "size(self.m) == 1",
+    "sets.contains(self.l, [1, 2]) && !sets.intersects(self.l, [7])", "strings.quote(self.s) == '\"abc123\"'",
 ]
 
 
@@ -344,3 +345,28 @@ async def test_transition_rules_are_refused_where_old_values_do_not_correlate(cl
     assert _messages(status) == [
         f'{SPEC_PATH}.properties[items].items.x-kubernetes-validations[0].rule: Invalid value: "self.v == oldSelf.v": '
         f"oldSelf cannot be used on the uncorrelatable portion of the schema within {SPEC_PATH}.properties[items]"]
+
+
+async def test_ip_and_cidr_library(client: Client) -> None:
+    """Kubernetes' IP and CIDR functions (Gateway API's rules use ``isIP``): Go's strict parsing (no zones, no
+    IPv4-mapped IPv6, no leading zeros) and the library's error for a value that does not parse."""
+    await _create_crd(client, crd_with_rules([
+        {"rule": "!has(self.endpoint) || isIP(self.endpoint)", "message": "endpoint must be an IP"},
+        {"rule": "!has(self.memory) || cidr('10.0.0.0/8').containsIP(self.memory)"},
+        {"rule": "!has(self.image) || cidr(self.image).masked() == cidr('192.168.0.0/16') && "
+                 "cidr(self.image).ip().isGlobalUnicast()", "message": "not in 192.168.0.0/16"},
+    ]))
+    code, status = await client.post(CRONTABS, crontab("a", endpoint="::ffff:10.0.0.1", memory="10.0.0.1%eth0",
+                                                       image="192.168.3.4/16"))
+    assert code == 422, status
+    assert _messages(status) == [
+        "spec: Invalid value: endpoint must be an IP",
+        'spec: Invalid value: "object": IP address with zone value is not allowed evaluating rule: '
+        "!has(self.memory) || cidr('10.0.0.0/8').containsIP(self.memory)"]
+    code, body = await client.post(CRONTABS, crontab("b", endpoint="2001:db8::1", memory="10.2.3.4",
+                                                     image="192.168.3.4/16"))
+    assert code == 201, body
+    code, status = await client.post(CRONTABS, crontab("c", endpoint="010.0.0.1", image="192.169.0.1/16"))
+    assert code == 422, status
+    assert _messages(status) == ["spec: Invalid value: endpoint must be an IP",
+                                 "spec: Invalid value: not in 192.168.0.0/16"]

@@ -63,7 +63,7 @@ from celpy.evaluation import CELEvalError
 from controller_manager.api import quantity as k8s_quantity
 from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
-from controller_manager.sim.apiserver.crd import cel_optional, cel_types
+from controller_manager.sim.apiserver.crd import cel_net, cel_optional, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -185,6 +185,9 @@ def _compare(op: Callable[[Any, Any], bool], base: Callable[..., Any]) -> Callab
     environment does)."""
 
     def compare(left: Any, right: Any) -> Any:
+        for operand in (left, right):
+            if isinstance(operand, CELEvalError):
+                return operand
         a, b = _num(left), _num(right)
         if a is not None and b is not None and type(left) is not type(right):
             return celtypes.BoolType(op(a, b))
@@ -367,6 +370,8 @@ def _cel_string(value: Any) -> Any:
     """CEL's ``string()`` conversion, doubles as cel-go writes them."""
     if isinstance(value, float):
         return celtypes.StringType(go_float(float(value)))
+    if isinstance(value, cel_net.IP | cel_net.CIDR):
+        return celtypes.StringType(str(value))
     return _BASE_STRING(value)
 
 
@@ -404,6 +409,14 @@ def _find_all(text: Any, pattern: Any, *limit: Any) -> Any:
     except cel_regex.PatternError as e:
         raise _RegexError(f"Illegal regex: {e}") from None
     return celtypes.ListType([celtypes.StringType(f) for f in found])
+
+
+def _quote(text: str) -> str:
+    """The strings extension's ``strings.quote``: double-quoted, with backslash escapes for the quote, the
+    backslash and ``\\a \\b \\f \\n \\r \\t \\v`` (other characters as they are)."""
+    escapes = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+               "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+    return '"' + "".join(escapes.get(char, char) for char in text) + '"'
 
 
 def _matches(text: Any, pattern: Any) -> Any:
@@ -513,7 +526,13 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "add": lambda q, o: Quantity(_q(q) + _q(o)), "sub": lambda q, o: Quantity(_q(q) - _q(o)),
     "compareTo": _q_compare, "isLessThan": lambda q, o: celtypes.BoolType(_q(q) < _q(o)),
     "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)), "matches": _matches,
-    **cel_optional.FUNCTIONS,
+    **cel_optional.FUNCTIONS, **cel_net.FUNCTIONS,
+    # ext.Sets, ext.Strings' quote
+    "sets.contains": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))),
+    "sets.equivalent": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))
+                                                      and all(x in _list(b) for x in _list(a))),
+    "sets.intersects": lambda a, b: celtypes.BoolType(any(x in _list(a) for x in _list(b))),
+    "strings.quote": lambda s: celtypes.StringType(_quote(_string(s))),
 }
 _BASE_STRING = celpy_evaluation.base_functions["string"]
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -531,8 +550,15 @@ def _library() -> dict[str, Callable[..., Any]]:
     return {**_METHODS, **_FUNCTIONS, **ops, "string": _cel_string}
 
 
+# the library's own value types (compared by value)
+_OPAQUE = (Quantity, URL, cel_optional.Optional, cel_net.IP, cel_net.CIDR)
+
+
 def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], Any]:
     def equal(left: Any, right: Any) -> Any:
+        for operand in (left, right):
+            if isinstance(operand, CELEvalError):
+                return operand  # an operand that failed fails the comparison
         # ``string`` names the type as well as the conversion (overridden here for doubles' text)
         left, right = (celtypes.StringType if v is _cel_string else v for v in (left, right))
         if isinstance(left, type) or isinstance(right, type):
@@ -540,8 +566,7 @@ def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], An
         a, b = _num(left), _num(right)
         if a is not None and b is not None and type(left) is not type(right):
             return celtypes.BoolType((a == b) != negate)
-        if isinstance(left, Quantity | URL | cel_optional.Optional) or \
-                isinstance(right, Quantity | URL | cel_optional.Optional):
+        if isinstance(left, _OPAQUE) or isinstance(right, _OPAQUE):
             return celtypes.BoolType((left == right) != negate)
         return base(left, right)
 
@@ -918,7 +943,7 @@ def _eval_text(e: CELEvalError) -> str:
     """cel-go's words for a runtime error: ``no such key: x``, ``division by zero``, ``no such overload``."""
     message = str(e.args[0]) if e.args else str(e)
     if len(e.args) >= 3 and isinstance(e.args[1], type) and issubclass(
-            e.args[1], _RegexError | cel_optional.OptionalError) and e.args[2]:
+            e.args[1], _RegexError | cel_optional.OptionalError | cel_net.NetError) and e.args[2]:
         return str(e.args[2][0])  # the library's own error, which celpy wraps as an overflow
     m = re.match(r"no such member in mapping: '(.*)'", message)
     if m:

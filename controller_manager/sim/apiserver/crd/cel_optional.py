@@ -3,7 +3,8 @@
 The type checker (:mod:`..cel_checker`) tells which parse-tree nodes select, index or build optionally: an explicit
 ``x.?f``/``x[?i]``, a selection or index from a value that is itself optional (cel-go makes those optional too), a
 list or map literal with ``[?e]``/``{?k: v}`` entries. :func:`runnable` rewrites those nodes, and the library's
-qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``), into
+qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``; likewise
+``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies), into
 calls of :data:`FUNCTIONS`, which implement cel-go's semantics: a missing field, key or index gives
 ``optional.none()``, an absent optional entry is left out of its literal. :class:`Optional` is the value.
 """
@@ -23,7 +24,8 @@ from controller_manager.sim.apiserver import cel_checker
 __all__ = ["FUNCTIONS", "Optional", "OptionalError", "runnable"]
 
 # the library functions called by a qualified name, which the rewrite turns into plain calls of that name
-_QUALIFIED = {"optional": frozenset({"of", "none", "ofNonZeroValue"})}
+_QUALIFIED = {"optional": frozenset({"of", "none", "ofNonZeroValue"}), "ip": frozenset({"isCanonical"}),
+              "sets": frozenset({"contains", "equivalent", "intersects"}), "strings": frozenset({"quote"})}
 _SELECT, _INDEX, _ENTRY, _LIST, _MAP = "@optSelect", "@optIndex", "@optEntry", "@optList", "@optMap"
 
 
