@@ -304,6 +304,7 @@ async def test_optional_values_and_escaped_fields(client: Client) -> None:
         {"rule": "[?self.?image, ?optional.none()].size() == (has(self.image) ? 1 : 0)"},
         {"rule": "!has(self.__namespace__) || !has(self.node__dash__name) || "
                  "self.__namespace__ != self.node__dash__name", "message": "same"},
+        {"rule": "!has(self.namespace) || self.namespace == self.__namespace__"},  # a keyword, also as it is
         {"rule": "oldSelf.?replicas.orValue(0) <= self.replicas", "optionalOldSelf": True,
          "message": "replicas may not decrease"},
     ], extra_props={"limits": {"type": "object", "properties": {"max": {"type": "integer"}}},

@@ -125,6 +125,8 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
             name = cel_types.escape(k)
             if name is not None:
                 fields[celtypes.StringType(name)] = to_cel(v, _schema_or_none(props.get(k)))
+                if k in cel_types.RESERVED:  # a keyword field is reached by its plain name too
+                    fields[celtypes.StringType(k)] = fields[celtypes.StringType(name)]
         return celtypes.MapType(fields)
     if isinstance(value, list):
         items = _schema_or_none(schema.get("items"))

@@ -6,8 +6,9 @@
   ``x-kubernetes-int-or-string`` is ``dyn``.
 - An array is ``list(<items>)``; an object with an ``additionalProperties`` schema is ``map(string, <value>)``;
   any other object is an object type whose fields are its properties (a name CEL cannot spell escaped as
-  :func:`escape` does, one it cannot escape left out). Unknown fields (``x-kubernetes-preserve-unknown-fields``)
-  are not exposed: selecting them is ``undefined field``.
+  :func:`escape` does, one it cannot escape left out; a CEL keyword is reachable both escaped, ``__namespace__``,
+  and as it is, ``namespace``, as the type provider's RecognizeKeywordAsFieldName allows). Unknown fields
+  (``x-kubernetes-preserve-unknown-fields``) are not exposed: selecting them is ``undefined field``.
 - The root of a resource (and an ``x-kubernetes-embedded-resource`` object) always has ``apiVersion``, ``kind``
   and ``metadata`` with ``name`` and ``generateName`` only.
 - A node CEL cannot type (an array without ``items``, a schema with no type) is not exposed: as a field it is
@@ -27,12 +28,12 @@ from typing import Any
 from controller_manager.sim.apiserver import cel_checker
 from controller_manager.sim.apiserver.cel_checker import Type
 
-__all__ = ["RuleTypes", "escape", "rule_types"]
+__all__ = ["RESERVED", "RuleTypes", "escape", "rule_types"]
 
 Obj = dict[str, Any]
 
 # CEL's reserved words, escaped as ``__<word>__`` when a property is named so.
-_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
                        "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"})
 _ESCAPABLE = re.compile(r"[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*")
 _ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"), ("/", "__slash__"))
@@ -43,7 +44,7 @@ _SCALARS = {"integer": cel_checker.INT, "number": cel_checker.DOUBLE, "boolean":
 
 def escape(name: str) -> str | None:
     """A property's name as a CEL field name (None: not expressible)."""
-    if name in _RESERVED:
+    if name in RESERVED:
         return f"__{name}__"
     if not _ESCAPABLE.fullmatch(name):
         return None
@@ -121,6 +122,8 @@ def _declare(schema: Obj, name: str, resource: bool, structs: dict[str, dict[str
                                 structs)
             if declared is not None:
                 fields[field_name] = declared
+                if prop in RESERVED:  # the type provider finds a keyword field by its plain name too
+                    fields[prop] = declared
         structs[name] = fields
         return Type("struct", name)
     if kind == "string":
