@@ -48,8 +48,9 @@ from controller_manager.sim.apiserver import cel_regex, cel_syntax
 from controller_manager.sim.apiserver.cel_syntax import OPERAND_START as _OPERAND_START
 from controller_manager.sim.apiserver.recursion import room_for_depth
 
-__all__ = ["CheckError", "Checked", "Environment", "Type", "check", "check_expression", "issues_text", "parse_type",
-           "room_for"]
+__all__ = ["Call", "CheckError", "Checked", "Comprehension", "CreateList", "CreateMap", "Environment", "Ident",
+           "Literal", "Node", "Select", "Type", "check", "check_expression", "issues_text", "parse_type", "room_for",
+           "string_value", "walk"]
 
 # --- types -----------------------------------------------------------------------------------------------------
 
@@ -454,7 +455,7 @@ def _children(node: Node) -> Iterator[Node]:
                 yield part
 
 
-def _walk(node: Node) -> Iterator[Node]:
+def walk(node: Node) -> Iterator[Node]:
     """Every node, parents before children (iteratively: a long chain of operators nests deep)."""
     stack = [node]
     while stack:
@@ -1160,19 +1161,19 @@ def _literal_arguments(root: Node) -> list[tuple[int, str]]:
     ``ValidateRegexLiterals``): a string literal as the first argument of ``duration()``, ``timestamp()`` or
     ``matches()`` that does not parse."""
     issues: list[tuple[int, str]] = []
-    for node in _walk(root):
+    for node in walk(root):
         valid = _LITERAL_CHECKS.get(node.function) if isinstance(node, Call) else None
         if valid is None or not isinstance(node, Call) or not node.args:
             continue
         literal = node.args[0]
         if isinstance(literal, Literal) and literal.value_type == STRING:
-            value = _string_value(literal.token)
+            value = string_value(literal.token)
             if value is not None and not valid(value):
                 issues.append((literal.offset, f"invalid {node.function} argument"))
     return issues
 
 
-def _string_value(token: str) -> str | None:
+def string_value(token: str) -> str | None:
     """The value of a string literal token (None when its escapes do not decode)."""
     raw = token[:1] in "rR"
     body = token[1:] if raw else token
@@ -1235,12 +1236,14 @@ MAX_CODE_POINTS = 100_000  # cel-go's parser default (expressionSizeCodePointLim
 class Checked:
     """A checked expression: its output type, the environment's variables it refers to, and the parse tree's
     nodes that select, index or build optionally (``x.?f``, ``x[?i]``, a selection or index from an optional
-    value; a list or map literal with optional entries: by id, with the entries' indexes)."""
+    value; a list or map literal with optional entries: by id, with the entries' indexes), and the typed syntax
+    itself (for a cost estimate)."""
 
     type: Type
     references: frozenset[str]
     optional_selections: frozenset[int]
     optional_entries: Mapping[int, frozenset[int]]
+    root: Node
 
 
 def check(tree: Any, text: str, env: Environment) -> Type:
@@ -1281,7 +1284,7 @@ def check_expression(tree: Any, text: str, env: Environment) -> Checked:
             entries[id(origin)] = node.optional
         elif _selects_optionally(node):
             selections.add(id(origin))
-    return Checked(root.type or DYN, frozenset(checker.references), frozenset(selections), entries)
+    return Checked(root.type or DYN, frozenset(checker.references), frozenset(selections), entries, root)
 
 
 def _selects_optionally(node: Node) -> bool:

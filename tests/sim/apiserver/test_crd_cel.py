@@ -23,10 +23,11 @@ def crd_with_rules(rules: list[dict[str, Any]], *, root_rules: list[dict[str, An
     spec = schema["properties"]["spec"]
     spec["properties"].update({
         "minReplicas": {"type": "integer"},
-        "tags": {"type": "array", "items": {"type": "string"}},
+        # sizes bounded, as upstream's cost estimate needs them for the list and regex rules below
+        "tags": {"type": "array", "maxItems": 16, "items": {"type": "string", "maxLength": 64}},
         "ratio": {"type": "number"},
-        "endpoint": {"type": "string"},
-        "memory": {"type": "string"},
+        "endpoint": {"type": "string", "maxLength": 256},
+        "memory": {"type": "string", "maxLength": 64},
         **(extra_props or {})})
     spec["x-kubernetes-validations"] = rules
     if root_rules is not None:
@@ -329,7 +330,7 @@ async def test_regexes_are_re2(client: Client) -> None:
         {"rule": "self.endpoint.matches('^[0-9]+a[0-9]$') && self.endpoint.find('a[0-9]\\\\z') == 'a3'",
          "message": "matches"},
         {"rule": "self.memory.find(self.image) == ''"},
-    ]))
+    ], extra_props={"image": {"type": "string", "maxLength": 64}}))
     code, status = await client.post(CRONTABS, crontab("a", endpoint="12a3", memory="x", image="(?=x)"))
     assert code == 422, status
     assert _messages(status) == [

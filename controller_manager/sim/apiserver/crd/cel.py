@@ -63,7 +63,7 @@ from celpy.evaluation import CELEvalError
 from controller_manager.api import quantity as k8s_quantity
 from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
-from controller_manager.sim.apiserver.crd import cel_net, cel_optional, cel_types
+from controller_manager.sim.apiserver.crd import cel_cost, cel_net, cel_optional, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -589,6 +589,7 @@ def _env() -> celpy.Environment:
 class Compiled:
     program: Any
     uses_old_self: bool
+    cost: int | None = 0  # the estimated worst-case cost of one evaluation (:mod:`.cel_cost`; None: not known)
 
 
 def _issue(text: str, line: int, column: int, message: str) -> str:
@@ -682,7 +683,8 @@ def _compile(text: str, schema: Obj | None, root: bool, result: str, optional_ol
     if result == "string" and checked.type != cel_checker.STRING:
         raise CELResultTypeError("messageExpression must evaluate to a string")
     program = _env().program(cel_optional.runnable(tree, checked), functions=_library())
-    return Compiled(program, OLD_SELF in checked.references)
+    cost = cel_cost.rule_cost(checked, schema, root=root) if schema is not None else 0
+    return Compiled(program, OLD_SELF in checked.references, cost)
 
 
 # --- checking a CRD's rules ------------------------------------------------------------------------------------
@@ -705,28 +707,38 @@ def check_schema(schema: Obj, path: str) -> list[FieldError]:
 
 
 def _check_node(schema: Obj, path: str, errs: list[FieldError], *, root: bool = False,
-                uncorrelatable: str | None = None) -> None:
+                uncorrelatable: str | None = None, cardinality: int | None = 1) -> None:
     """``uncorrelatable``: the path of the highest ancestor under which an update's old value cannot be found for
-    this node (an array that is not a map list, an atomic map's fields): no transition rule may be declared here."""
+    this node (an array that is not a map list, an atomic map's fields): no transition rule may be declared here.
+    ``cardinality``: the product of the list and map ancestors' maxItems/maxProperties (None: one is unbounded)."""
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
-        _check_rules(schema, rules, path, errs, root=root, uncorrelatable=uncorrelatable)
+        _check_rules(schema, rules, path, errs, root=root, uncorrelatable=uncorrelatable,
+                     cardinality=cel_cost.max_cardinality(schema, cardinality))
     props = schema.get("properties")
     if isinstance(props, dict):
         within = uncorrelatable or (path if schema.get("x-kubernetes-map-type") == "atomic" else None)
         for key, sub in sorted(props.items()):
             if isinstance(sub, dict):
-                _check_node(sub, f"{path}.properties[{key}]", errs, uncorrelatable=within)
+                _check_node(sub, f"{path}.properties[{key}]", errs, uncorrelatable=within, cardinality=cardinality)
     if isinstance(schema.get("items"), dict):
         within = uncorrelatable or (path if schema.get("x-kubernetes-list-type") != "map" else None)
-        _check_node(schema["items"], f"{path}.items", errs, uncorrelatable=within)
+        _check_node(schema["items"], f"{path}.items", errs, uncorrelatable=within,
+                    cardinality=_times(cardinality, schema.get("maxItems")))
     if isinstance(schema.get("additionalProperties"), dict):
         _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs,
-                    uncorrelatable=uncorrelatable)
+                    uncorrelatable=uncorrelatable, cardinality=_times(cardinality, schema.get("maxProperties")))
+
+
+def _times(cardinality: int | None, limit: Any) -> int | None:
+    """A child's cardinality under a list or map of at most ``limit`` entries (None: unbounded)."""
+    if cardinality is None or not isinstance(limit, int) or isinstance(limit, bool):
+        return None
+    return cardinality * max(limit, 0)
 
 
 def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], *, root: bool,
-                 uncorrelatable: str | None) -> None:
+                 uncorrelatable: str | None, cardinality: int) -> None:
     schema_errs: list[FieldError] = []
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
@@ -766,6 +778,8 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
         try:
             compiled = compile_rule(str(rule.get("rule")), schema, root=root,
                                     optional_old_self=bool(rule.get("optionalOldSelf")))
+            if cel_cost.exceeds_certainly(compiled.cost, cardinality):
+                errs.append(fe.forbidden(f"{rpath}.rule", cel_cost.too_costly_message("estimated rule cost")))
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(FieldError(fe.INVALID, f"{rpath}.rule", detail, fe.GoRepr(_go_rule(rule))))
@@ -773,8 +787,11 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
         expression = str(rule.get("messageExpression") or "")
         if expression.strip():
             try:
-                compile_rule(expression, schema, root=root, result="string",
-                             optional_old_self=bool(rule.get("optionalOldSelf")))
+                compiled_message = compile_rule(expression, schema, root=root, result="string",
+                                                optional_old_self=bool(rule.get("optionalOldSelf")))
+                if cel_cost.exceeds_certainly(compiled_message.cost):
+                    errs.append(fe.forbidden(f"{rpath}.messageExpression",
+                                             cel_cost.too_costly_message("estimated messageExpression cost")))
             except CELCompileError as e:
                 detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
                 errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))
