@@ -18,8 +18,17 @@ found 't'``, ``type 't' does not support field selection``, ``expression of type
 comprehension (must be list, map, or dynamic)``; then, when the check passes, the base environment's validator of
 homogeneous aggregate literals. Nesting past cel-go's parser limit (250 levels of one grammar rule, counted as
 ANTLR counts rule entries, approximately for mixed shapes) is ``expression recursion limit exceeded: 250`` at no
-position. :func:`check` returns the output type; :func:`issues_text` is cel-go's
-``issues.String()`` (sorted by position, with the source line and a caret).
+position, and a text over the parser's 100,000 code points ``expression code point size exceeds limit: size: N,
+limit 100000``. :func:`check` returns the output type, :func:`check_expression` also the variables referred to,
+the optional selections and literal entries (for running the expression) and the typed syntax (for its cost);
+:func:`issues_text` is cel-go's ``issues.String()`` (sorted by position, with the source line and a caret).
+
+Optional syntax (cel.OptionalTypes, in Kubernetes' base environment since 1.28) is checked as cel-go checks it:
+``x.?f`` (``optional_type`` of the field's type), ``x[?i]`` (``_[?_]``), a selection or index from an optional
+value (optional in turn), ``[?e]`` and ``{?k: v}`` entries (``e``/``v`` must be optional: ``expected type
+'optional_type(int)' but found 'int'``). cel-python's grammar has no ``?`` there: :mod:`.cel_syntax` finds those
+marks and blanks them out before parsing, and the builder reads them back by offset; a stray one is ANTLR's
+``extraneous input '?'``.
 
 The function table (:data:`STANDARD`, :data:`KUBERNETES`) holds CEL's standard library, the extensions
 Kubernetes' base environment loads (strings v2, sets, optional types, two-variable comprehensions) and
@@ -27,9 +36,8 @@ Kubernetes' libraries (lists, regex, URLs, quantity, semver, IP, CIDR, authz, fo
 overload.
 
 The literal validators check ``duration()``/``timestamp()`` literals as Go parses them and ``matches()`` patterns
-with Python's ``re`` less what RE2 lacks (lookaround, backreferences): near, not identical. Not done:
-optional field selection (``.?x``, which cel-python cannot parse) and struct literals (no
-environment here declares a message type).
+with RE2 (:mod:`.cel_regex`: lookaround, backreferences, ``\\Z`` refused as Go refuses them). Not done: struct
+literals (no environment here declares a message type), the ``optMap``/``optFlatMap`` macros.
 """
 
 from __future__ import annotations

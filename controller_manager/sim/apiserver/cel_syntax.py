@@ -11,6 +11,10 @@ cel-go's lexer does and recognises three shapes whose cel-go report is certain:
 - an expression cut short after a binary operator, ``?`` or ``:``: ``mismatched input '<EOF>' expecting {...}``
   (the tokens an operand may start with) at the end of the text.
 :func:`syntax_issues` returns None for anything else (the caller keeps cel-python's position and a generic text).
+
+:func:`optional_marks` finds the ``?`` of optional syntax (after ``.``, ``[``, ``{`` or ``,``: never the
+conditional operator, which follows a whole operand); :func:`blank_marks` blanks them so cel-python's grammar,
+which lacks them, parses the rest with every offset kept.
 """
 
 from __future__ import annotations

@@ -1,43 +1,51 @@
 """``x-kubernetes-validations``: CEL rules of a CRD's schema, checked when the CRD is written and evaluated
 against custom resources, as ``pkg/apiserver/schema/cel`` and the CRD validation of apiextensions-apiserver do.
 
-Expressions are parsed and evaluated by cel-python (``celpy``); this module adds what Kubernetes adds on
-top of CEL: the variables, the library functions common rules use, and the field errors.
+Rules compile as upstream compiles them: parsed by cel-python's grammar (cel-go's syntax-error wording from
+:mod:`..cel_syntax`), type-checked by :mod:`..cel_checker` (cel-go's checker, the one the DRA selectors use) in the
+rule's environment: ``self`` and ``oldSelf`` typed from the node's schema (:mod:`.cel_types`; ``oldSelf`` an
+``optional_type`` under ``optionalOldSelf``) over Kubernetes' base library, then costed (:mod:`.cel_cost`). They
+run on cel-python with this module's library, the optional values of :mod:`.cel_optional` and the IP/CIDR values
+of :mod:`.cel_net`; regexes are RE2 (:mod:`..cel_regex`).
 
 Guarantees:
 - :func:`check_schema` (CRD create/update): per rule, upstream's checks of ``rule`` (required), ``message``
   (non-empty, one line; a multi-line rule needs one), ``messageExpression``, ``reason`` (one of the four
-  ``FieldValue*``), ``fieldPath`` (a valid path into the schema), then compilation: a syntax error, an
-  undeclared variable or function, or a field the schema does not declare (``undefined field 'x'``) is
-  ``...x-kubernetes-validations[i].rule: Invalid value: {"Rule":...}: compilation failed: ERROR: <input>:L:C:
-  ...``; ``optionalOldSelf`` without ``oldSelf`` in the rule is refused.
+  ``FieldValue*``), ``fieldPath`` (a valid path into the schema), then compilation: any issue cel-go's parser or
+  checker reports (a syntax error, an undeclared name, ``undefined field 'x'``, ``found no matching overload for
+  '_==_' applied to '(double, int)'``, an invalid ``matches`` pattern...) is ``...x-kubernetes-validations[i].rule:
+  Invalid value: {"Rule":...}: compilation failed: ERROR: <input>:L:C: ...`` with cel-go's source line and caret;
+  a rule whose type is not bool is ``cel expression must evaluate to a bool``, a ``messageExpression`` not of
+  type string ``messageExpression must evaluate to a string``; a rule surely over the cost budget is ``Forbidden:
+  estimated rule cost exceeds budget by factor of more than 100x (...)``; a transition rule under a list that is
+  not a map list (or an atomic map) is ``oldSelf cannot be used on the uncorrelatable portion of the schema
+  within <path>``; ``optionalOldSelf`` without ``oldSelf`` in the rule is refused.
 - :func:`validate` (custom resource create/update): every rule of every schema node holding a non-null
-  value, ``self`` being that value (typed by the schema: ``number`` as double, ``date-time`` strings as
-  timestamps, ``duration`` as durations; the root with ``apiVersion``, ``kind`` and ``metadata.name``/
-  ``generateName``). A rule using ``oldSelf`` (a transition rule) runs on update only, where the old value
-  correlates (object properties by name, ``x-kubernetes-list-type: map`` items by key), unless
-  ``optionalOldSelf`` makes ``oldSelf`` an optional (``hasValue()``, ``value()``, ``orValue()``).
+  value, ``self`` being that value (typed by the schema: ``number`` as double, ``date``/``date-time`` strings as
+  timestamps, ``duration`` as durations, ``byte`` as bytes, properties CEL cannot spell by their escaped names;
+  the root with ``apiVersion``, ``kind`` and ``metadata.name``/``generateName``). A rule using ``oldSelf`` (a
+  transition rule) runs on update only, where the old value correlates (object properties by name,
+  ``x-kubernetes-list-type: map`` items by key), unless ``optionalOldSelf`` makes ``oldSelf`` an optional.
 - A rule evaluating to false is the field error of its ``reason`` at its node's path (plus ``fieldPath``):
   ``Invalid value`` (the value for a scalar, omitted for an object or list), ``Forbidden``, ``Required``,
   ``Duplicate value``; the detail is ``messageExpression``'s result, else ``message``, else ``failed rule:
   <rule>``. A rule that fails to evaluate is ``Invalid value: "<type>": <error> evaluating rule: <rule>``.
   On update, a failing rule that does not use ``oldSelf`` on a value the update left unchanged is
   ratcheted (CRDValidationRatcheting; upstream warns, kube-sim drops it).
-- The library: ``size``/``has``/``all``/``exists``/``exists_one``/``map``/``filter`` (CEL's own); lists'
+- The library run: ``size``/``has``/``all``/``exists``/``exists_one``/``map``/``filter`` (CEL's own); lists'
   ``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``, ``lastIndexOf``; strings' ``charAt``, ``indexOf``,
   ``lastIndexOf``, ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``,
-  ``join``, ``format``, ``find``, ``findAll``; ``url()``/``isURL()`` with ``getScheme``, ``getHost``,
-  ``getHostname``, ``getPort``, ``getEscapedPath``, ``getQuery``; ``quantity()``/``isQuantity()`` with
-  ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``, ``sub``, ``compareTo``,
-  ``isLessThan``, ``isGreaterThan``; numbers compare across int, uint and double as in Kubernetes' CEL.
+  ``join``, ``format``, ``strings.quote``; ``matches``, ``find``, ``findAll`` (RE2); ``url()``/``isURL()`` with
+  ``getScheme``, ``getHost``, ``getHostname``, ``getPort``, ``getEscapedPath``, ``getQuery``;
+  ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
+  ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
+  optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
+  ``or``); numbers compare across int, uint and double as in Kubernetes' CEL.
 
-:func:`check_expression` (parse, then undeclared names and undefined fields against :class:`Declarations`) is
-shared with the DRA device selectors (:mod:`..dra_cel`).
-
-Not done: rules inside ``allOf``; cel-go's full static type checker (only undeclared names and functions,
-undefined fields and a result type evident from the operators and the schema are found when the CRD is
-written; other type errors show when a rule runs); cost estimation and budgets; ``ip()``/``cidr()``; optional
-field selection (``self.?x``); cel-go's exact syntax-error texts (the wording is cel-python's).
+Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
+image, authz, two-variable comprehensions, ``cel.bind``, ``optMap``: a rule using them fails when it runs); the
+cost refusals short of 100x and the per-CRD total; cel-go's exact syntax-error texts beyond the shapes
+:mod:`..cel_syntax` knows.
 """
 
 from __future__ import annotations
