@@ -238,6 +238,7 @@ LIBRARY_RULES = [
     "int('5') == 5", "self.s.lowerAscii().upperAscii() == 'ABC123'", "self.s.indexOf('c') == 2",
     "self.s.trim() == self.s", "size(self.m) == 1",
     "sets.contains(self.l, [1, 2]) && !sets.intersects(self.l, [7])", "strings.quote(self.s) == '\"abc123\"'",
+    "cel.bind(n, self.l.size(), n == 3 && n > 2)",
 ]
 
 

@@ -40,10 +40,10 @@ Guarantees:
   ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
   ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
   optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
-  ``or``); numbers compare across int, uint and double as in Kubernetes' CEL.
+  ``or``); ``cel.bind``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
 Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
-image, authz, two-variable comprehensions, ``cel.bind``, ``optMap``: a rule using them fails when it runs); the
+image, authz, two-variable comprehensions, ``optMap``: a rule using them fails when it runs); the
 cost refusals short of 100x and the per-CRD total; cel-go's exact syntax-error texts beyond the shapes
 :mod:`..cel_syntax` knows.
 """

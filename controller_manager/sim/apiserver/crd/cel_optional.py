@@ -4,7 +4,8 @@ The type checker (:mod:`..cel_checker`) tells which parse-tree nodes select, ind
 ``x.?f``/``x[?i]``, a selection or index from a value that is itself optional (cel-go makes those optional too), a
 list or map literal with ``[?e]``/``{?k: v}`` entries. :func:`runnable` rewrites those nodes, and the library's
 qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``; likewise
-``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies), into
+``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies; ``cel.bind(v, init,
+body)`` becomes ``[init].map(v, body)[0]``), into
 calls of :data:`FUNCTIONS`, which implement cel-go's semantics: a missing field, key or index gives
 ``optional.none()``, an absent optional entry is left out of its literal. :class:`Optional` is the value.
 """
@@ -186,6 +187,24 @@ def _qualified_call(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
                                                          *args])])
 
 
+def _bind(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
+    """``cel.bind(v, init, body)`` as ``[init].map(v, body)[0]``: ``init`` evaluated once, ``v`` bound to it in
+    ``body`` (None: not such a call)."""
+    target, name = tree.children[0], str(tree.children[1])
+    while isinstance(target, lark.Tree) and target.data in ("member", "primary") and len(target.children) == 1:
+        target = target.children[0]
+    args = tree.children[2].children if len(tree.children) > 2 and isinstance(tree.children[2], lark.Tree) else []
+    if not (name == "bind" and len(args) == 3 and isinstance(target, lark.Tree) and target.data == "ident"
+            and str(target.children[0]) == "cel"):
+        return None
+    variable, init, body = args
+    listed = lark.Tree("primary", [lark.Tree("list_lit", [lark.Tree("exprlist", [init])])])
+    mapped = lark.Tree("member_dot_arg", [lark.Tree("member", [listed]), lark.Token("IDENT", "map"),
+                                          lark.Tree("exprlist", [variable, body])])
+    return lark.Tree("member_index", [lark.Tree("member", [mapped]),
+                                      lark.Tree("literal", [lark.Token("INT_LIT", "0")])])
+
+
 def runnable(tree: Any, checked: cel_checker.Checked) -> Any:
     """``tree`` with its optional constructs as calls cel-python can run (the tree itself when it has none; a
     rewritten copy otherwise: parse trees are cached and shared)."""
@@ -213,7 +232,8 @@ def _rewrite(tree: Any, checked: cel_checker.Checked) -> Any:
         items = [_call(_ENTRY, item) if i % 2 and i // 2 in entries else item for i, item in enumerate(items)]
         return _call(_MAP, lark.Tree(built.data, [lark.Tree(built.children[0].data, items)], built.meta))
     if data == "member_dot_arg":
-        call = _qualified_call(lark.Tree(tree.data, children, tree.meta))
+        rebuilt = lark.Tree(tree.data, children, tree.meta)
+        call = _qualified_call(rebuilt) or _bind(rebuilt)
         if call is not None:
             return call
     if all(new is old for new, old in zip(children, tree.children, strict=True)):
