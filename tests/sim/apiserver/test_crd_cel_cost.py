@@ -100,13 +100,15 @@ def sorted_strings(limit: int | None) -> Obj:
 ])
 def test_cost_estimates_match_upstreams(schema: Any, rule: str, unbounded: int | None, limit: int,
                                         bounded: int) -> None:
-    cost = cel.compile_rule(rule, schema(None)).cost
+    estimate = cel.compile_rule(rule, schema(None)).cost
+    assert estimate.exact
+    cost = estimate.cost
     if unbounded is None:
         assert cost is not None
         assert cost > 100_000_000  # upstream: exceeds the limit
     else:
         assert cost == unbounded
-    assert cel.compile_rule(rule, schema(limit)).cost == bounded
+    assert cel.compile_rule(rule, schema(limit)).cost.cost == bounded
 
 
 async def test_rules_certain_to_exceed_the_budget_are_refused(client: Client) -> None:
@@ -125,3 +127,25 @@ async def test_rules_certain_to_exceed_the_budget_are_refused(client: Client) ->
     assert [f'{c["field"]}: {c["message"]}' for c in status["details"]["causes"]] == [
         f"{SPEC_PATH}.x-kubernetes-validations[0].rule: {detail}",
         f"{SPEC_PATH}.x-kubernetes-validations[1].rule: {detail}"]
+
+
+@pytest.mark.parametrize(("max_length", "rule", "factor"), [
+    # each item's rule runs for as many items as fit in a request: 3 MiB / len('{},') = 1048576 times
+    (64, "self.name.matches('^[a-z]+$')", "5.7x"),  # (ceil(257 * 0.1) * ceil(8 * 0.25) + 2) * 1048576
+    (25, "self.name.matches('x')", "1.363149x"),  # (ceil(101 * 0.1) * 1 + 2) * 1048576: under 1.5, six decimals
+    (10, "self.name.matches('x')", None),  # (ceil(41 * 0.1) * 1 + 2) * 1048576 = 7340032: within the budget
+])
+async def test_rule_cost_times_its_cardinality_is_checked(client: Client, max_length: int, rule: str,
+                                                          factor: str | None) -> None:
+    body = crd_with_rules([], extra_props={"entries": {"type": "array", "items": {
+        "type": "object", "properties": {"name": {"type": "string", "maxLength": max_length}},
+        "x-kubernetes-validations": [{"rule": rule}]}}})
+    code, status = await client.post(CRDS, body)
+    if factor is None:
+        assert code == 201, status
+        return
+    assert code == 422, status
+    assert [f'{c["field"]}: {c["message"]}' for c in status["details"]["causes"]] == [
+        f"{SPEC_PATH}.properties[entries].items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost "
+        f"exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, maxProperties, and "
+        "maxLength where arrays, maps, and strings are declared)"]

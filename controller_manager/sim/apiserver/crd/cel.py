@@ -16,9 +16,9 @@ Guarantees:
   '_==_' applied to '(double, int)'``, an invalid ``matches`` pattern...) is ``...x-kubernetes-validations[i].rule:
   Invalid value: {"Rule":...}: compilation failed: ERROR: <input>:L:C: ...`` with cel-go's source line and caret;
   a rule whose type is not bool is ``cel expression must evaluate to a bool``, a ``messageExpression`` not of
-  type string ``messageExpression must evaluate to a string``; a rule surely over the cost budget is ``Forbidden:
-  estimated rule cost exceeds budget by factor of more than 100x (...)``; a transition rule under a list that is
-  not a map list (or an atomic map) is ``oldSelf cannot be used on the uncorrelatable portion of the schema
+  type string ``messageExpression must evaluate to a string``; a rule over the cost budget (times how often it may
+  run) is ``Forbidden: estimated rule cost exceeds budget by factor of <f> (...)``; a transition rule under a list
+  that is not a map list (or an atomic map) is ``oldSelf cannot be used on the uncorrelatable portion of the schema
   within <path>``; ``optionalOldSelf`` without ``oldSelf`` in the rule is refused.
 - :func:`validate` (custom resource create/update): every rule of every schema node holding a non-null
   value, ``self`` being that value (typed by the schema: ``number`` as double, ``date``/``date-time`` strings as
@@ -43,8 +43,9 @@ Guarantees:
   ``or``); ``cel.bind``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
 Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
-image, authz, two-variable comprehensions, ``optMap``: a rule using them fails when it runs); the
-cost refusals short of 100x and the per-CRD total; cel-go's exact syntax-error texts beyond the shapes
+image, authz, two-variable comprehensions, ``optMap``: a rule using them fails when it runs); cost refusals
+short of 100x for rules using a function whose estimate :mod:`.cel_cost` approximates, and the per-CRD total;
+cel-go's exact syntax-error texts beyond the shapes
 :mod:`..cel_syntax` knows.
 """
 
@@ -597,7 +598,7 @@ def _env() -> celpy.Environment:
 class Compiled:
     program: Any
     uses_old_self: bool
-    cost: int | None = 0  # the estimated worst-case cost of one evaluation (:mod:`.cel_cost`; None: not known)
+    cost: cel_cost.Estimate  # of one evaluation (:mod:`.cel_cost`)
 
 
 def _issue(text: str, line: int, column: int, message: str) -> str:
@@ -691,7 +692,7 @@ def _compile(text: str, schema: Obj | None, root: bool, result: str, optional_ol
     if result == "string" and checked.type != cel_checker.STRING:
         raise CELResultTypeError("messageExpression must evaluate to a string")
     program = _env().program(cel_optional.runnable(tree, checked), functions=_library())
-    cost = cel_cost.rule_cost(checked, schema, root=root) if schema is not None else 0
+    cost = cel_cost.rule_cost(checked, schema, root=root) if schema is not None else cel_cost.Estimate(0, True)
     return Compiled(program, OLD_SELF in checked.references, cost)
 
 
@@ -786,8 +787,9 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
         try:
             compiled = compile_rule(str(rule.get("rule")), schema, root=root,
                                     optional_old_self=bool(rule.get("optionalOldSelf")))
-            if cel_cost.exceeds_certainly(compiled.cost, cardinality):
-                errs.append(fe.forbidden(f"{rpath}.rule", cel_cost.too_costly_message("estimated rule cost")))
+            refusal = cel_cost.refusal(compiled.cost, "estimated rule cost", cardinality)
+            if refusal is not None:
+                errs.append(fe.forbidden(f"{rpath}.rule", refusal))
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(FieldError(fe.INVALID, f"{rpath}.rule", detail, fe.GoRepr(_go_rule(rule))))
@@ -797,9 +799,9 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
             try:
                 compiled_message = compile_rule(expression, schema, root=root, result="string",
                                                 optional_old_self=bool(rule.get("optionalOldSelf")))
-                if cel_cost.exceeds_certainly(compiled_message.cost):
-                    errs.append(fe.forbidden(f"{rpath}.messageExpression",
-                                             cel_cost.too_costly_message("estimated messageExpression cost")))
+                refusal = cel_cost.refusal(compiled_message.cost, "estimated messageExpression cost")
+                if refusal is not None:
+                    errs.append(fe.forbidden(f"{rpath}.messageExpression", refusal))
             except CELCompileError as e:
                 detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
                 errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))

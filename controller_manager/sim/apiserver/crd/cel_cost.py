@@ -1,5 +1,5 @@
 """The worst-case cost of a CRD validation rule, estimated as cel-go's cost estimator does (``checker/cost.go``)
-with the sizes apiextensions-apiserver derives from the schema, and the CRD-write check on it.
+with the sizes apiextensions-apiserver derives from the schema, and the CRD-write refusal of a rule over budget.
 
 The estimate walks the checked syntax (:class:`..cel_checker.Checked`): one unit per variable, field selection
 (from a map or object) and call, ten per list literal and thirty per map literal, string operations by length
@@ -11,12 +11,13 @@ a function returns (``lowerAscii`` keeps its string's size...); an unknown size 
 
 The rule's cost is its estimate times how often the rule may run in one object: the product of its list and map
 ancestors' ``maxItems``/``maxProperties``, or, with one unbounded, how many of its node's smallest JSON form fit
-in 3 MiB. Over 10,000,000 upstream refuses the rule with ``Forbidden: estimated rule cost exceeds budget by factor
-of <f>``. This module's estimate follows cel-go's rules but not every library function's own estimate (the
-Kubernetes functions not named above cost one unit), so kube-sim refuses only what is certain: a rule whose
-estimate exceeds the budget more than 100 times, the factor upstream then writes as ``more than 100x``, and whose
-estimate used no size this module does not know (a conversion's result, a key's...). Not done: the per-CRD total
-(100,000,000) and refusals between 1x and 100x.
+in 3 MiB (a messageExpression's cost is taken once). Over 10,000,000 upstream refuses the rule with ``Forbidden:
+estimated rule cost exceeds budget by factor of <f>`` (``more than 100x``; ``2.5x``; ``1.363149x`` under 1.5).
+The estimate follows cel-go's rules (upstream's TestCostEstimation figures are met exactly), but some library
+functions' own estimates are approximated here (``join``, ``split``, ``replace``, ``format``, a string's
+``indexOf``, ``url``, ``quantity``, ``ip``, ``cidr``, ``semver``...): a rule using one is refused only past 100x,
+where the approximation cannot matter; a rule whose estimate rests on a size not known here (a conversion's
+result) is not refused. Not done: the per-CRD total (100,000,000).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from controller_manager.sim.apiserver.cel_checker import (
 from controller_manager.sim.apiserver.crd import cel_types
 from controller_manager.sim.apiserver.recursion import room_for_depth
 
-__all__ = ["COST_LIMIT", "exceeds_certainly", "max_cardinality", "rule_cost", "too_costly_message"]
+__all__ = ["COST_LIMIT", "Estimate", "max_cardinality", "refusal", "rule_cost"]
 
 Obj = dict[str, Any]
 
@@ -155,6 +156,13 @@ _SCALARS = frozenset({"bool", "int", "uint", "double", "timestamp", "duration"})
 _ORDERING = frozenset({"_<_", "_<=_", "_>_", "_>=_"})
 _STRING_RESULT = frozenset({"lowerAscii", "upperAscii", "substring", "trim"})
 _LIST_TRAVERSAL = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"})
+# cel-go's O(1) functions (one unit each), and the optional library's
+_CONSTANT = frozenset({
+    "!_", "-_", "_-_", "_*_", "_/_", "_%_", "_<_", "_<=_", "_>_", "_>=_", "@not_strictly_false", "@in", "size",
+    "int", "uint", "double", "bool", "string", "bytes", "duration", "timestamp", "type", "getFullYear", "getMonth",
+    "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes", "getSeconds",
+    "getMilliseconds", "optional.of", "optional.none", "optional.ofNonZeroValue", "hasValue", "value", "orValue",
+    "or", "cel.@mapInsert"})
 _STRING_TRAVERSAL = frozenset({"url", "isURL", "quantity", "isQuantity", "ip", "isIP", "cidr", "isCIDR", "semver",
                                "isSemver"})
 
@@ -169,6 +177,8 @@ class _Coster:
         self.locals: dict[str, list[_Local]] = {}
         # whether a size the estimate used was unknown (unbounded): cel-go may know it (a conversion's result...)
         self.guessed = False
+        # whether a function whose own estimate this module approximates was costed
+        self.approximate = False
 
     def path(self, node: Node) -> tuple[str, ...] | None:
         if isinstance(node, Ident) and self.locals.get(node.name):
@@ -312,10 +322,13 @@ class _Coster:
         if name == "matches" and len(args) == 2:
             return _add(total, self.regex(args[0], args[1]))
         if name in _STRING_TRAVERSAL and args:
+            self.approximate = True
             return _add(total, _factor(self.size(args[0]), _STRING_FACTOR))
         if name in ("string", "bytes") and args and types[0] in ("string", "bytes"):
             self.sizes[id(node)] = self.size(args[0])
             return _add(total, _factor(self.size(args[0]), _STRING_FACTOR))
+        if name not in _CONSTANT:
+            self.approximate = True
         return _add(total, 1)
 
     def regex(self, text: Node, pattern: Node) -> int:
@@ -338,8 +351,10 @@ class _Coster:
             self.sizes[id(node)] = self.size(target)
             return _factor(self.size(target), _STRING_FACTOR)
         if name == "join" and kind == "list":
+            self.approximate = True
             return _mul(self.size(target), _factor(self.element_size(target), _STRING_FACTOR))
         if name in ("format", "split", "replace") or (name in ("indexOf", "lastIndexOf") and kind == "string"):
+            self.approximate = True
             return _factor(self.size(target), _STRING_FACTOR)
         if name in _LIST_TRAVERSAL and kind == "list":
             element_cost = 1
@@ -347,6 +362,8 @@ class _Coster:
             if element is not None and element.kind in ("string", "bytes"):
                 element_cost = _add(1, _factor(self.element_size(target), _STRING_FACTOR))
             return _mul(self.size(target), element_cost)
+        if name not in _CONSTANT:
+            self.approximate = True
         return 1
 
     def element_size(self, node: Node) -> int:
@@ -362,13 +379,21 @@ class _Coster:
         return _UNBOUNDED
 
 
-def rule_cost(checked: cel_checker.Checked, schema: Obj, *, root: bool) -> int | None:
-    """The estimated worst-case cost of one evaluation of a checked rule on ``schema``'s node; None when the
-    estimate rests on a size this module does not know (which cel-go may)."""
+@dataclass(frozen=True)
+class Estimate:
+    """A rule's estimated worst-case cost per evaluation (None: it rests on a size this module does not know,
+    which cel-go may), and whether it is cel-go's figure (no function whose estimate is approximated here)."""
+
+    cost: int | None
+    exact: bool
+
+
+def rule_cost(checked: cel_checker.Checked, schema: Obj, *, root: bool) -> Estimate:
+    """The estimated worst-case cost of one evaluation of a checked rule on ``schema``'s node."""
     coster = _Coster(schema, root)
     with room_for_depth(sum(1 for _ in cel_checker.walk(checked.root))):  # a long chain of && nests deep
         cost = coster.cost(checked.root)
-    return None if coster.guessed else cost
+    return Estimate(None if coster.guessed else cost, not coster.approximate)
 
 
 def max_cardinality(schema: Obj, ancestors_bound: int | None) -> int:
@@ -380,12 +405,22 @@ def max_cardinality(schema: Obj, ancestors_bound: int | None) -> int:
     return _MAX_REQUEST // (min_size(schema) + 1)
 
 
-def exceeds_certainly(cost: int | None, cardinality: int = 1) -> bool:
-    """Whether a rule's cost (times how often it may run) is over the budget by so much that upstream's estimate
-    is surely over too."""
-    return cost is not None and cost * cardinality > 100 * COST_LIMIT
-
-
-def too_costly_message(what: str) -> str:
-    return (f"{what} exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, "
+def refusal(estimate: Estimate, what: str, cardinality: int = 1) -> str | None:
+    """Upstream's refusal of a rule (``what``: "estimated rule cost" or "estimated messageExpression cost") whose
+    cost, times how often it may run, is over the budget, or None: the factor as upstream writes it (``more than
+    100x``, ``2.5x``, ``1.200000x`` under 1.5) where this estimate is cel-go's, only ``more than 100x`` where it is
+    approximated (a factor that large is past the budget whatever the approximation)."""
+    if estimate.cost is None:
+        return None
+    cost = min(estimate.cost * cardinality, _UNBOUNDED)
+    factor = cost / COST_LIMIT
+    if factor > 100:
+        shown = "more than 100x"
+    elif not estimate.exact or cost <= COST_LIMIT:
+        return None
+    elif factor < 1.5:
+        shown = f"{factor:f}x"
+    else:
+        shown = f"{factor:.1f}x"
+    return (f"{what} exceeds budget by factor of {shown} (try simplifying the rule, or adding maxItems, "
             "maxProperties, and maxLength where arrays, maps, and strings are declared)")
