@@ -17,7 +17,8 @@ Guarantees:
   Invalid value: {"Rule":...}: compilation failed: ERROR: <input>:L:C: ...`` with cel-go's source line and caret;
   a rule whose type is not bool is ``cel expression must evaluate to a bool``, a ``messageExpression`` not of
   type string ``messageExpression must evaluate to a string``; a rule over the cost budget (times how often it may
-  run) is ``Forbidden: estimated rule cost exceeds budget by factor of <f> (...)``; a transition rule under a list
+  run) is ``Forbidden: estimated rule cost exceeds budget by factor of <f> (...)`` (and the schema's total over
+  its own budget refuses the schema, naming the four most expensive rules); a transition rule under a list
   that is not a map list (or an atomic map) is ``oldSelf cannot be used on the uncorrelatable portion of the schema
   within <path>``; ``optionalOldSelf`` without ``oldSelf`` in the rule is refused.
 - :func:`validate` (custom resource create/update): every rule of every schema node holding a non-null
@@ -44,8 +45,8 @@ Guarantees:
 
 Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
 image, authz, two-variable comprehensions, ``optMap``: a rule using them fails when it runs); cost refusals
-short of 100x for rules using a function whose estimate :mod:`.cel_cost` approximates, and the per-CRD total;
-cel-go's exact syntax-error texts beyond the shapes
+short of 100x for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact
+syntax-error texts beyond the shapes
 :mod:`..cel_syntax` knows.
 """
 
@@ -57,7 +58,7 @@ import math
 import re
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -709,34 +710,74 @@ def _go_rule(rule: Obj) -> str:
 
 
 def check_schema(schema: Obj, path: str) -> list[FieldError]:
-    """The errors of every ``x-kubernetes-validations`` rule of a version's schema (see the module docstring)."""
+    """The errors of every ``x-kubernetes-validations`` rule of a version's schema (see the module docstring), then
+    the schema's cost total: over 100,000,000, each of the (up to four) most expensive rules "contributed", and the
+    schema itself is refused."""
     errs: list[FieldError] = []
-    _check_node(schema, path, errs, root=True)
+    costs = _CostTotal()
+    _check_node(schema, path, errs, costs, root=True)
+    refusal = cel_cost.refusal(cel_cost.Estimate(costs.total, costs.exact),
+                               "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                               limit=cel_cost.CRD_COST_LIMIT)
+    if refusal is not None:
+        for _, where in costs.most_expensive:
+            errs.append(fe.forbidden(where, "contributed to estimated rule cost total exceeding cost limit for "
+                                            "entire OpenAPIv3 schema"))
+        errs.append(fe.forbidden(path, refusal))
     return errs
 
 
-def _check_node(schema: Obj, path: str, errs: list[FieldError], *, root: bool = False,
-                uncorrelatable: str | None = None, cardinality: int | None = 1) -> None:
-    """``uncorrelatable``: the path of the highest ancestor under which an update's old value cannot be found for
-    this node (an array that is not a map list, an atomic map's fields): no transition rule may be declared here.
-    ``cardinality``: the product of the list and map ancestors' maxItems/maxProperties (None: one is unbounded)."""
-    rules = schema.get("x-kubernetes-validations")
-    if isinstance(rules, list) and rules:
-        _check_rules(schema, rules, path, errs, root=root, uncorrelatable=uncorrelatable,
-                     cardinality=cel_cost.max_cardinality(schema, cardinality))
+@dataclass
+class _CostTotal:
+    """apiextensions' TotalCost: every rule's and messageExpression's cost (times its cardinality), and the four
+    most expensive of those over 1% of the CRD limit."""
+
+    total: int = 0
+    exact: bool = True
+    most_expensive: list[tuple[int, str]] = field(default_factory=list)
+
+    def observe(self, where: str, estimate: cel_cost.Estimate, cardinality: int = 1) -> None:
+        cost = (estimate.cost or 0) * cardinality
+        self.total += cost
+        self.exact = self.exact and estimate.exact
+        if cost >= cel_cost.CRD_COST_LIMIT // 100:
+            self.most_expensive.append((cost, where))
+            self.most_expensive.sort(key=lambda entry: -entry[0])
+            del self.most_expensive[4:]
+
+
+def _check_node(schema: Obj, path: str, errs: list[FieldError], costs: _CostTotal, *, root: bool = False,
+                uncorrelatable: str | None = None, cardinality: int | None = 1) -> bool:
+    """Checks the node's children, then its own rules (upstream's order). ``uncorrelatable``: the path of the
+    highest ancestor under which an update's old value cannot be found for this node (an array that is not a map
+    list, an atomic map's fields): no transition rule may be declared here. ``cardinality``: the product of the list
+    and map ancestors' maxItems/maxProperties (None: one is unbounded). Returns whether a rule at this level or
+    deeper is malformed (upstream then compiles none here)."""
+    malformed = False
     props = schema.get("properties")
     if isinstance(props, dict):
         within = uncorrelatable or (path if schema.get("x-kubernetes-map-type") == "atomic" else None)
         for key, sub in sorted(props.items()):
             if isinstance(sub, dict):
-                _check_node(sub, f"{path}.properties[{key}]", errs, uncorrelatable=within, cardinality=cardinality)
+                malformed |= _check_node(sub, f"{path}.properties[{key}]", errs, costs, uncorrelatable=within,
+                                         cardinality=cardinality)
     if isinstance(schema.get("items"), dict):
         within = uncorrelatable or (path if schema.get("x-kubernetes-list-type") != "map" else None)
-        _check_node(schema["items"], f"{path}.items", errs, uncorrelatable=within,
-                    cardinality=_times(cardinality, schema.get("maxItems")))
+        malformed |= _check_node(schema["items"], f"{path}.items", errs, costs, uncorrelatable=within,
+                                 cardinality=_times(cardinality, schema.get("maxItems")))
     if isinstance(schema.get("additionalProperties"), dict):
-        _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs,
-                    uncorrelatable=uncorrelatable, cardinality=_times(cardinality, schema.get("maxProperties")))
+        malformed |= _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs, costs,
+                                 uncorrelatable=uncorrelatable,
+                                 cardinality=_times(cardinality, schema.get("maxProperties")))
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list) and rules:
+        schema_errs = _rule_form_errors(schema, rules, path)
+        errs += schema_errs
+        malformed |= bool(schema_errs)
+        if not malformed:
+            _compile_rules(schema, rules, path, errs, costs, root=root, uncorrelatable=uncorrelatable,
+                           cardinality=cel_cost.max_cardinality(schema, cardinality))
+    return malformed
 
 
 def _times(cardinality: int | None, limit: Any) -> int | None:
@@ -746,8 +787,8 @@ def _times(cardinality: int | None, limit: Any) -> int | None:
     return cardinality * max(limit, 0)
 
 
-def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], *, root: bool,
-                 uncorrelatable: str | None, cardinality: int) -> None:
+def _rule_form_errors(schema: Obj, rules: list[Any], path: str) -> list[FieldError]:
+    """Upstream's checks of each rule's fields before anything compiles."""
     schema_errs: list[FieldError] = []
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
@@ -777,34 +818,39 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
             schema_errs.append(fe.invalid(f"{rpath}.fieldPath", field_path, "must not contain line breaks"))
         if field_path and _field_path(field_path, schema) is None:
             schema_errs.append(fe.invalid(f"{rpath}.fieldPath", field_path, "must be a valid path"))
-    errs += schema_errs
-    if schema_errs:
-        return  # upstream compiles only when the rules are otherwise well-formed
+    return schema_errs
+
+
+def _compile_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], costs: _CostTotal, *,
+                   root: bool, uncorrelatable: str | None, cardinality: int) -> None:
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
             continue
         rpath = f"{path}.x-kubernetes-validations[{i}]"
+        optional_old_self = bool(rule.get("optionalOldSelf"))
         try:
-            compiled = compile_rule(str(rule.get("rule")), schema, root=root,
-                                    optional_old_self=bool(rule.get("optionalOldSelf")))
-            refusal = cel_cost.refusal(compiled.cost, "estimated rule cost", cardinality)
-            if refusal is not None:
-                errs.append(fe.forbidden(f"{rpath}.rule", refusal))
+            compiled = compile_rule(str(rule.get("rule")), schema, root=root, optional_old_self=optional_old_self)
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(FieldError(fe.INVALID, f"{rpath}.rule", detail, fe.GoRepr(_go_rule(rule))))
             continue
+        refusal = cel_cost.refusal(compiled.cost, "estimated rule cost", cardinality)
+        if refusal is not None:
+            errs.append(fe.forbidden(f"{rpath}.rule", refusal))
+        costs.observe(f"{rpath}.rule", compiled.cost, cardinality)
         expression = str(rule.get("messageExpression") or "")
         if expression.strip():
             try:
-                compiled_message = compile_rule(expression, schema, root=root, result="string",
-                                                optional_old_self=bool(rule.get("optionalOldSelf")))
-                refusal = cel_cost.refusal(compiled_message.cost, "estimated messageExpression cost")
-                if refusal is not None:
-                    errs.append(fe.forbidden(f"{rpath}.messageExpression", refusal))
+                message = compile_rule(expression, schema, root=root, result="string",
+                                       optional_old_self=optional_old_self)
             except CELCompileError as e:
                 detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
                 errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))
+            else:
+                refusal = cel_cost.refusal(message.cost, "estimated messageExpression cost")
+                if refusal is not None:
+                    errs.append(fe.forbidden(f"{rpath}.messageExpression", refusal))
+                costs.observe(f"{rpath}.messageExpression", message.cost)
         if compiled.uses_old_self and uncorrelatable is not None:
             errs.append(fe.invalid(f"{rpath}.rule", rule.get("rule"), "oldSelf cannot be used on the uncorrelatable "
                                                                       f"portion of the schema within {uncorrelatable}"))

@@ -16,8 +16,10 @@ estimated rule cost exceeds budget by factor of <f>`` (``more than 100x``; ``2.5
 The estimate follows cel-go's rules (upstream's TestCostEstimation figures are met exactly), but some library
 functions' own estimates are approximated here (``join``, ``split``, ``replace``, ``format``, a string's
 ``indexOf``, ``url``, ``quantity``, ``ip``, ``cidr``, ``semver``...): a rule using one is refused only past 100x,
-where the approximation cannot matter; a rule whose estimate rests on a size not known here (a conversion's
-result) is not refused. Not done: the per-CRD total (100,000,000).
+where the approximation cannot matter. An unknown size (a conversion's result) is unbounded, as in cel-go. The
+schema's total (every rule's cost times its cardinality, and every messageExpression's) is limited to 100,000,000
+in the same way (``x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget
+by factor of <f>``).
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ from controller_manager.sim.apiserver.cel_checker import (
 from controller_manager.sim.apiserver.crd import cel_types
 from controller_manager.sim.apiserver.recursion import room_for_depth
 
-__all__ = ["COST_LIMIT", "Estimate", "max_cardinality", "refusal", "rule_cost"]
+__all__ = ["COST_LIMIT", "CRD_COST_LIMIT", "Estimate", "max_cardinality", "refusal", "rule_cost"]
 
 Obj = dict[str, Any]
 
-COST_LIMIT = 10_000_000  # apiextensions' StaticEstimatedCostLimit
+COST_LIMIT = 10_000_000  # apiextensions' StaticEstimatedCostLimit: per rule
+CRD_COST_LIMIT = 100_000_000  # StaticEstimatedCRDCostLimit: all of a schema's rules
 _MAX_REQUEST = 3 * 1024 * 1024  # apiserver's DefaultMaxRequestSizeBytes
 _UNBOUNDED = 2 ** 64 - 1
 _STRING_FACTOR = 0.1  # StringTraversalCostFactor
@@ -158,13 +161,19 @@ _STRING_RESULT = frozenset({"lowerAscii", "upperAscii", "substring", "trim"})
 _LIST_TRAVERSAL = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"})
 # cel-go's O(1) functions (one unit each), and the optional library's
 _CONSTANT = frozenset({
-    "!_", "-_", "_-_", "_*_", "_/_", "_%_", "_<_", "_<=_", "_>_", "_>=_", "@not_strictly_false", "@in", "size",
+    "!_", "-_", "_+_", "_-_", "_*_", "_/_", "_%_", "_<_", "_<=_", "_>_", "_>=_", "@not_strictly_false", "@in", "size",
     "int", "uint", "double", "bool", "string", "bytes", "duration", "timestamp", "type", "getFullYear", "getMonth",
     "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes", "getSeconds",
     "getMilliseconds", "optional.of", "optional.none", "optional.ofNonZeroValue", "hasValue", "value", "orValue",
     "or", "cel.@mapInsert"})
 _STRING_TRAVERSAL = frozenset({"url", "isURL", "quantity", "isQuantity", "ip", "isIP", "cidr", "isCIDR", "semver",
                                "isSemver"})
+
+
+def _library_type(t: cel_checker.Type | None) -> bool:
+    """A value type of Kubernetes' libraries (``net.IP``, ``kubernetes.Quantity``...), which has no size."""
+    return t is not None and ((t.kind == "struct" and "." in t.name and not t.name.startswith("selfType"))
+                              or t.kind == "opaque")
 
 
 class _Coster:
@@ -175,8 +184,6 @@ class _Coster:
         self.sizes: dict[int, int] = {}
         self.entries: dict[int, int] = {}  # a literal's or computed list's largest element size
         self.locals: dict[str, list[_Local]] = {}
-        # whether a size the estimate used was unknown (unbounded): cel-go may know it (a conversion's result...)
-        self.guessed = False
         # whether a function whose own estimate this module approximates was costed
         self.approximate = False
 
@@ -197,7 +204,7 @@ class _Coster:
         if isinstance(node, CreateMap):
             return len(node.entries)
         path = self.path(node)
-        if path and path[0] in ("self", "oldSelf"):
+        if path:  # Kubernetes' estimator walks any path from the rule's node, past its first name (self or not)
             found = _schema_at(self.schema, self.root, path[1:])
             if found is not None:
                 return _max_elements(found)
@@ -209,7 +216,6 @@ class _Coster:
             local = self.locals[node.name][-1]
             if local.size is not None:
                 return local.size
-        self.guessed = True
         return _UNBOUNDED
 
     def cost(self, node: Node) -> int:
@@ -312,6 +318,9 @@ class _Coster:
             size = _add(self.size(args[0]), self.size(args[1]))
             self.sizes[id(node)] = size
             return _add(total, 1 if types[0] == "list" else _factor(size, _STRING_FACTOR))
+        if name in ("_==_", "_!=_") and any(_library_type(a.type) for a in args):
+            self.approximate = True  # Kubernetes' estimator prices its own types' equality
+            return _add(total, 1)
         if name in ("_==_", "_!=_") or (name in _ORDERING and types[0] in ("string", "bytes")):
             smallest = min(self.size(args[0]), self.size(args[1]))
             return _add(total, _factor(smallest, _STRING_FACTOR))
@@ -371,18 +380,18 @@ class _Coster:
         if id(node) in self.entries:
             return self.entries[id(node)]
         base = self.path(node)
-        if base is not None and base[0] in ("self", "oldSelf"):
+        if base:
             found = _schema_at(self.schema, self.root, (*base[1:], "@items"))
             if found is not None:
                 return _max_elements(found)
-        self.guessed = True
         return _UNBOUNDED
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A rule's estimated worst-case cost per evaluation (None: it rests on a size this module does not know,
-    which cel-go may), and whether it is cel-go's figure (no function whose estimate is approximated here)."""
+    """A rule's estimated worst-case cost per evaluation (an unknown size taken as unbounded, as cel-go takes it: a
+    string conversion concatenated is over budget), and whether it is cel-go's figure (no function whose estimate
+    is approximated here)."""
 
     cost: int | None
     exact: bool
@@ -393,7 +402,7 @@ def rule_cost(checked: cel_checker.Checked, schema: Obj, *, root: bool) -> Estim
     coster = _Coster(schema, root)
     with room_for_depth(sum(1 for _ in cel_checker.walk(checked.root))):  # a long chain of && nests deep
         cost = coster.cost(checked.root)
-    return Estimate(None if coster.guessed else cost, not coster.approximate)
+    return Estimate(cost, not coster.approximate)
 
 
 def max_cardinality(schema: Obj, ancestors_bound: int | None) -> int:
@@ -405,7 +414,7 @@ def max_cardinality(schema: Obj, ancestors_bound: int | None) -> int:
     return _MAX_REQUEST // (min_size(schema) + 1)
 
 
-def refusal(estimate: Estimate, what: str, cardinality: int = 1) -> str | None:
+def refusal(estimate: Estimate, what: str, cardinality: int = 1, *, limit: int = COST_LIMIT) -> str | None:
     """Upstream's refusal of a rule (``what``: "estimated rule cost" or "estimated messageExpression cost") whose
     cost, times how often it may run, is over the budget, or None: the factor as upstream writes it (``more than
     100x``, ``2.5x``, ``1.200000x`` under 1.5) where this estimate is cel-go's, only ``more than 100x`` where it is
@@ -413,10 +422,10 @@ def refusal(estimate: Estimate, what: str, cardinality: int = 1) -> str | None:
     if estimate.cost is None:
         return None
     cost = min(estimate.cost * cardinality, _UNBOUNDED)
-    factor = cost / COST_LIMIT
+    factor = cost / limit
     if factor > 100:
         shown = "more than 100x"
-    elif not estimate.exact or cost <= COST_LIMIT:
+    elif not estimate.exact or cost <= limit:
         return None
     elif factor < 1.5:
         shown = f"{factor:f}x"
