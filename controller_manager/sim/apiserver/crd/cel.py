@@ -979,8 +979,10 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
         if compiled.uses_old_self and old is None and not optional:
             continue  # a transition rule runs only where an old value correlates
         activation: dict[str, Any] = {SELF: self_value}
-        if compiled.uses_old_self:
-            activation[OLD_SELF] = cel_optional.Optional(old_value, old is not None) if optional else old_value
+        if optional:
+            activation[OLD_SELF] = cel_optional.Optional(old_value, old is not None)
+        elif old is not None:  # (the messageExpression may use oldSelf where the rule does not)
+            activation[OLD_SELF] = old_value
         result, error = _run(compiled, activation)
         if error is not None:
             errs.append(_eval_error(shown_path, schema, rule, error))
