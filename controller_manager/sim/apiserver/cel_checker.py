@@ -37,7 +37,7 @@ overload.
 
 The literal validators check ``duration()``/``timestamp()`` literals as Go parses them and ``matches()`` patterns
 with RE2 (:mod:`.cel_regex`: lookaround, backreferences, ``\\Z`` refused as Go refuses them). Not done: struct
-literals (no environment here declares a message type), the ``optMap``/``optFlatMap`` macros.
+literals (no environment here declares a message type).
 """
 
 from __future__ import annotations
@@ -685,6 +685,16 @@ class _Builder:
             var = self.simple_name(args[0], "cel.bind() variable names must be simple identifiers")
             return Comprehension(at, CreateList(at), "#unused", "", var or "", args[1], Literal(at, BOOL),
                                  Ident(at, var or ""), args[2])
+        if name in ("optMap", "optFlatMap") and count == 2:
+            # target.hasValue() ? optional.of(cel.bind(var, target.value(), expr)) : optional.none() (optFlatMap:
+            # the bind's result unwrapped)
+            var = self.simple_name(args[0], f"{name}() variable name must be a simple identifier")
+            bound: Node = Comprehension(at, CreateList(at), "#unused", "", var or "", Call(at, "value", target, []),
+                                        Literal(at, BOOL), Ident(at, var or ""), args[1])
+            if name == "optMap":
+                bound = Call(at, "optional.of", None, [bound])
+            return Call(at, "_?_:_", None, [Call(at, "hasValue", target, []), bound,
+                                            Call(at, "optional.none", None, [])])
         quantifiers = {"all": 2, "exists": 2, "exists_one": 2}
         if quantifiers.get(name) == count or (name in ("all", "exists", "exists_one", "existsOne") and count == 3):
             return self.quantifier(at, name, target, args)

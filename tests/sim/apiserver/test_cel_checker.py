@@ -56,6 +56,7 @@ def _check(expression: str) -> str:
     ("x[?'a']", "1:2: found no matching overload for '_[?_]' applied to '(list(int), string)'"),
     ("optional.of(1).orValue('a')", "1:23: found no matching overload for 'orValue' applied to "
                                     "'optional_type(int).(string)'"),
+    ("optional.of(1).optMap(1, 2)", "1:23: optMap() variable name must be a simple identifier"),
     ("f(1, ?s)", "1:6: Syntax error: extraneous input '?' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', "
                  "'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"),
 ])
@@ -89,6 +90,8 @@ def test_issues_as_cel_go_reports_them(expression: str, issue: str) -> None:
     ("{?'a': optional.of(1), 'b': 2}", "map(string, int)"),
     ("[?optional.none(), 1]", "list(int)"),
     ("optional.ofNonZeroValue(s).or(optional.of('x')).value()", "string"),
+    ("optional.of(1).optMap(x, x + 1)", "optional_type(int)"),
+    ("m.?a.optFlatMap(x, optional.of(size(s)))", "optional_type(int)"),
 ])
 def test_output_types(expression: str, output: str) -> None:
     assert _check(expression) == output

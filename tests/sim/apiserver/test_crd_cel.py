@@ -302,7 +302,7 @@ async def test_optional_values_and_escaped_fields(client: Client) -> None:
     """Optional syntax (``.?``, ``[?]``, optional literal entries, ``optional.*``) and an optional ``oldSelf``
     evaluate as cel-go evaluates them; a property named with a CEL keyword or a dash is reached escaped."""
     await _create_crd(client, crd_with_rules([
-        {"rule": "self.?limits.?max.orValue(0) <= 10", "message": "max too high"},
+        {"rule": "self.?limits.?max.optMap(m, m * 2).orValue(0) <= 20", "message": "max too high"},
         {"rule": "self.?tags[?0].orValue('a') == 'a'", "message": "first tag must be a"},
         {"rule": "[?self.?image, ?optional.none()].size() == (has(self.image) ? 1 : 0)"},
         {"rule": "!has(self.__namespace__) || !has(self.node__dash__name) || "

@@ -41,10 +41,10 @@ Guarantees:
   ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
   ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
   optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
-  ``or``); ``cel.bind``; numbers compare across int, uint and double as in Kubernetes' CEL.
+  ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
 Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
-image, authz, two-variable comprehensions, ``optMap``: a rule using them fails when it runs); cost refusals
+image, authz, two-variable comprehensions: a rule using them fails when it runs); cost refusals
 short of 100x for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact
 syntax-error texts beyond the shapes
 :mod:`..cel_syntax` knows.

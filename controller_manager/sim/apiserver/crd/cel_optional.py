@@ -5,7 +5,7 @@ The type checker (:mod:`..cel_checker`) tells which parse-tree nodes select, ind
 list or map literal with ``[?e]``/``{?k: v}`` entries. :func:`runnable` rewrites those nodes, and the library's
 qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``; likewise
 ``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies; ``cel.bind(v, init,
-body)`` becomes ``[init].map(v, body)[0]``), into
+body)`` becomes ``[init].map(v, body)[0]``, the ``optMap``/``optFlatMap`` macros a conditional), into
 calls of :data:`FUNCTIONS`, which implement cel-go's semantics: a missing field, key or index gives
 ``optional.none()``, an absent optional entry is left out of its literal. :class:`Optional` is the value.
 """
@@ -205,6 +205,27 @@ def _bind(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
                                       lark.Tree("literal", [lark.Token("INT_LIT", "0")])])
 
 
+def _opt_map(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
+    """``o.optMap(v, e)`` as ``o.hasValue() ? optional.of([o.value()].map(v, e)[0]) : optional.none()``
+    (``optFlatMap``: without ``optional.of``), as cel-go expands the macros (None: not such a call)."""
+    name = str(tree.children[1])
+    args = tree.children[2].children if len(tree.children) > 2 and isinstance(tree.children[2], lark.Tree) else []
+    if name not in ("optMap", "optFlatMap") or len(args) != 2:
+        return None
+    target, (variable, body) = tree.children[0], args
+    value = lark.Tree("member_dot_arg", [target, lark.Token("IDENT", "value")])
+    listed = lark.Tree("primary", [lark.Tree("list_lit", [lark.Tree("exprlist", [lark.Tree("member", [value])])])])
+    mapped = lark.Tree("member_dot_arg", [lark.Tree("member", [listed]), lark.Token("IDENT", "map"),
+                                          lark.Tree("exprlist", [variable, body])])
+    result: lark.Tree[Any] = lark.Tree("member_index", [lark.Tree("member", [mapped]),
+                                                         lark.Tree("literal", [lark.Token("INT_LIT", "0")])])
+    if name == "optMap":
+        result = _call("optional.of", lark.Tree("member", [result]))
+    has_value = lark.Tree("member_dot_arg", [target, lark.Token("IDENT", "hasValue")])
+    return lark.Tree("expr", [lark.Tree("member", [has_value]), lark.Tree("member", [result]),
+                              _call("optional.none")])
+
+
 def runnable(tree: Any, checked: cel_checker.Checked) -> Any:
     """``tree`` with its optional constructs as calls cel-python can run (the tree itself when it has none; a
     rewritten copy otherwise: parse trees are cached and shared)."""
@@ -233,7 +254,7 @@ def _rewrite(tree: Any, checked: cel_checker.Checked) -> Any:
         return _call(_MAP, lark.Tree(built.data, [lark.Tree(built.children[0].data, items)], built.meta))
     if data == "member_dot_arg":
         rebuilt = lark.Tree(tree.data, children, tree.meta)
-        call = _qualified_call(rebuilt) or _bind(rebuilt)
+        call = _qualified_call(rebuilt) or _bind(rebuilt) or _opt_map(rebuilt)
         if call is not None:
             return call
     if all(new is old for new, old in zip(children, tree.children, strict=True)):
