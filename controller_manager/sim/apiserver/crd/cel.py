@@ -44,10 +44,9 @@ Guarantees:
   ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; numbers compare across int, uint and double as in Kubernetes' CEL.
 
 Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
-image, authz, two-variable comprehensions: a rule using them fails when it runs); cost refusals
-short of 100x for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact
-syntax-error texts beyond the shapes
-:mod:`..cel_syntax` knows.
+image, authz, two-variable comprehensions: a rule using them fails when it runs); cost refusals short of 100x
+for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact syntax-error texts
+beyond the shapes :mod:`..cel_syntax` knows.
 """
 
 from __future__ import annotations
