@@ -239,15 +239,17 @@ LIBRARY_RULES = [
     "int('5') == 5", "self.s.lowerAscii().upperAscii() == 'ABC123'", "self.s.indexOf('c') == 2",
     "self.s.trim() == self.s", "size(self.m) == 1",
     "sets.contains(self.l, [1, 2]) && !sets.intersects(self.l, [7])", "strings.quote(self.s) == '\"abc123\"'",
-    "cel.bind(n, self.l.size(), n == 3 && n > 2)",
+    "cel.bind(n, self.l.size(), n == 3 && n > 2)", "self.l.all(i, v, v == self.l[i])",
+    "self.m.transformMap(k, v, v + '!') == {'ab': 'x!'}", "self.l.transformList(i, v, i > 0, v).size() == 2",
 ]
 
 
 async def test_the_kubernetes_cel_library(client: Client) -> None:
     await _create_crd(client, crd_with_rules([{"rule": rule} for rule in LIBRARY_RULES], extra_props={
         "ts": {"type": "string", "format": "date-time"}, "d": {"type": "string", "format": "duration"},
-        "r": {"type": "number"}, "l": {"type": "array", "items": {"type": "integer"}},
-        "m": {"type": "object", "additionalProperties": {"type": "string"}}, "s": {"type": "string"}}))
+        "r": {"type": "number"}, "l": {"type": "array", "maxItems": 3, "items": {"type": "integer"}},
+        "m": {"type": "object", "maxProperties": 2, "additionalProperties": {"type": "string", "maxLength": 8}},
+        "s": {"type": "string"}}))
     good = {"ts": "2024-01-01T00:00:00Z", "d": "5s", "r": 2, "l": [1, 2, 3], "m": {"ab": "x"}, "s": "abc123"}
     code, body = await client.post(CRONTABS, crontab("a", **good))
     assert code == 201, body  # every rule holds

@@ -5,7 +5,7 @@ Rules compile as upstream compiles them: parsed by cel-python's grammar (cel-go'
 :mod:`..cel_syntax`), type-checked by :mod:`..cel_checker` (cel-go's checker, the one the DRA selectors use) in the
 rule's environment: ``self`` and ``oldSelf`` typed from the node's schema (:mod:`.cel_types`; ``oldSelf`` an
 ``optional_type`` under ``optionalOldSelf``) over Kubernetes' base library, then costed (:mod:`.cel_cost`). They
-run on cel-python with this module's library, the optional values of :mod:`.cel_optional` and the IP/CIDR values
+run on cel-python (made runnable there by :mod:`.cel_runnable`) with this module's library and the IP/CIDR values
 of :mod:`.cel_net`; regexes are RE2 (:mod:`..cel_regex`).
 
 Guarantees:
@@ -41,10 +41,11 @@ Guarantees:
   ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
   ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
   optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
-  ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; numbers compare across int, uint and double as in Kubernetes' CEL.
+  ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; the two-variable comprehensions; numbers compare across
+  int, uint and double as in Kubernetes' CEL.
 
 Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
-image, authz, two-variable comprehensions: a rule using them fails when it runs); cost refusals short of 100x
+image, authz: a rule using them fails when it runs); cost refusals short of 100x
 for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact syntax-error texts
 beyond the shapes :mod:`..cel_syntax` knows.
 """
@@ -72,7 +73,7 @@ from celpy.evaluation import CELEvalError
 from controller_manager.api import quantity as k8s_quantity
 from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
-from controller_manager.sim.apiserver.crd import cel_cost, cel_net, cel_optional, cel_types
+from controller_manager.sim.apiserver.crd import cel_cost, cel_net, cel_runnable, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -537,7 +538,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "add": lambda q, o: Quantity(_q(q) + _q(o)), "sub": lambda q, o: Quantity(_q(q) - _q(o)),
     "compareTo": _q_compare, "isLessThan": lambda q, o: celtypes.BoolType(_q(q) < _q(o)),
     "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)), "matches": _matches,
-    **cel_optional.FUNCTIONS, **cel_net.FUNCTIONS,
+    **cel_runnable.FUNCTIONS, **cel_net.FUNCTIONS,
     # ext.Sets, ext.Strings' quote
     "sets.contains": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))),
     "sets.equivalent": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))
@@ -562,7 +563,7 @@ def _library() -> dict[str, Callable[..., Any]]:
 
 
 # the library's own value types (compared by value)
-_OPAQUE = (Quantity, URL, cel_optional.Optional, cel_net.IP, cel_net.CIDR)
+_OPAQUE = (Quantity, URL, cel_runnable.Optional, cel_net.IP, cel_net.CIDR)
 
 
 def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], Any]:
@@ -609,7 +610,7 @@ def _issue(text: str, line: int, column: int, message: str) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> Any:
-    """cel-python's parse tree of ``text``, optional syntax's "?" blanked out (see :mod:`.cel_optional`)."""
+    """cel-python's parse tree of ``text``, optional syntax's "?" blanked out (see :mod:`.cel_runnable`)."""
     try:
         return _env().compile(cel_syntax.blank_marks(text, cel_syntax.optional_marks(text)))
     except CELParseError as e:
@@ -691,7 +692,7 @@ def _compile(text: str, schema: Obj | None, root: bool, result: str, optional_ol
         raise CELResultTypeError("cel expression must evaluate to a bool")
     if result == "string" and checked.type != cel_checker.STRING:
         raise CELResultTypeError("messageExpression must evaluate to a string")
-    program = _env().program(cel_optional.runnable(tree, checked), functions=_library())
+    program = _env().program(cel_runnable.runnable(tree, checked), functions=_library())
     cost = cel_cost.rule_cost(checked, schema, root=root) if schema is not None else cel_cost.Estimate(0, True)
     return Compiled(program, OLD_SELF in checked.references, cost)
 
@@ -979,7 +980,7 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
             continue  # a transition rule runs only where an old value correlates
         activation: dict[str, Any] = {SELF: self_value}
         if optional:
-            activation[OLD_SELF] = cel_optional.Optional(old_value, old is not None)
+            activation[OLD_SELF] = cel_runnable.Optional(old_value, old is not None)
         elif old is not None:  # (the messageExpression may use oldSelf where the rule does not)
             activation[OLD_SELF] = old_value
         result, error = _run(compiled, activation)
@@ -1019,7 +1020,7 @@ def _eval_text(e: CELEvalError) -> str:
     """cel-go's words for a runtime error: ``no such key: x``, ``division by zero``, ``no such overload``."""
     message = str(e.args[0]) if e.args else str(e)
     if len(e.args) >= 3 and isinstance(e.args[1], type) and issubclass(
-            e.args[1], _RegexError | cel_optional.OptionalError | cel_net.NetError) and e.args[2]:
+            e.args[1], _RegexError | cel_runnable.OptionalError | cel_net.NetError) and e.args[2]:
         return str(e.args[2][0])  # the library's own error, which celpy wraps as an overflow
     m = re.match(r"no such member in mapping: '(.*)'", message)
     if m:

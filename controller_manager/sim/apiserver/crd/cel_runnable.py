@@ -1,14 +1,21 @@
-"""CEL's optional values at run time, on cel-python (which has neither the type nor its syntax).
+"""A checked CEL expression made runnable on cel-python, which lacks some of what cel-go runs: optional values and
+their syntax, calls by qualified name, and the macros of the extensions Kubernetes loads.
 
-The type checker (:mod:`..cel_checker`) tells which parse-tree nodes select, index or build optionally: an explicit
-``x.?f``/``x[?i]``, a selection or index from a value that is itself optional (cel-go makes those optional too), a
-list or map literal with ``[?e]``/``{?k: v}`` entries. :func:`runnable` rewrites those nodes, and the library's
-qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``; likewise
-``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies; ``cel.bind(v, init,
-body)`` becomes ``[init].map(v, body)[0]``, the ``optMap``/``optFlatMap`` macros a conditional), into
-calls of :data:`FUNCTIONS`, which implement cel-go's semantics: a missing field, key or index gives
-``optional.none()``, an absent optional entry is left out of its literal. :class:`Optional` is the value.
+:func:`runnable` rewrites cel-python's parse tree (a copy: parse trees are cached and shared) where the type
+checker (:mod:`..cel_checker`) says cel-go would do something else:
+- optional selections and indexes (an explicit ``x.?f``/``x[?i]``, or a selection or index from a value that is
+  itself optional, which cel-go makes optional too) and list or map literals with ``[?e]``/``{?k: v}`` entries
+  become calls of :data:`FUNCTIONS` with cel-go's semantics (a missing field, key or index gives
+  ``optional.none()``; an absent optional entry is left out of its literal); :class:`Optional` is the value;
+- qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``;
+  likewise ``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies) become
+  plain calls of that name;
+- ``cel.bind(v, init, body)`` becomes ``[init].map(v, body)[0]``, ``optMap``/``optFlatMap`` a conditional, and
+  the two-variable comprehensions (``all(i, v, p)``, ``exists``, ``existsOne``, ``transformList``,
+  ``transformMap``, ``transformMapEntry``) one-variable macros over the target's [key, value] entries, each
+  variable a reference into the entry (an inner macro binding the same name shadows it).
 """
+
 
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ __all__ = ["FUNCTIONS", "Optional", "OptionalError", "runnable"]
 _QUALIFIED = {"optional": frozenset({"of", "none", "ofNonZeroValue"}), "ip": frozenset({"isCanonical"}),
               "sets": frozenset({"contains", "equivalent", "intersects"}), "strings": frozenset({"quote"})}
 _SELECT, _INDEX, _ENTRY, _LIST, _MAP = "@optSelect", "@optIndex", "@optEntry", "@optList", "@optMap"
+_ENTRIES, _PAIRS_TO_MAP, _MERGE_MAPS = "@entries", "@pairsToMap", "@mergeMaps"
 
 
 @dataclass(frozen=True)
@@ -138,7 +146,27 @@ def _value(value: Any) -> Any:
     return held.value
 
 
+def _entries(value: Any) -> Any:
+    """A list's [index, element] or a map's [key, value] pairs."""
+    if isinstance(value, Mapping):
+        pairs = [celtypes.ListType([k, v]) for k, v in value.items()]
+    elif isinstance(value, list):
+        pairs = [celtypes.ListType([celtypes.IntType(i), v]) for i, v in enumerate(value)]
+    else:
+        raise TypeError("no such overload")
+    return celtypes.ListType(pairs)
+
+
+def _merge_maps(maps: Any) -> Any:
+    merged: dict[Any, Any] = {}
+    for entry in maps:
+        merged.update(entry)
+    return celtypes.MapType(merged)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    _ENTRIES: _entries, _PAIRS_TO_MAP: lambda pairs: celtypes.MapType({k: v for k, v in pairs}),
+    _MERGE_MAPS: _merge_maps,
     _SELECT: _select, _INDEX: _index, _ENTRY: _entry, _LIST: _list, _MAP: _map,
     "optional.of": lambda value: Optional(value, True),
     "optional.none": lambda: NONE,
@@ -226,6 +254,73 @@ def _opt_map(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
                               _call("optional.none")])
 
 
+_QUANTIFIERS = {"all": "all", "exists": "exists", "existsOne": "exists_one", "exists_one": "exists_one"}
+_TRANSFORMS = frozenset({"transformList", "transformMap", "transformMapEntry"})
+
+
+def _ident(name: str) -> lark.Tree[Any]:
+    return lark.Tree("ident", [lark.Token("IDENT", name)])
+
+
+def _simple_name(tree: Any) -> str | None:
+    idents = list(tree.find_data("ident")) if isinstance(tree, lark.Tree) else []
+    return str(idents[0].children[0]) if len(idents) == 1 else None
+
+
+def _substitute(tree: Any, names: dict[str, lark.Tree[Any]]) -> Any:
+    """``tree`` with each free reference to a name of ``names`` replaced by its expression."""
+    if not isinstance(tree, lark.Tree) or not names:
+        return tree
+    if tree.data == "primary" and len(tree.children) == 1 and isinstance(tree.children[0], lark.Tree) \
+            and tree.children[0].data == "ident" and str(tree.children[0].children[0]) in names:
+        return lark.Tree("primary", [lark.Tree("paren_expr", [names[str(tree.children[0].children[0])]])])
+    if tree.data == "member_dot_arg" and len(tree.children) > 2 and isinstance(tree.children[2], lark.Tree):
+        # a macro binding one of the names shadows it in its other arguments
+        args = tree.children[2].children
+        bound = {_simple_name(arg) for arg in args[:-1]} if len(args) >= 2 else set()
+        inner = {name: expr for name, expr in names.items() if name not in bound}
+        return lark.Tree(tree.data, [_substitute(tree.children[0], names), tree.children[1],
+                                     lark.Tree(tree.children[2].data, [_substitute(arg, inner) for arg in args])],
+                         tree.meta)
+    return lark.Tree(tree.data, [_substitute(child, names) for child in tree.children], tree.meta)
+
+
+def _two_variable(tree: lark.Tree[Any]) -> lark.Tree[Any] | None:
+    """ext.TwoVarComprehensions (``all(i, v, p)``, ``exists``, ``existsOne``, ``transformList``,
+    ``transformMap``, ``transformMapEntry``) as one-variable macros over the target's [key, value] entries, each
+    variable a reference into the entry (None: not such a call)."""
+    name = str(tree.children[1])
+    args = tree.children[2].children if len(tree.children) > 2 and isinstance(tree.children[2], lark.Tree) else []
+    quantifier = _QUANTIFIERS.get(name) if len(args) == 3 else None
+    if quantifier is None and not (name in _TRANSFORMS and len(args) in (3, 4)):
+        return None
+    first, second = _simple_name(args[0]), _simple_name(args[1])
+    if first is None or second is None:
+        return None
+    entry = f"__entry{id(tree)}"  # (an identifier cel-python accepts; no rule names a variable so)
+    names = {variable: lark.Tree("member_index", [lark.Tree("member", [lark.Tree("primary", [_ident(entry)])]),
+                                                  lark.Tree("literal", [lark.Token("INT_LIT", str(i))])])
+             for i, variable in enumerate((first, second))}
+    entries: lark.Tree[Any] = lark.Tree("member", [_call(_ENTRIES, tree.children[0])])
+
+    def macro(target: lark.Tree[Any], macro_name: str, body: Any) -> lark.Tree[Any]:
+        return lark.Tree("member", [lark.Tree("member_dot_arg", [
+            target, lark.Token("IDENT", macro_name),
+            lark.Tree("exprlist", [_ident(entry), _substitute(body, names)])])])
+
+    if quantifier is not None:
+        return macro(entries, quantifier, args[2]).children[0]
+    if len(args) == 4:
+        entries = macro(entries, "filter", args[2])
+    if name == "transformList":
+        return macro(entries, "map", args[-1]).children[0]
+    if name == "transformMap":
+        pair = lark.Tree("primary", [lark.Tree("list_lit", [lark.Tree("exprlist", [
+            lark.Tree("member", [lark.Tree("primary", [lark.Tree("paren_expr", [names[first]])])]), args[-1]])])])
+        return _call(_PAIRS_TO_MAP, macro(entries, "map", pair))
+    return _call(_MERGE_MAPS, macro(entries, "map", args[-1]))
+
+
 def runnable(tree: Any, checked: cel_checker.Checked) -> Any:
     """``tree`` with its optional constructs as calls cel-python can run (the tree itself when it has none; a
     rewritten copy otherwise: parse trees are cached and shared)."""
@@ -254,7 +349,7 @@ def _rewrite(tree: Any, checked: cel_checker.Checked) -> Any:
         return _call(_MAP, lark.Tree(built.data, [lark.Tree(built.children[0].data, items)], built.meta))
     if data == "member_dot_arg":
         rebuilt = lark.Tree(tree.data, children, tree.meta)
-        call = _qualified_call(rebuilt) or _bind(rebuilt) or _opt_map(rebuilt)
+        call = _qualified_call(rebuilt) or _bind(rebuilt) or _opt_map(rebuilt) or _two_variable(rebuilt)
         if call is not None:
             return call
     if all(new is old for new, old in zip(children, tree.children, strict=True)):
