@@ -241,6 +241,8 @@ LIBRARY_RULES = [
     "sets.contains(self.l, [1, 2]) && !sets.intersects(self.l, [7])", "strings.quote(self.s) == '\"abc123\"'",
     "cel.bind(n, self.l.size(), n == 3 && n > 2)", "self.l.all(i, v, v == self.l[i])",
     "self.m.transformMap(k, v, v + '!') == {'ab': 'x!'}", "self.l.transformList(i, v, i > 0, v).size() == 2",
+    "!format.dns1123Label().validate(self.s).hasValue() && format.named('uuid').hasValue()",
+    "format.dns1035Label().validate('1' + self.s).value().size() == 1",  # a DNS-1035 label starts with a letter
 ]
 
 

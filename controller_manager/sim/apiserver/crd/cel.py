@@ -40,11 +40,12 @@ Guarantees:
   ``getScheme``, ``getHost``, ``getHostname``, ``getPort``, ``getEscapedPath``, ``getQuery``;
   ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
   ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
+  the named formats (``format.dns1123Label().validate(s)``...);
   optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
   ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; the two-variable comprehensions; numbers compare across
   int, uint and double as in Kubernetes' CEL.
 
-Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver, format,
+Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver,
 image, authz: a rule using them fails when it runs); cost refusals short of 100x
 for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact syntax-error texts
 beyond the shapes :mod:`..cel_syntax` knows.
@@ -73,7 +74,7 @@ from celpy.evaluation import CELEvalError
 from controller_manager.api import quantity as k8s_quantity
 from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
-from controller_manager.sim.apiserver.crd import cel_cost, cel_net, cel_runnable, cel_types
+from controller_manager.sim.apiserver.crd import cel_cost, cel_format, cel_net, cel_runnable, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -538,7 +539,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "add": lambda q, o: Quantity(_q(q) + _q(o)), "sub": lambda q, o: Quantity(_q(q) - _q(o)),
     "compareTo": _q_compare, "isLessThan": lambda q, o: celtypes.BoolType(_q(q) < _q(o)),
     "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)), "matches": _matches,
-    **cel_runnable.FUNCTIONS, **cel_net.FUNCTIONS,
+    **cel_runnable.FUNCTIONS, **cel_net.FUNCTIONS, **cel_format.FUNCTIONS,
     # ext.Sets, ext.Strings' quote
     "sets.contains": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))),
     "sets.equivalent": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))
@@ -563,7 +564,7 @@ def _library() -> dict[str, Callable[..., Any]]:
 
 
 # the library's own value types (compared by value)
-_OPAQUE = (Quantity, URL, cel_runnable.Optional, cel_net.IP, cel_net.CIDR)
+_OPAQUE = (Quantity, URL, cel_runnable.Optional, cel_net.IP, cel_net.CIDR, cel_format.NamedFormat)
 
 
 def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], Any]:

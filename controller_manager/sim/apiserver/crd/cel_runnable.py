@@ -8,7 +8,8 @@ checker (:mod:`..cel_checker`) says cel-go would do something else:
   become calls of :data:`FUNCTIONS` with cel-go's semantics (a missing field, key or index gives
   ``optional.none()``; an absent optional entry is left out of its literal); :class:`Optional` is the value;
 - qualified calls (``optional.of(x)``, which cel-python would read as a method of a variable ``optional``;
-  likewise ``ip.isCanonical``, ``sets.*`` and ``strings.quote``, whose functions the caller supplies) become
+  likewise ``ip.isCanonical``, ``sets.*``, ``strings.quote`` and ``format.*``, whose functions the caller
+  supplies) become
   plain calls of that name;
 - ``cel.bind(v, init, body)`` becomes ``[init].map(v, body)[0]``, ``optMap``/``optFlatMap`` a conditional, and
   the two-variable comprehensions (``all(i, v, p)``, ``exists``, ``existsOne``, ``transformList``,
@@ -29,11 +30,14 @@ from celpy import celtypes
 
 from controller_manager.sim.apiserver import cel_checker
 
-__all__ = ["FUNCTIONS", "Optional", "OptionalError", "runnable"]
+__all__ = ["FUNCTIONS", "NONE", "Optional", "OptionalError", "runnable"]
 
 # the library functions called by a qualified name, which the rewrite turns into plain calls of that name
 _QUALIFIED = {"optional": frozenset({"of", "none", "ofNonZeroValue"}), "ip": frozenset({"isCanonical"}),
-              "sets": frozenset({"contains", "equivalent", "intersects"}), "strings": frozenset({"quote"})}
+              "sets": frozenset({"contains", "equivalent", "intersects"}), "strings": frozenset({"quote"}),
+              "format": frozenset({"named", "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+                                   "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix",
+                                   "labelValue", "uri", "uuid", "byte", "date", "datetime"})}
 _SELECT, _INDEX, _ENTRY, _LIST, _MAP = "@optSelect", "@optIndex", "@optEntry", "@optList", "@optMap"
 _ENTRIES, _PAIRS_TO_MAP, _MERGE_MAPS = "@entries", "@pairsToMap", "@mergeMaps"
 
