@@ -243,6 +243,7 @@ LIBRARY_RULES = [
     "self.m.transformMap(k, v, v + '!') == {'ab': 'x!'}", "self.l.transformList(i, v, i > 0, v).size() == 2",
     "!format.dns1123Label().validate(self.s).hasValue() && format.named('uuid').hasValue()",
     "format.dns1035Label().validate('1' + self.s).value().size() == 1",  # a DNS-1035 label starts with a letter
+    "semver('v1.2', true).isLessThan(semver('1.10.0-rc.1')) && !isSemver('1.02.3')",
 ]
 
 

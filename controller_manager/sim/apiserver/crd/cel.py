@@ -40,13 +40,13 @@ Guarantees:
   ``getScheme``, ``getHost``, ``getHostname``, ``getPort``, ``getEscapedPath``, ``getQuery``;
   ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
   ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
-  the named formats (``format.dns1123Label().validate(s)``...);
+  the named formats (``format.dns1123Label().validate(s)``...); ``semver()``/``isSemver()`` and their methods;
   optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
   ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; the two-variable comprehensions; numbers compare across
   int, uint and double as in Kubernetes' CEL.
 
-Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (semver,
-image, authz: a rule using them fails when it runs); cost refusals short of 100x
+Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (image,
+authz: a rule using them fails when it runs); cost refusals short of 100x
 for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact syntax-error texts
 beyond the shapes :mod:`..cel_syntax` knows.
 """
@@ -74,7 +74,7 @@ from celpy.evaluation import CELEvalError
 from controller_manager.api import quantity as k8s_quantity
 from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
-from controller_manager.sim.apiserver.crd import cel_cost, cel_format, cel_net, cel_runnable, cel_types
+from controller_manager.sim.apiserver.crd import cel_cost, cel_format, cel_net, cel_runnable, cel_semver, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -517,9 +517,12 @@ def _q_as_integer(value: Any) -> Any:
     return celtypes.IntType(int(v))
 
 
-def _q_compare(value: Any, other: Any) -> Any:
+def _order(value: Any, other: Any) -> int:
+    """``compareTo`` of two quantities or two semvers: -1, 0 or 1."""
+    if isinstance(value, cel_semver.Semver) and isinstance(other, cel_semver.Semver):
+        return cel_semver.compare(value, other)
     a, b = _q(value), _q(other)
-    return celtypes.IntType((a > b) - (a < b))
+    return (a > b) - (a < b)
 
 
 _METHODS: dict[str, Callable[..., Any]] = {
@@ -537,9 +540,10 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "sign": _q_sign, "isInteger": _q_is_integer, "asInteger": _q_as_integer,
     "asApproximateFloat": lambda q: celtypes.DoubleType(float(_q(q))),
     "add": lambda q, o: Quantity(_q(q) + _q(o)), "sub": lambda q, o: Quantity(_q(q) - _q(o)),
-    "compareTo": _q_compare, "isLessThan": lambda q, o: celtypes.BoolType(_q(q) < _q(o)),
-    "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)), "matches": _matches,
-    **cel_runnable.FUNCTIONS, **cel_net.FUNCTIONS, **cel_format.FUNCTIONS,
+    "compareTo": lambda v, o: celtypes.IntType(_order(v, o)),
+    "isLessThan": lambda v, o: celtypes.BoolType(_order(v, o) < 0),
+    "isGreaterThan": lambda v, o: celtypes.BoolType(_order(v, o) > 0), "matches": _matches,
+    **cel_runnable.FUNCTIONS, **cel_net.FUNCTIONS, **cel_format.FUNCTIONS, **cel_semver.FUNCTIONS,
     # ext.Sets, ext.Strings' quote
     "sets.contains": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))),
     "sets.equivalent": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))
@@ -564,7 +568,8 @@ def _library() -> dict[str, Callable[..., Any]]:
 
 
 # the library's own value types (compared by value)
-_OPAQUE = (Quantity, URL, cel_runnable.Optional, cel_net.IP, cel_net.CIDR, cel_format.NamedFormat)
+_OPAQUE = (Quantity, URL, cel_runnable.Optional, cel_net.IP, cel_net.CIDR, cel_format.NamedFormat,
+           cel_semver.Semver)
 
 
 def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], Any]:
@@ -1021,7 +1026,8 @@ def _eval_text(e: CELEvalError) -> str:
     """cel-go's words for a runtime error: ``no such key: x``, ``division by zero``, ``no such overload``."""
     message = str(e.args[0]) if e.args else str(e)
     if len(e.args) >= 3 and isinstance(e.args[1], type) and issubclass(
-            e.args[1], _RegexError | cel_runnable.OptionalError | cel_net.NetError) and e.args[2]:
+            e.args[1], _RegexError | cel_runnable.OptionalError | cel_net.NetError | cel_semver.SemverError) \
+            and e.args[2]:
         return str(e.args[2][0])  # the library's own error, which celpy wraps as an overflow
     m = re.match(r"no such member in mapping: '(.*)'", message)
     if m:
