@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass
@@ -42,8 +43,10 @@ _FORMATS = {"byte": cel_checker.BYTES, "duration": Type("duration"), "date": Typ
 _SCALARS = {"integer": cel_checker.INT, "number": cel_checker.DOUBLE, "boolean": cel_checker.BOOL}
 
 
+@functools.lru_cache(maxsize=4096)
 def escape(name: str) -> str | None:
-    """A property's name as a CEL field name (None: not expressible)."""
+    """A property's name as a CEL field name (None: not expressible; cached: every object a rule sees is keyed by
+    its schema's few names)."""
     if name in RESERVED:
         return f"__{name}__"
     if not _ESCAPABLE.fullmatch(name):
