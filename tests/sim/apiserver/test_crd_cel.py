@@ -389,3 +389,19 @@ async def test_message_expressions_see_old_self_on_update(client: Client) -> Non
     code, status = await client.patch(f"{CRONTABS}/a", {"spec": {"replicas": 4}})
     assert code == 422, status
     assert _messages(status) == ["spec: Invalid value: replicas was 2"]
+
+
+async def test_malformed_rules_are_reported_before_compile_errors(client: Client) -> None:
+    """Upstream keeps a schema's malformed rules apart from its CEL errors and reports them first, whatever the
+    nodes' order; a node above a malformed rule is not compiled at all."""
+    code, status = await client.post(CRDS, crd_with_rules([{"rule": "self.nope == 1"}], extra_props={
+        "alpha": {"type": "string", "x-kubernetes-validations": [{"rule": "self == 1"}]},
+        "beta": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "message": "two\nlines"}]}}))
+    assert code == 422, status
+    assert _messages(status) == [
+        f'{SPEC_PATH}.properties[beta].x-kubernetes-validations[0].message: Invalid value: "two\\nlines": must not '
+        "contain line breaks",
+        f"{SPEC_PATH}.properties[alpha].x-kubernetes-validations[0].rule: Invalid value: "
+        '{"Rule":"self == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: '
+        "compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(string, int)'\n"
+        " | self == 1\n | .....^"]

@@ -719,9 +719,12 @@ def check_schema(schema: Obj, path: str) -> list[FieldError]:
     """The errors of every ``x-kubernetes-validations`` rule of a version's schema (see the module docstring), then
     the schema's cost total: over 100,000,000, each of the (up to four) most expensive rules "contributed", and the
     schema itself is refused."""
+    # upstream reports every malformed rule first, then the CEL errors (compilation, cost, transition rules)
     errs: list[FieldError] = []
+    cel_errs: list[FieldError] = []
     costs = _CostTotal()
-    _check_node(schema, path, errs, costs, root=True)
+    _check_node(schema, path, errs, cel_errs, costs, root=True)
+    errs += cel_errs
     refusal = cel_cost.refusal(cel_cost.Estimate(costs.total, costs.exact),
                                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
                                limit=cel_cost.CRD_COST_LIMIT)
@@ -752,8 +755,8 @@ class _CostTotal:
             del self.most_expensive[4:]
 
 
-def _check_node(schema: Obj, path: str, errs: list[FieldError], costs: _CostTotal, *, root: bool = False,
-                uncorrelatable: str | None = None, cardinality: int | None = 1) -> bool:
+def _check_node(schema: Obj, path: str, errs: list[FieldError], cel_errs: list[FieldError], costs: _CostTotal, *,
+                root: bool = False, uncorrelatable: str | None = None, cardinality: int | None = 1) -> bool:
     """Checks the node's children, then its own rules (upstream's order). ``uncorrelatable``: the path of the
     highest ancestor under which an update's old value cannot be found for this node (an array that is not a map
     list, an atomic map's fields): no transition rule may be declared here. ``cardinality``: the product of the list
@@ -765,15 +768,15 @@ def _check_node(schema: Obj, path: str, errs: list[FieldError], costs: _CostTota
         within = uncorrelatable or (path if schema.get("x-kubernetes-map-type") == "atomic" else None)
         for key, sub in sorted(props.items()):
             if isinstance(sub, dict):
-                malformed |= _check_node(sub, f"{path}.properties[{key}]", errs, costs, uncorrelatable=within,
-                                         cardinality=cardinality)
+                malformed |= _check_node(sub, f"{path}.properties[{key}]", errs, cel_errs, costs,
+                                         uncorrelatable=within, cardinality=cardinality)
     if isinstance(schema.get("items"), dict):
         within = uncorrelatable or (path if schema.get("x-kubernetes-list-type") != "map" else None)
-        malformed |= _check_node(schema["items"], f"{path}.items", errs, costs, uncorrelatable=within,
+        malformed |= _check_node(schema["items"], f"{path}.items", errs, cel_errs, costs, uncorrelatable=within,
                                  cardinality=_times(cardinality, schema.get("maxItems")))
     if isinstance(schema.get("additionalProperties"), dict):
-        malformed |= _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs, costs,
-                                 uncorrelatable=uncorrelatable,
+        malformed |= _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs, cel_errs,
+                                 costs, uncorrelatable=uncorrelatable,
                                  cardinality=_times(cardinality, schema.get("maxProperties")))
     rules = schema.get("x-kubernetes-validations")
     if isinstance(rules, list) and rules:
@@ -781,7 +784,7 @@ def _check_node(schema: Obj, path: str, errs: list[FieldError], costs: _CostTota
         errs += schema_errs
         malformed |= bool(schema_errs)
         if not malformed:
-            _compile_rules(schema, rules, path, errs, costs, root=root, uncorrelatable=uncorrelatable,
+            _compile_rules(schema, rules, path, cel_errs, costs, root=root, uncorrelatable=uncorrelatable,
                            cardinality=cel_cost.max_cardinality(schema, cardinality))
     return malformed
 
