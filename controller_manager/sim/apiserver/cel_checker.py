@@ -18,8 +18,17 @@ found 't'``, ``type 't' does not support field selection``, ``expression of type
 comprehension (must be list, map, or dynamic)``; then, when the check passes, the base environment's validator of
 homogeneous aggregate literals. Nesting past cel-go's parser limit (250 levels of one grammar rule, counted as
 ANTLR counts rule entries, approximately for mixed shapes) is ``expression recursion limit exceeded: 250`` at no
-position. :func:`check` returns the output type; :func:`issues_text` is cel-go's
-``issues.String()`` (sorted by position, with the source line and a caret).
+position, and a text over the parser's 100,000 code points ``expression code point size exceeds limit: size: N,
+limit 100000``. :func:`check` returns the output type, :func:`check_expression` also the variables referred to,
+the optional selections and literal entries (for running the expression) and the typed syntax (for its cost);
+:func:`issues_text` is cel-go's ``issues.String()`` (sorted by position, with the source line and a caret).
+
+Optional syntax (cel.OptionalTypes, in Kubernetes' base environment since 1.28) is checked as cel-go checks it:
+``x.?f`` (``optional_type`` of the field's type), ``x[?i]`` (``_[?_]``), a selection or index from an optional
+value (optional in turn), ``[?e]`` and ``{?k: v}`` entries (``e``/``v`` must be optional: ``expected type
+'optional_type(int)' but found 'int'``). cel-python's grammar has no ``?`` there: :mod:`.cel_syntax` finds those
+marks and blanks them out before parsing, and the builder reads them back by offset; a stray one is ANTLR's
+``extraneous input '?'``.
 
 The function table (:data:`STANDARD`, :data:`KUBERNETES`) holds CEL's standard library, the extensions
 Kubernetes' base environment loads (strings v2, sets, optional types, two-variable comprehensions) and
@@ -27,9 +36,8 @@ Kubernetes' libraries (lists, regex, URLs, quantity, semver, IP, CIDR, authz, fo
 overload.
 
 The literal validators check ``duration()``/``timestamp()`` literals as Go parses them and ``matches()`` patterns
-with Python's ``re`` less what RE2 lacks (lookaround, backreferences): near, not identical. Not done:
-optional field selection (``.?x``, which cel-python cannot parse) and struct literals (no
-environment here declares a message type).
+with RE2 (:mod:`.cel_regex`: lookaround, backreferences, ``\\Z`` refused as Go refuses them). Not done: struct
+literals (no environment here declares a message type).
 """
 
 from __future__ import annotations
@@ -44,9 +52,13 @@ from typing import Any
 
 import lark
 
+from controller_manager.sim.apiserver import cel_regex, cel_syntax
+from controller_manager.sim.apiserver.cel_syntax import OPERAND_START as _OPERAND_START
 from controller_manager.sim.apiserver.recursion import room_for_depth
 
-__all__ = ["CheckError", "Environment", "Type", "check", "issues_text", "parse_type", "room_for"]
+__all__ = ["Call", "CheckError", "Checked", "Comprehension", "CreateList", "CreateMap", "Environment", "Ident",
+           "Literal", "Node", "Select", "Type", "check", "check_expression", "issues_text", "parse_type", "room_for",
+           "string_value", "walk"]
 
 # --- types -----------------------------------------------------------------------------------------------------
 
@@ -97,6 +109,10 @@ def list_of(elem: Type) -> Type:
 
 def map_of(key: Type, value: Type) -> Type:
     return Type("map", "map", (key, value))
+
+
+def optional_of(value: Type) -> Type:
+    return Type("opaque", "optional_type", (value,))
 
 
 _TYPE_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_.@]*|[(),])")
@@ -199,6 +215,10 @@ STANDARD: dict[str, list[str]] = {
              # cel.OptionalTypes: indexing an optional aggregate
              "(optional_type(list(V)), int) -> optional_type(V)",
              "(optional_type(map(K, V)), K) -> optional_type(V)"],
+    # cel.OptionalTypes: optional indexing (``x[?i]``)
+    "_[?_]": ["(list(V), int) -> optional_type(V)", "(map(K, V), K) -> optional_type(V)",
+              "(optional_type(list(V)), int) -> optional_type(V)",
+              "(optional_type(map(K, V)), K) -> optional_type(V)"],
     "@in": ["(A, list(A)) -> bool", "(A, map(A, B)) -> bool"],
     "size": ["(bytes) -> int", "bytes.() -> int", "(list(A)) -> int", "list(A).() -> int", "(map(A, B)) -> int",
              "map(A, B).() -> int", "(string) -> int", "string.() -> int"],
@@ -390,6 +410,7 @@ class Select(Node):
     operand: Node | None = None
     field_name: str = ""
     test_only: bool = False  # has()
+    optional: bool = False  # ``.?field`` (cel-go's ``_?._`` call)
 
 
 @dataclass(eq=False)
@@ -402,11 +423,13 @@ class Call(Node):
 @dataclass(eq=False)
 class CreateList(Node):
     elements: list[Node] = field(default_factory=list)
+    optional: frozenset[int] = frozenset()  # the indexes of ``[?x]`` elements
 
 
 @dataclass(eq=False)
 class CreateMap(Node):
     entries: list[tuple[Node, Node]] = field(default_factory=list)
+    optional: frozenset[int] = frozenset()  # the indexes of ``{?k: v}`` entries
 
 
 @dataclass(eq=False)
@@ -440,7 +463,7 @@ def _children(node: Node) -> Iterator[Node]:
                 yield part
 
 
-def _walk(node: Node) -> Iterator[Node]:
+def walk(node: Node) -> Iterator[Node]:
     """Every node, parents before children (iteratively: a long chain of operators nests deep)."""
     stack = [node]
     while stack:
@@ -483,14 +506,20 @@ _RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "funct
 _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
                        "member", "primary", "paren_expr"})
 _SKIPPED = re.compile(r"(?:\s+|//[^\n]*|\))*")
+_BLANKS = re.compile(r"(?:\s+|//[^\n]*)*")
 
 
 class _Builder:
     """cel-python's parse tree to cel-go's syntax, macros expanded."""
 
-    def __init__(self, text: str, tree: Any) -> None:
+    def __init__(self, text: str, tree: Any, marks: frozenset[int] = frozenset()) -> None:
         self.text = text
         self.issues: list[tuple[int, str]] = []
+        # the offsets of optional syntax's "?" (blanked out of the text cel-python parsed), each consumed by the
+        # selection, index or literal entry it marks
+        self.marks = set(marks)
+        # the parse tree's selections and indexes, literals with optional entries, and what each became
+        self.origins: list[tuple[Any, Node]] = []
         # Each token's (start, end) offsets. cel-python re-creates ``true``/``false`` tokens without a position:
         # they are found in the text, after the token before them.
         self.spans: dict[int, tuple[int, int]] = {}
@@ -544,9 +573,16 @@ class _Builder:
             self.not_reserved(children[0])
             return Ident(self.start(children[0]), str(children[0]))
         if data == "member_dot":
-            return Select(self.after(children[0]), self.build(children[0]), str(children[1]))
+            dot = self.after(children[0])
+            select = Select(dot, self.build(children[0]), str(children[1]), optional=self.marked(dot + 1))
+            self.origins.append((node, select))
+            return select
         if data == "member_index":
-            return Call(self.after(children[0]), "_[_]", None, [self.build(children[0]), self.build(children[1])])
+            bracket = self.after(children[0])
+            function = "_[?_]" if self.marked(bracket + 1) else "_[_]"
+            index = Call(bracket, function, None, [self.build(children[0]), self.build(children[1])])
+            self.origins.append((node, index))
+            return index
         if data == "member_dot_arg":
             return self.member_call(node)
         if data in ("ident_arg", "dot_ident_arg"):
@@ -558,11 +594,20 @@ class _Builder:
                 return self.has(open_paren, args[0])
             return Call(open_paren, str(name_token), None, args)
         if data == "list_lit":
-            return CreateList(node.meta.start_pos, self.args(children[0] if children else None))
+            items = children[0].children if children and isinstance(children[0], lark.Tree) else []
+            optional = frozenset(i for i, item in enumerate(items) if self.marked_before(item))
+            created: Node = CreateList(node.meta.start_pos, [self.build(item) for item in items], optional)
+            if optional:
+                self.origins.append((node, created))
+            return created
         if data == "map_lit":
             inits = children[0].children if children and isinstance(children[0], lark.Tree) else []
+            optional = frozenset(i // 2 for i, key in enumerate(inits) if i % 2 == 0 and self.marked_before(key))
             built = [self.build(child) for child in inits]
-            return CreateMap(node.meta.start_pos, list(zip(built[::2], built[1::2], strict=True)))
+            created = CreateMap(node.meta.start_pos, list(zip(built[::2], built[1::2], strict=True)), optional)
+            if optional:
+                self.origins.append((node, created))
+            return created
         if data == "member_object":
             # a struct literal: no environment here declares a message type
             target = children[0]
@@ -570,6 +615,24 @@ class _Builder:
             self.issues.append((self.after(target), f"undeclared reference to '{name}' (in container '')"))
             return Literal(self.after(target), ERROR)
         raise ValueError(f"unexpected CEL syntax {data}")
+
+    def marked(self, offset: int) -> bool:
+        """Whether the first symbol at or after ``offset`` is an optional-syntax "?" (consumed)."""
+        at = _BLANKS.match(self.text, offset).end()  # type: ignore[union-attr]
+        if at in self.marks:
+            self.marks.discard(at)
+            return True
+        return False
+
+    def marked_before(self, tree: Any) -> bool:
+        """Whether the last symbol before ``tree`` is an optional-syntax "?" (consumed)."""
+        tokens = _tokens(tree)
+        start = self.start(tokens[0]) if tokens else 0
+        at = len(self.text[:start].rstrip()) - 1
+        if at in self.marks:
+            self.marks.discard(at)
+            return True
+        return False
 
     def not_reserved(self, token: lark.Token) -> None:
         """cel-go's parser refuses CEL's reserved words as names (not as fields)."""
@@ -622,6 +685,16 @@ class _Builder:
             var = self.simple_name(args[0], "cel.bind() variable names must be simple identifiers")
             return Comprehension(at, CreateList(at), "#unused", "", var or "", args[1], Literal(at, BOOL),
                                  Ident(at, var or ""), args[2])
+        if name in ("optMap", "optFlatMap") and count == 2:
+            # target.hasValue() ? optional.of(cel.bind(var, target.value(), expr)) : optional.none() (optFlatMap:
+            # the bind's result unwrapped)
+            var = self.simple_name(args[0], f"{name}() variable name must be a simple identifier")
+            bound: Node = Comprehension(at, CreateList(at), "#unused", "", var or "", Call(at, "value", target, []),
+                                        Literal(at, BOOL), Ident(at, var or ""), args[1])
+            if name == "optMap":
+                bound = Call(at, "optional.of", None, [bound])
+            return Call(at, "_?_:_", None, [Call(at, "hasValue", target, []), bound,
+                                            Call(at, "optional.none", None, [])])
         quantifiers = {"all": 2, "exists": 2, "exists_one": 2}
         if quantifiers.get(name) == count or (name in ("all", "exists", "exists_one", "existsOne") and count == 3):
             return self.quantifier(at, name, target, args)
@@ -792,6 +865,7 @@ class _Checker:
         self.issues: list[tuple[int, str]] = []
         self.fresh = itertools.count()
         self.nodes: list[Node] = []
+        self.references: set[str] = set()  # the environment's variables the expression refers to
 
     def error(self, node: Node, message: str) -> None:
         self.issues.append((node.offset, message))
@@ -822,18 +896,33 @@ class _Checker:
             return self.set(node, self.call(node))
         if isinstance(node, CreateList):
             elem: Type | None = None
-            for element in node.elements:
-                elem = self.join(elem, self.check(element))
+            for i, element in enumerate(node.elements):
+                checked = self.check(element)
+                if i in node.optional:
+                    checked = self.unwrap_optional(element, checked)
+                elem = self.join(elem, checked)
             return self.set(node, list_of(elem or self.type_var()))
         if isinstance(node, CreateMap):
             key: Type | None = None
             value: Type | None = None
-            for k, v in node.entries:
+            for i, (k, v) in enumerate(node.entries):
                 key = self.join(key, self.check(k))
-                value = self.join(value, self.check(v))
+                checked = self.check(v)
+                if i in node.optional:
+                    checked = self.unwrap_optional(v, checked)
+                value = self.join(value, checked)
             return self.set(node, map_of(key or self.type_var(), value or self.type_var()))
         assert isinstance(node, Comprehension)
         return self.set(node, self.comprehension(node))
+
+    def unwrap_optional(self, node: Node, t: Type) -> Type:
+        """What an optional literal entry holds (``[?x]``, ``{?k: x}``): ``x`` must be optional (or dyn)."""
+        t = _substitute(self.subs, t, False)
+        if t.kind == "opaque" and t.name == "optional_type" and len(t.params) == 1:
+            return t.params[0]
+        if not _is_dyn(t):
+            self.error(node, f"expected type '{optional_of(t)}' but found '{t}'")
+        return t
 
     def join(self, previous: Type | None, current: Type) -> Type:
         """An aggregate literal's element type (mixed types are dyn here; the validator refuses them later)."""
@@ -849,6 +938,7 @@ class _Checker:
                 return scope[node.name]
         name = node.name.removeprefix(".")
         if name in self.env.variables:
+            self.references.add(name)
             return self.env.variables[name]
         if name in _TYPE_IDENTS:
             return _TYPE_IDENTS[name]
@@ -862,6 +952,10 @@ class _Checker:
             return self.env.variables.get(qualified) or _TYPE_IDENTS[qualified]  # a dotted name, declared whole
         self.check(node.operand)
         target = _substitute(self.subs, node.operand.type or DYN, False)
+        # a selection from an optional value selects from what it holds, and is optional in turn
+        wrapped = target.kind == "opaque" and target.name == "optional_type" and len(target.params) == 1
+        if wrapped:
+            target = target.params[0]
         result = ERROR
         if target.kind == "map":
             result = target.params[1]
@@ -878,7 +972,11 @@ class _Checker:
             if not _is_dyn_or_error(target):
                 self.error(node, f"type '{target}' does not support field selection")
             result = DYN
-        return BOOL if node.test_only else _substitute(self.subs, result, False)
+        if node.test_only:
+            return BOOL
+        if wrapped or node.optional:
+            result = optional_of(result)
+        return _substitute(self.subs, result, False)
 
     def call(self, node: Call) -> Type:
         for arg in node.args:
@@ -1011,6 +1109,13 @@ def _walk_outside(root: Node, exempt: str) -> Iterator[Node]:
             stack.extend(reversed(list(_children(current))))
 
 
+def _entry_type(t: Type | None, optional: bool) -> Type | None:
+    """A literal entry's type as the literal holds it (an optional entry's value unwrapped)."""
+    if optional and t is not None and t.kind == "opaque" and t.name == "optional_type" and t.params:
+        return t.params[0]
+    return t
+
+
 def _homogeneous(root: Node) -> list[tuple[int, str]]:
     """cel-go's validator of homogeneous aggregate literals over the checked types: each list's first mismatch
     and each map entry's, except within ``format()`` (whose argument list mixes types by design)."""
@@ -1018,27 +1123,27 @@ def _homogeneous(root: Node) -> list[tuple[int, str]]:
     nodes = list(_walk_outside(root, "format"))
     for node in nodes:
         if isinstance(node, CreateList) and node.elements:
-            first = node.elements[0].type
-            for element in node.elements[1:]:
-                if element.type != first:
-                    issues.append((element.offset, f"expected type '{first}' but found '{element.type}'"))
+            types = [_entry_type(e.type, i in node.optional) for i, e in enumerate(node.elements)]
+            for element, element_type in zip(node.elements[1:], types[1:], strict=True):
+                if element_type != types[0]:
+                    issues.append((element.offset, f"expected type '{types[0]}' but found '{element_type}'"))
                     break
     for node in nodes:
         if isinstance(node, CreateMap) and node.entries:
-            key_type, value_type = node.entries[0][0].type, node.entries[0][1].type
-            for key, value in node.entries[1:]:
+            key_type = node.entries[0][0].type
+            value_type = _entry_type(node.entries[0][1].type, 0 in node.optional)
+            for i, (key, value) in enumerate(node.entries[1:], 1):
                 if key.type != key_type:
                     issues.append((key.offset, f"expected type '{key_type}' but found '{key.type}'"))
-                if value.type != value_type:
-                    issues.append((value.offset, f"expected type '{value_type}' but found '{value.type}'"))
+                if _entry_type(value.type, i in node.optional) != value_type:
+                    shown = _entry_type(value.type, i in node.optional)
+                    issues.append((value.offset, f"expected type '{value_type}' but found '{shown}'"))
     return issues
 
 
 # Go's time.ParseDuration and time.RFC3339, which cel-go's duration() and timestamp() parse literals with.
 _GO_DURATION = re.compile(r"[-+]?(?:0|(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)")
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))")
-# RE2 (Go's regexp) has no lookaround and no backreferences, which Python's re accepts.
-_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=")
 
 
 def _valid_duration(text: str) -> bool:
@@ -1059,11 +1164,9 @@ def _valid_timestamp(text: str) -> bool:
 
 
 def _valid_regex(text: str) -> bool:
-    if _NOT_RE2.search(text):
-        return False
     try:
-        re.compile(text)
-    except re.error:
+        cel_regex.compile_pattern(text)
+    except cel_regex.PatternError:
         return False
     return True
 
@@ -1076,19 +1179,19 @@ def _literal_arguments(root: Node) -> list[tuple[int, str]]:
     ``ValidateRegexLiterals``): a string literal as the first argument of ``duration()``, ``timestamp()`` or
     ``matches()`` that does not parse."""
     issues: list[tuple[int, str]] = []
-    for node in _walk(root):
+    for node in walk(root):
         valid = _LITERAL_CHECKS.get(node.function) if isinstance(node, Call) else None
         if valid is None or not isinstance(node, Call) or not node.args:
             continue
         literal = node.args[0]
         if isinstance(literal, Literal) and literal.value_type == STRING:
-            value = _string_value(literal.token)
+            value = string_value(literal.token)
             if value is not None and not valid(value):
                 issues.append((literal.offset, f"invalid {node.function} argument"))
     return issues
 
 
-def _string_value(token: str) -> str | None:
+def string_value(token: str) -> str | None:
     """The value of a string literal token (None when its escapes do not decode)."""
     raw = token[:1] in "rR"
     body = token[1:] if raw else token
@@ -1144,18 +1247,46 @@ def room_for(tree: Any, height: int | None = None) -> contextlib.AbstractContext
     return room_for_depth(recursion_depth(tree)[1] if height is None else height, margin=1000)
 
 
+MAX_CODE_POINTS = 100_000  # cel-go's parser default (expressionSizeCodePointLimit)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A checked expression: its output type, the environment's variables it refers to, and the parse tree's
+    nodes that select, index or build optionally (``x.?f``, ``x[?i]``, a selection or index from an optional
+    value; a list or map literal with optional entries: by id, with the entries' indexes), and the typed syntax
+    itself (for a cost estimate)."""
+
+    type: Type
+    references: frozenset[str]
+    optional_selections: frozenset[int]
+    optional_entries: Mapping[int, frozenset[int]]
+    root: Node
+
+
 def check(tree: Any, text: str, env: Environment) -> Type:
     """The output type of ``text`` (parsed by cel-python into ``tree``) in ``env``; :class:`CheckError` with
     cel-go's issues when the expression misuses a macro, does not type-check or mixes types in a literal."""
+    return check_expression(tree, text, env).type
+
+
+def check_expression(tree: Any, text: str, env: Environment) -> Checked:
+    """:func:`check`, with what else the caller needs to run the expression. ``tree`` is cel-python's parse of
+    ``text`` with optional syntax's "?" blanked out (:func:`.cel_syntax.optional_marks`)."""
+    if len(text) > MAX_CODE_POINTS:
+        raise CheckError(((-1, f"expression code point size exceeds limit: size: {len(text)}, "
+                                f"limit {MAX_CODE_POINTS}"),))
     depth, height = recursion_depth(tree)
     if depth > MAX_RECURSION:
         raise CheckError(((-1, f"expression recursion limit exceeded: {MAX_RECURSION}"),))
-    builder = _Builder(text, tree)
+    builder = _Builder(text, tree, cel_syntax.optional_marks(text))
     checker = _Checker(env)
     with room_for(tree, height):
         root = builder.build(tree)
+        for stray in builder.marks:  # a "?" that marks nothing optional: ANTLR drops it
+            builder.issues.append((stray, f"Syntax error: extraneous input '?' expecting {_OPERAND_START}"))
         if builder.issues:
-            raise CheckError(tuple(builder.issues))
+            raise CheckError(tuple(sorted(builder.issues)))
         checker.check(root)
     if checker.issues:
         raise CheckError(tuple(checker.issues))
@@ -1164,7 +1295,26 @@ def check(tree: Any, text: str, env: Environment) -> Type:
     issues = _homogeneous(root) + _literal_arguments(root)
     if issues:
         raise CheckError(tuple(issues))
-    return root.type or DYN
+    selections: set[int] = set()
+    entries: dict[int, frozenset[int]] = {}
+    for origin, node in builder.origins:
+        if isinstance(node, CreateList | CreateMap):
+            entries[id(origin)] = node.optional
+        elif _selects_optionally(node):
+            selections.add(id(origin))
+    return Checked(root.type or DYN, frozenset(checker.references), frozenset(selections), entries, root)
+
+
+def _selects_optionally(node: Node) -> bool:
+    """Whether a selection or index gives an optional (``.?``, ``[?]``, or from an optional value)."""
+    if isinstance(node, Select):
+        return node.optional or _is_optional(node.operand)
+    return isinstance(node, Call) and (node.function == "_[?_]" or _is_optional(node.args[0]))
+
+
+def _is_optional(node: Node | None) -> bool:
+    t = node.type if node is not None else None
+    return t is not None and t.kind == "opaque" and t.name == "optional_type"
 
 
 def issues_text(text: str, issues: Sequence[tuple[int, str]]) -> str:

@@ -11,15 +11,20 @@ cel-go's lexer does and recognises three shapes whose cel-go report is certain:
 - an expression cut short after a binary operator, ``?`` or ``:``: ``mismatched input '<EOF>' expecting {...}``
   (the tokens an operand may start with) at the end of the text.
 :func:`syntax_issues` returns None for anything else (the caller keeps cel-python's position and a generic text).
+
+:func:`optional_marks` finds the ``?`` of optional syntax (after ``.``, ``[``, ``{`` or ``,``: never the
+conditional operator, which follows a whole operand); :func:`blank_marks` blanks them so cel-python's grammar,
+which lacks them, parses the rest with every offset kept.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["syntax_issues"]
+__all__ = ["blank_marks", "optional_marks", "syntax_issues"]
 
 OPERAND_START = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, "
                  "BYTES, IDENTIFIER}")
@@ -101,3 +106,23 @@ def syntax_issues(text: str, stops_at: Callable[[str], int | None]) -> list[tupl
         return None
     how = "extraneous" if index == len(tokens) - 1 else "mismatched"
     return [*errors, (extra.start, f"Syntax error: {how} input '{extra.text}' expecting <EOF>")]
+
+
+# The tokens after which a "?" is optional syntax (``x.?f``, ``x[?i]``, ``[?e]``, ``{?k: v}``), never the
+# conditional operator (which follows a whole operand).
+_BEFORE_OPTIONAL = frozenset({".", "[", "{", ","})
+
+
+def optional_marks(text: str) -> frozenset[int]:
+    """The offsets of the "?" that mark optional selections, indexes and literal entries (cel-go's optional
+    syntax, which cel-python's grammar lacks: the caller blanks them out before parsing)."""
+    tokens, _ = _lex(text)
+    return frozenset(token.start for previous, token in itertools.pairwise(tokens)
+                     if token.text == "?" and previous.text in _BEFORE_OPTIONAL)
+
+
+def blank_marks(text: str, marks: frozenset[int]) -> str:
+    """``text`` with the optional-syntax marks replaced by blanks (every other offset kept)."""
+    if not marks:
+        return text
+    return "".join(" " if i in marks else char for i, char in enumerate(text))

@@ -46,6 +46,19 @@ def _check(expression: str) -> str:
     ("duration('1x') > duration('1s')", "1:10: invalid duration argument"),
     ("timestamp('2020-13-01T00:00:00Z') == timestamp(0)", "1:11: invalid timestamp argument"),
     ("s.matches('[')", "1:11: invalid matches argument"),
+    # RE2, not Python's re: no lookaround, backreferences or \\Z
+    ("s.matches('(?<=a)b')", "1:11: invalid matches argument"),
+    ("s.matches('(a)\\\\1')", "1:11: invalid matches argument"),
+    ("s.matches('a\\\\Z')", "1:11: invalid matches argument"),
+    # optional syntax
+    ("s.?a", "1:2: type 'string' does not support field selection"),
+    ("[?1].size() > 0", "1:3: expected type 'optional_type(int)' but found 'int'"),
+    ("x[?'a']", "1:2: found no matching overload for '_[?_]' applied to '(list(int), string)'"),
+    ("optional.of(1).orValue('a')", "1:23: found no matching overload for 'orValue' applied to "
+                                    "'optional_type(int).(string)'"),
+    ("optional.of(1).optMap(1, 2)", "1:23: optMap() variable name must be a simple identifier"),
+    ("f(1, ?s)", "1:6: Syntax error: extraneous input '?' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', "
+                 "'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"),
 ])
 def test_issues_as_cel_go_reports_them(expression: str, issue: str) -> None:
     line, column, message = issue.split(":", 2)
@@ -70,6 +83,15 @@ def test_issues_as_cel_go_reports_them(expression: str, issue: str) -> None:
     ("type(1) == int", "bool"),
     ("format.dns1123Label().validate(s).hasValue()", "bool"),
     ("type(duration('1s')) == google.protobuf.Duration", "bool"),
+    ("s.matches('(?i)^a+$') && s.matches('\\\\pL')", "bool"),
+    ("x[?0]", "optional_type(int)"),
+    ("m.?a.b", "optional_type(dyn)"),
+    ("optional.of(m).a", "optional_type(dyn)"),
+    ("{?'a': optional.of(1), 'b': 2}", "map(string, int)"),
+    ("[?optional.none(), 1]", "list(int)"),
+    ("optional.ofNonZeroValue(s).or(optional.of('x')).value()", "string"),
+    ("optional.of(1).optMap(x, x + 1)", "optional_type(int)"),
+    ("m.?a.optFlatMap(x, optional.of(size(s)))", "optional_type(int)"),
 ])
 def test_output_types(expression: str, output: str) -> None:
     assert _check(expression) == output
@@ -105,3 +127,10 @@ def test_syntax_errors_in_cel_go_words(expression: str, issues: list[str]) -> No
     with pytest.raises(cel.CELCompileError) as raised:
         cel.parse_expression(expression)
     assert str(raised.value) == "\n".join(expected)
+
+
+def test_expressions_past_the_parser_size_limit_are_refused() -> None:
+    expression = "1 == 1" + " " * 99_995
+    assert _check(expression) == ("ERROR: <input>:-1:0: expression code point size exceeds limit: size: 100001, "
+                                  "limit 100000")
+    assert _check(expression[:-1]) == "bool"

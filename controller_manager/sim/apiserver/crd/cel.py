@@ -1,58 +1,69 @@
 """``x-kubernetes-validations``: CEL rules of a CRD's schema, checked when the CRD is written and evaluated
 against custom resources, as ``pkg/apiserver/schema/cel`` and the CRD validation of apiextensions-apiserver do.
 
-Expressions are parsed and evaluated by cel-python (``celpy``); this module adds what Kubernetes adds on
-top of CEL: the variables, the library functions common rules use, and the field errors.
+Rules compile as upstream compiles them: parsed by cel-python's grammar (cel-go's syntax-error wording from
+:mod:`..cel_syntax`), type-checked by :mod:`..cel_checker` (cel-go's checker, the one the DRA selectors use) in the
+rule's environment: ``self`` and ``oldSelf`` typed from the node's schema (:mod:`.cel_types`; ``oldSelf`` an
+``optional_type`` under ``optionalOldSelf``) over Kubernetes' base library, then costed (:mod:`.cel_cost`). They
+run on cel-python (made runnable there by :mod:`.cel_runnable`) with this module's library and the IP/CIDR values
+of :mod:`.cel_net`; regexes are RE2 (:mod:`..cel_regex`).
 
 Guarantees:
 - :func:`check_schema` (CRD create/update): per rule, upstream's checks of ``rule`` (required), ``message``
   (non-empty, one line; a multi-line rule needs one), ``messageExpression``, ``reason`` (one of the four
-  ``FieldValue*``), ``fieldPath`` (a valid path into the schema), then compilation: a syntax error, an
-  undeclared variable or function, or a field the schema does not declare (``undefined field 'x'``) is
-  ``...x-kubernetes-validations[i].rule: Invalid value: {"Rule":...}: compilation failed: ERROR: <input>:L:C:
-  ...``; ``optionalOldSelf`` without ``oldSelf`` in the rule is refused.
+  ``FieldValue*``), ``fieldPath`` (a valid path into the schema), then compilation: any issue cel-go's parser or
+  checker reports (a syntax error, an undeclared name, ``undefined field 'x'``, ``found no matching overload for
+  '_==_' applied to '(double, int)'``, an invalid ``matches`` pattern...) is ``...x-kubernetes-validations[i].rule:
+  Invalid value: {"Rule":...}: compilation failed: ERROR: <input>:L:C: ...`` with cel-go's source line and caret;
+  a rule whose type is not bool is ``cel expression must evaluate to a bool``, a ``messageExpression`` not of
+  type string ``messageExpression must evaluate to a string``; a rule over the cost budget (times how often it may
+  run) is ``Forbidden: estimated rule cost exceeds budget by factor of <f> (...)`` (and the schema's total over
+  its own budget refuses the schema, naming the four most expensive rules); a transition rule under a list
+  that is not a map list (or an atomic map) is ``oldSelf cannot be used on the uncorrelatable portion of the schema
+  within <path>``; ``optionalOldSelf`` without ``oldSelf`` in the rule is refused.
 - :func:`validate` (custom resource create/update): every rule of every schema node holding a non-null
-  value, ``self`` being that value (typed by the schema: ``number`` as double, ``date-time`` strings as
-  timestamps, ``duration`` as durations; the root with ``apiVersion``, ``kind`` and ``metadata.name``/
-  ``generateName``). A rule using ``oldSelf`` (a transition rule) runs on update only, where the old value
-  correlates (object properties by name, ``x-kubernetes-list-type: map`` items by key), unless
-  ``optionalOldSelf`` makes ``oldSelf`` an optional (``hasValue()``, ``value()``, ``orValue()``).
+  value, ``self`` being that value (typed by the schema: ``number`` as double, ``date``/``date-time`` strings as
+  timestamps, ``duration`` as durations, ``byte`` as bytes, properties CEL cannot spell by their escaped names;
+  the root with ``apiVersion``, ``kind`` and ``metadata.name``/``generateName``). A rule using ``oldSelf`` (a
+  transition rule) runs on update only, where the old value correlates (object properties by name,
+  ``x-kubernetes-list-type: map`` items by key), unless ``optionalOldSelf`` makes ``oldSelf`` an optional.
 - A rule evaluating to false is the field error of its ``reason`` at its node's path (plus ``fieldPath``):
   ``Invalid value`` (the value for a scalar, omitted for an object or list), ``Forbidden``, ``Required``,
   ``Duplicate value``; the detail is ``messageExpression``'s result, else ``message``, else ``failed rule:
   <rule>``. A rule that fails to evaluate is ``Invalid value: "<type>": <error> evaluating rule: <rule>``.
   On update, a failing rule that does not use ``oldSelf`` on a value the update left unchanged is
   ratcheted (CRDValidationRatcheting; upstream warns, kube-sim drops it).
-- The library: ``size``/``has``/``all``/``exists``/``exists_one``/``map``/``filter`` (CEL's own); lists'
+- The library run: ``size``/``has``/``all``/``exists``/``exists_one``/``map``/``filter`` (CEL's own); lists'
   ``isSorted``, ``sum``, ``min``, ``max``, ``indexOf``, ``lastIndexOf``; strings' ``charAt``, ``indexOf``,
   ``lastIndexOf``, ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``,
-  ``join``, ``format``, ``find``, ``findAll``; ``url()``/``isURL()`` with ``getScheme``, ``getHost``,
-  ``getHostname``, ``getPort``, ``getEscapedPath``, ``getQuery``; ``quantity()``/``isQuantity()`` with
-  ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``, ``sub``, ``compareTo``,
-  ``isLessThan``, ``isGreaterThan``; numbers compare across int, uint and double as in Kubernetes' CEL.
+  ``join``, ``format``, ``strings.quote``; ``matches``, ``find``, ``findAll`` (RE2); ``url()``/``isURL()`` with
+  ``getScheme``, ``getHost``, ``getHostname``, ``getPort``, ``getEscapedPath``, ``getQuery``;
+  ``quantity()``/``isQuantity()`` with ``sign``, ``isInteger``, ``asInteger``, ``asApproximateFloat``, ``add``,
+  ``sub``, ``compareTo``, ``isLessThan``, ``isGreaterThan``; ``ip()``/``cidr()`` and their methods; ``sets.*``;
+  the named formats (``format.dns1123Label().validate(s)``...); ``semver()``/``isSemver()`` and their methods;
+  optional values (``.?``, ``[?]``, ``optional.of/none/ofNonZeroValue``, ``hasValue``, ``value``, ``orValue``,
+  ``or``, ``optMap``, ``optFlatMap``); ``cel.bind``; the two-variable comprehensions; numbers compare across
+  int, uint and double as in Kubernetes' CEL.
 
-:func:`check_expression` (parse, then undeclared names and undefined fields against :class:`Declarations`) is
-shared with the DRA device selectors (:mod:`..dra_cel`).
-
-Not done: rules inside ``allOf``; cel-go's full static type checker (only undeclared names and functions,
-undefined fields and a result type evident from the operators and the schema are found when the CRD is
-written; other type errors show when a rule runs); cost estimation and budgets; ``ip()``/``cidr()``; optional
-field selection (``self.?x``); cel-go's exact syntax-error texts (the wording is cel-python's).
+Not done: rules inside ``allOf``; running what the checker accepts but this library lacks (image,
+authz: a rule using them fails when it runs); cost refusals short of 100x
+for rules using a function whose estimate :mod:`.cel_cost` approximates; cel-go's exact syntax-error texts
+beyond the shapes :mod:`..cel_syntax` knows.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import math
 import re
 import urllib.parse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import celpy
-import lark
 import orjson
 from celpy import adapter as celpy_adapter
 from celpy import celtypes
@@ -61,8 +72,9 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from controller_manager.api import quantity as k8s_quantity
-from controller_manager.sim.apiserver import cel_checker, cel_syntax
+from controller_manager.sim.apiserver import cel_checker, cel_regex, cel_syntax
 from controller_manager.sim.apiserver import validation_errors as fe
+from controller_manager.sim.apiserver.crd import cel_cost, cel_format, cel_net, cel_runnable, cel_semver, cel_types
 from controller_manager.sim.apiserver.validation_errors import FieldError
 
 __all__ = ["check_schema", "has_rules", "validate"]
@@ -71,16 +83,6 @@ Obj = dict[str, Any]
 
 SELF, OLD_SELF = "self", "oldSelf"
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
-# Names a rule may use as values: the variables, and CEL's type names (``type(x) == string``).
-_TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type",
-                         "google"})
-# Methods of CEL's own (strings, timestamps) beyond the library's.
-_KNOWN_METHODS = frozenset({"contains", "startsWith", "endsWith", "matches", "size", "getDate", "getDayOfMonth",
-                            "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours", "getMilliseconds",
-                            "getMinutes", "getMonth", "getSeconds"})
-_GLOBAL_FUNCTIONS = frozenset({"size", "has", "int", "uint", "double", "string", "bytes", "bool", "type", "dyn",
-                               "duration", "timestamp", "matches", "url", "isURL", "quantity", "isQuantity"})
 _INPUT = "<input>"
 
 
@@ -111,14 +113,6 @@ class Quantity:
     value: Decimal
 
 
-@dataclass(frozen=True)
-class Optional:
-    """``oldSelf`` of an ``optionalOldSelf`` rule: ``optional.none()`` on create, ``optional.of(old)`` else."""
-
-    value: Any = None
-    present: bool = False
-
-
 def _obj(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
@@ -135,7 +129,16 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
     if isinstance(value, dict):
         props = _obj(schema.get("properties"))
         extra = _schema_or_none(schema.get("additionalProperties"))
-        return celtypes.MapType({celtypes.StringType(k): to_cel(v, props.get(k, extra)) for k, v in value.items()})
+        if extra is not None:  # a map: its keys as they are
+            return celtypes.MapType({celtypes.StringType(k): to_cel(v, extra) for k, v in value.items()})
+        fields = {}
+        for k, v in value.items():  # an object: its fields as CEL names them (escaped)
+            name = cel_types.escape(k)
+            if name is not None:
+                fields[celtypes.StringType(name)] = to_cel(v, _schema_or_none(props.get(k)))
+                if k in cel_types.RESERVED:  # a keyword field is reached by its plain name too
+                    fields[celtypes.StringType(k)] = fields[celtypes.StringType(name)]
+        return celtypes.MapType(fields)
     if isinstance(value, list):
         items = _schema_or_none(schema.get("items"))
         return celtypes.ListType([to_cel(v, items) for v in value])
@@ -147,10 +150,15 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
         return celtypes.IntType(value)
     if isinstance(value, str):
         fmt = schema.get("format") if schema.get("type") == "string" else None
-        if fmt == "date-time":
+        if fmt in ("date-time", "date"):
             try:
-                return celtypes.TimestampType(value)
+                return celtypes.TimestampType(value if fmt == "date-time" else f"{value}T00:00:00Z")
             except (ValueError, TypeError):
+                pass
+        elif fmt == "byte":
+            try:
+                return celtypes.BytesType(base64.b64decode(value, validate=True))
+            except ValueError:
                 pass
         elif fmt == "duration":
             try:
@@ -159,16 +167,6 @@ def to_cel(value: Any, schema: Obj | None) -> Any:
                 pass
         return celtypes.StringType(value)
     return celpy_adapter.json_to_cel(value)
-
-
-def _root_schema(schema: Obj) -> Obj:
-    """The root of a resource's schema as CEL types it: apiVersion, kind and metadata's name/generateName."""
-    props = dict(schema.get("properties") or {})
-    props.setdefault("apiVersion", {"type": "string"})
-    props.setdefault("kind", {"type": "string"})
-    props["metadata"] = {"type": "object", "properties": {"name": {"type": "string"},
-                                                          "generateName": {"type": "string"}}}
-    return {**schema, "properties": props}
 
 
 def _root_value(obj: Obj) -> Obj:
@@ -200,6 +198,9 @@ def _compare(op: Callable[[Any, Any], bool], base: Callable[..., Any]) -> Callab
     environment does)."""
 
     def compare(left: Any, right: Any) -> Any:
+        for operand in (left, right):
+            if isinstance(operand, CELEvalError):
+                return operand
         a, b = _num(left), _num(right)
         if a is not None and b is not None and type(left) is not type(right):
             return celtypes.BoolType(op(a, b))
@@ -382,6 +383,8 @@ def _cel_string(value: Any) -> Any:
     """CEL's ``string()`` conversion, doubles as cel-go writes them."""
     if isinstance(value, float):
         return celtypes.StringType(go_float(float(value)))
+    if isinstance(value, cel_net.IP | cel_net.CIDR):
+        return celtypes.StringType(str(value))
     return _BASE_STRING(value)
 
 
@@ -401,21 +404,40 @@ def _to_string(value: Any) -> str:
     return str(value)
 
 
-@functools.lru_cache(maxsize=256)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+class _RegexError(ValueError):
+    """A pattern RE2 refuses, in the words cel-go reports it with at run time."""
 
 
 def _find(text: Any, pattern: Any) -> Any:
-    m = _regex(_string(pattern)).search(_string(text))
-    return celtypes.StringType(m.group(0) if m else "")
+    try:
+        found = cel_regex.search(_string(pattern), _string(text))
+    except cel_regex.PatternError as e:
+        raise _RegexError(f"Illegal regex: {e}") from None
+    return celtypes.StringType(found or "")
 
 
 def _find_all(text: Any, pattern: Any, *limit: Any) -> Any:
-    found = [m.group(0) for m in _regex(_string(pattern)).finditer(_string(text))]
-    if limit and int(limit[0]) >= 0:
-        found = found[:int(limit[0])]
+    try:
+        found = cel_regex.find_all(_string(pattern), _string(text), int(limit[0]) if limit else -1)
+    except cel_regex.PatternError as e:
+        raise _RegexError(f"Illegal regex: {e}") from None
     return celtypes.ListType([celtypes.StringType(f) for f in found])
+
+
+def _quote(text: str) -> str:
+    """The strings extension's ``strings.quote``: double-quoted, with backslash escapes for the quote, the
+    backslash and ``\\a \\b \\f \\n \\r \\t \\v`` (other characters as they are)."""
+    escapes = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+               "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+    return '"' + "".join(escapes.get(char, char) for char in text) + '"'
+
+
+def _matches(text: Any, pattern: Any) -> Any:
+    """CEL's ``matches``: RE2, unanchored; an invalid pattern is Go's regexp error."""
+    try:
+        return celtypes.BoolType(cel_regex.search(_string(pattern), _string(text)) is not None)
+    except cel_regex.PatternError as e:
+        raise _RegexError(str(e)) from None
 
 
 def _is_url(text: Any) -> bool:
@@ -495,9 +517,12 @@ def _q_as_integer(value: Any) -> Any:
     return celtypes.IntType(int(v))
 
 
-def _q_compare(value: Any, other: Any) -> Any:
+def _order(value: Any, other: Any) -> int:
+    """``compareTo`` of two quantities or two semvers: -1, 0 or 1."""
+    if isinstance(value, cel_semver.Semver) and isinstance(other, cel_semver.Semver):
+        return cel_semver.compare(value, other)
     a, b = _q(value), _q(other)
-    return celtypes.IntType((a > b) - (a < b))
+    return (a > b) - (a < b)
 
 
 _METHODS: dict[str, Callable[..., Any]] = {
@@ -515,29 +540,22 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "sign": _q_sign, "isInteger": _q_is_integer, "asInteger": _q_as_integer,
     "asApproximateFloat": lambda q: celtypes.DoubleType(float(_q(q))),
     "add": lambda q, o: Quantity(_q(q) + _q(o)), "sub": lambda q, o: Quantity(_q(q) - _q(o)),
-    "compareTo": _q_compare, "isLessThan": lambda q, o: celtypes.BoolType(_q(q) < _q(o)),
-    "isGreaterThan": lambda q, o: celtypes.BoolType(_q(q) > _q(o)),
-    "hasValue": lambda o: celtypes.BoolType(_optional(o).present),
-    "value": lambda o: _optional_value(_optional(o)),
-    "orValue": lambda o, d: _optional(o).value if _optional(o).present else d,
+    "compareTo": lambda v, o: celtypes.IntType(_order(v, o)),
+    "isLessThan": lambda v, o: celtypes.BoolType(_order(v, o) < 0),
+    "isGreaterThan": lambda v, o: celtypes.BoolType(_order(v, o) > 0), "matches": _matches,
+    **cel_runnable.FUNCTIONS, **cel_net.FUNCTIONS, **cel_format.FUNCTIONS, **cel_semver.FUNCTIONS,
+    # ext.Sets, ext.Strings' quote
+    "sets.contains": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))),
+    "sets.equivalent": lambda a, b: celtypes.BoolType(all(x in _list(a) for x in _list(b))
+                                                      and all(x in _list(b) for x in _list(a))),
+    "sets.intersects": lambda a, b: celtypes.BoolType(any(x in _list(a) for x in _list(b))),
+    "strings.quote": lambda s: celtypes.StringType(_quote(_string(s))),
 }
 _BASE_STRING = celpy_evaluation.base_functions["string"]
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "url": _url, "isURL": lambda s: celtypes.BoolType(_is_url(s)), "quantity": _quantity,
     "isQuantity": _is_quantity,
 }
-
-
-def _optional(value: Any) -> Optional:
-    if not isinstance(value, Optional):
-        raise _NoOverload("no such overload")
-    return value
-
-
-def _optional_value(o: Optional) -> Any:
-    if not o.present:
-        raise ValueError("optional.none() dereference")
-    return o.value
 
 
 @functools.cache
@@ -549,8 +567,16 @@ def _library() -> dict[str, Callable[..., Any]]:
     return {**_METHODS, **_FUNCTIONS, **ops, "string": _cel_string}
 
 
+# the library's own value types (compared by value)
+_OPAQUE = (Quantity, URL, cel_runnable.Optional, cel_net.IP, cel_net.CIDR, cel_format.NamedFormat,
+           cel_semver.Semver)
+
+
 def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], Any]:
     def equal(left: Any, right: Any) -> Any:
+        for operand in (left, right):
+            if isinstance(operand, CELEvalError):
+                return operand  # an operand that failed fails the comparison
         # ``string`` names the type as well as the conversion (overridden here for doubles' text)
         left, right = (celtypes.StringType if v is _cel_string else v for v in (left, right))
         if isinstance(left, type) or isinstance(right, type):
@@ -558,7 +584,7 @@ def _equal(base: Callable[..., Any], *, negate: bool) -> Callable[[Any, Any], An
         a, b = _num(left), _num(right)
         if a is not None and b is not None and type(left) is not type(right):
             return celtypes.BoolType((a == b) != negate)
-        if isinstance(left, Quantity | URL | Optional) or isinstance(right, Quantity | URL | Optional):
+        if isinstance(left, _OPAQUE) or isinstance(right, _OPAQUE):
             return celtypes.BoolType((left == right) != negate)
         return base(left, right)
 
@@ -579,6 +605,7 @@ def _env() -> celpy.Environment:
 class Compiled:
     program: Any
     uses_old_self: bool
+    cost: cel_cost.Estimate  # of one evaluation (:mod:`.cel_cost`)
 
 
 def _issue(text: str, line: int, column: int, message: str) -> str:
@@ -587,18 +614,11 @@ def _issue(text: str, line: int, column: int, message: str) -> str:
     return f"ERROR: {_INPUT}:{line}:{column}: {message}\n | {source}\n | {'.' * (column - 1)}^"
 
 
-def _token_position(node: Any) -> tuple[int, int]:
-    token = node if isinstance(node, lark.Token) else next(
-        (t for t in node.scan_values(lambda v: isinstance(v, lark.Token))), None)
-    if token is None or token.line is None or token.column is None:
-        return 1, 1
-    return token.line, token.column
-
-
 @functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> Any:
+    """cel-python's parse tree of ``text``, optional syntax's "?" blanked out (see :mod:`.cel_runnable`)."""
     try:
-        return _env().compile(text)
+        return _env().compile(cel_syntax.blank_marks(text, cel_syntax.optional_marks(text)))
     except CELParseError as e:
         issues = cel_syntax.syntax_issues(text, _stops_at)
         if issues:  # the shapes whose cel-go wording is known
@@ -627,20 +647,24 @@ def parse_expression(text: str) -> Any:
     return _parse(text)
 
 
-_COMPILED: dict[tuple[str, int, bool, str], tuple[Obj | None, Compiled | CELCompileError]] = {}
+_COMPILED: dict[tuple[str, int, bool, str, bool], tuple[Obj | None, Compiled | CELCompileError]] = {}
 _COMPILED_MAX = 4096
+_TYPES: dict[tuple[int, bool], tuple[Obj | None, cel_types.RuleTypes]] = {}
+# Kubernetes' base environment (1.37): CEL's standard library and extensions, and Kubernetes' libraries
+_LIBRARY = cel_checker.library(cel_checker.STANDARD, cel_checker.KUBERNETES)
 
 
-def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, result: str = "bool") -> Compiled:
+def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, result: str = "bool",
+                 optional_old_self: bool = False) -> Compiled:
     """A rule (``result`` "bool") or message expression ("string") ready to run; :class:`CELCompileError`
-    with cel-go's issue text when it does not compile, :class:`CELResultTypeError` when it is known to give
-    another type. Compiled once per rule text and schema (stored schemas are never mutated; the cache keeps
-    the schema it was keyed by alive, so its id stays its own)."""
-    key = (text, id(schema), root, result)
+    with cel-go's issue text when it does not compile, :class:`CELResultTypeError` when it gives another type.
+    ``optional_old_self``: the rule's ``oldSelf`` is optional. Compiled once per rule text and schema (stored
+    schemas are never mutated; the cache keeps the schema it was keyed by alive, so its id stays its own)."""
+    key = (text, id(schema), root, result, optional_old_self)
     cached = _COMPILED.get(key)
     if cached is None:
         try:
-            outcome: Compiled | CELCompileError = _compile(text, schema, root, result)
+            outcome: Compiled | CELCompileError = _compile(text, schema, root, result, optional_old_self)
         except CELCompileError as e:
             outcome = e
         if len(_COMPILED) >= _COMPILED_MAX:
@@ -651,224 +675,32 @@ def compile_rule(text: str, schema: Obj | None = None, *, root: bool = False, re
     return cached[1]
 
 
-def _compile(text: str, schema: Obj | None, root: bool, result: str) -> Compiled:
-    typed = schema if schema is None or not root else _root_schema(schema)
-    checked = check_expression(text, Declarations({SELF: typed, OLD_SELF: typed}))
-    if checked.result_type is not None and checked.result_type != result:
-        raise CELResultTypeError("cel expression must evaluate to a bool" if result == "bool"
-                                 else "messageExpression must evaluate to a string")
-    return Compiled(_env().program(checked.tree, functions=_library()), OLD_SELF in checked.used)
+def _rule_types(schema: Obj | None, root: bool) -> cel_types.RuleTypes:
+    """The types of a schema node's ``self`` (once per node: its object types keep one generated name)."""
+    cached = _TYPES.get((id(schema), root))
+    if cached is None:
+        if len(_TYPES) >= _COMPILED_MAX:
+            _TYPES.pop(next(iter(_TYPES)))
+        types = cel_types.rule_types(schema, root=root) if schema is not None else \
+            cel_types.RuleTypes(cel_checker.DYN, {})
+        cached = _TYPES[(id(schema), root)] = (schema, types)
+    return cached[1]
 
 
-@dataclass(frozen=True)
-class Declarations:
-    """What an expression may name beyond CEL's own: its variables, each with the OpenAPI schema of its value
-    (None: not typed), and the functions and methods of the environment's own libraries."""
-
-    variables: Mapping[str, Obj | None]
-    functions: frozenset[str] = frozenset()
-    methods: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Checked:
-    """A parsed expression that names only what it may: the parse tree, the variables it uses and its result
-    type where the operators and schemas make it evident (``"bool"``, ``"int"``, ``"map"``... or None)."""
-
-    tree: Any
-    used: frozenset[str]
-    result_type: str | None
-
-
-def check_expression(text: str, declarations: Declarations) -> Checked:
-    """Parse and check ``text``: :class:`CELCompileError` with cel-go's issue text for a syntax error, an
-    undeclared name, function or method, or a field the variable's schema does not declare."""
+def _compile(text: str, schema: Obj | None, root: bool, result: str, optional_old_self: bool) -> Compiled:
     tree = _parse(text)
-    used = _check(tree, text, declarations)
-    return Checked(tree, used, _static_type(tree, declarations.variables))
-
-
-_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
-                       "member", "primary"})
-_SCHEMA_TYPES = {"integer": "int", "number": "double", "string": "string", "boolean": "bool", "array": "list",
-                 "object": "map"}
-_BOOL_METHODS = frozenset({"all", "exists", "exists_one", "contains", "startsWith", "endsWith", "matches",
-                           "isSorted", "hasValue", "isLessThan", "isGreaterThan", "isInteger"})
-_METHOD_TYPES = {"size": "int", "map": "list", "filter": "list", "indexOf": "int", "lastIndexOf": "int",
-                 "charAt": "string", "lowerAscii": "string", "upperAscii": "string", "replace": "string",
-                 "split": "list", "substring": "string", "trim": "string", "join": "string", "format": "string",
-                 "find": "string", "findAll": "list", "getScheme": "string", "getHost": "string",
-                 "getHostname": "string", "getPort": "string", "getEscapedPath": "string", "getQuery": "map",
-                 "sign": "int", "compareTo": "int", "asInteger": "int", "asApproximateFloat": "double"}
-_FUNCTION_TYPES = {"has": "bool", "matches": "bool", "isURL": "bool", "isQuantity": "bool", "size": "int",
-                   "int": "int", "uint": "uint", "double": "double", "string": "string", "bool": "bool"}
-
-
-def _static_type(node: Any, variables: Mapping[str, Obj | None]) -> str | None:
-    """The CEL type an expression is known to have (None when it depends on what is not declared)."""
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    if isinstance(node, lark.Token):
-        return None
-    data, children = node.data, node.children
-    if data in ("conditionalor", "conditionaland", "relation") and len(children) == 2:
-        return "bool"
-    if data in ("addition", "multiplication") and len(children) == 2:
-        # arithmetic and concatenation: a well-typed one is of its operands' type
-        operator = children[0]
-        left = operator.children[0] if isinstance(operator, lark.Tree) and operator.children else None
-        return _static_type(children[1], variables) or _static_type(left, variables)
-    if data == "expr" and len(children) == 3:
-        left, right = _static_type(children[1], variables), _static_type(children[2], variables)
-        return left if left == right else None
-    if data == "unary" and len(children) == 2 and isinstance(children[0], lark.Tree):
-        return "bool" if children[0].data == "unary_not" else None
-    if data == "literal":
-        text = str(children[0])
-        if text in ("true", "false"):
-            return "bool"
-        if text == "null":
-            return "null_type"
-        if text[:1] in "\"'" or text[:2].lower() in ("r'", 'r"'):
-            return "string"
-        return "double" if any(c in text for c in ".eE") and not text.lower().startswith("0x") else "int"
-    if data == "member_dot_arg":
-        name = str(children[1])
-        return "bool" if name in _BOOL_METHODS else _METHOD_TYPES.get(name)
-    if data == "ident_arg":
-        return _FUNCTION_TYPES.get(str(children[0]))
-    if data in ("member_dot", "ident"):
-        selected = selected_schema(node, variables)
-        return _SCHEMA_TYPES.get(str(selected.get("type"))) if selected is not None and \
-            not selected.get("x-kubernetes-int-or-string") else None
-    return None
-
-
-def selected_schema(node: Any, variables: Mapping[str, Obj | None]) -> Obj | None:
-    """The schema of a variable or of a field chain selected from it (None when not known)."""
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    if not isinstance(node, lark.Tree):
-        return None
-    if node.data == "ident":
-        return variables.get(str(node.children[0]))
-    if node.data == "member_dot":
-        parent = selected_schema(node.children[0], variables)
-        props = _obj(parent.get("properties")) if parent is not None else {}
-        sub = props.get(str(node.children[1]))
-        return sub if isinstance(sub, dict) else None
-    return None
-
-
-def _check(tree: Any, text: str, declarations: Declarations) -> frozenset[str]:
-    """Undeclared names, functions and methods, and (where a variable's schema says which fields an object has)
-    undefined fields. Returns the variables used."""
-    issues: list[str] = []
-    used: set[str] = set()
-    variables = declarations.variables
-    functions = _GLOBAL_FUNCTIONS | _FUNCTIONS.keys() | declarations.functions
-    methods = _KNOWN_METHODS | _METHODS.keys() | declarations.methods
-
-    def undeclared(token: Any, name: str, *, call: bool) -> None:
-        line, column = _token_position(token)
-        if call:
-            column += len(name)  # cel-go places a call at its "("
-        issues.append(_issue(text, line, column, f"undeclared reference to '{name}' (in container '')"))
-
-    def walk(node: Any, bound: frozenset[str]) -> Any:
-        """Visits ``node``; returns the schema of what it selects when that is known (a path from a variable)."""
-        if not isinstance(node, lark.Tree):
-            return None
-        data = node.data
-        if data == "ident":
-            name = str(node.children[0])
-            if name in bound:
-                return None
-            if name in variables:
-                used.add(name)
-                return variables[name]
-            if name not in _TYPE_NAMES:
-                undeclared(node, name, call=False)
-            return None
-        if data == "ident_arg":
-            name = str(node.children[0])
-            if name not in functions:
-                undeclared(node, name, call=True)
-            for child in node.children[1:]:
-                walk(child, bound)
-            return None
-        if data == "member_dot":
-            target, name_token = node.children[0], node.children[1]
-            sub = walk(target, bound)
-            return _field_schema(sub, str(name_token), text, name_token, issues)
-        if data == "member_dot_arg":
-            target, name_token = node.children[0], node.children[1]
-            args = node.children[2] if len(node.children) > 2 else None
-            name = str(name_token)
-            if name == "bind" and _ident_name(target) == "cel" and "cel.bind" in declarations.functions:
-                # cel.bind(var, init, expr): the Bindings extension's macro; var is bound in expr only
-                exprs = args.children if isinstance(args, lark.Tree) else []
-                var = _macro_var(exprs[0]) if exprs else None
-                if len(exprs) == 3 and var:
-                    walk(exprs[1], bound)
-                    walk(exprs[2], bound | {var})
-                    return None
-            walk(target, bound)
-            if name in _MACROS and isinstance(args, lark.Tree) and args.children:
-                var = _macro_var(args.children[0])
-                inner = bound | {var} if var else bound
-                for child in args.children[1:]:
-                    walk(child, inner)
-                return None
-            if name not in methods:
-                undeclared(name_token, name, call=True)
-            if args is not None:
-                walk(args, bound)
-            return None
-        if data == "primary" and len(node.children) == 1:
-            return walk(node.children[0], bound)
-        if data in ("member", "unary", "multiplication", "addition", "relation", "conditionaland",
-                    "conditionalor", "expr") and len(node.children) == 1:
-            return walk(node.children[0], bound)
-        if data in ("macro_has",):
-            return None
-        for child in node.children:
-            walk(child, bound)
-        return None
-
-    walk(tree, frozenset())
-    if issues:
-        raise CELCompileError("\n".join(issues))
-    return frozenset(used)
-
-
-def _ident_name(node: Any) -> str | None:
-    while isinstance(node, lark.Tree) and node.data in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    if isinstance(node, lark.Tree) and node.data == "ident":
-        return str(node.children[0])
-    return None
-
-
-def _macro_var(expr: Any) -> str | None:
-    idents = [n for n in expr.iter_subtrees() if n.data == "ident"] if isinstance(expr, lark.Tree) else []
-    return str(idents[0].children[0]) if len(idents) == 1 else None
-
-
-def _field_schema(schema: Obj | None, name: str, text: str, token: Any, issues: list[str]) -> Obj | None:
-    if not isinstance(schema, dict):
-        return None
-    props = schema.get("properties")
-    if isinstance(props, dict) and name in props:
-        sub = props[name]
-        return sub if isinstance(sub, dict) else None
-    if schema.get("type") == "object" and not schema.get("x-kubernetes-preserve-unknown-fields") \
-            and not isinstance(schema.get("additionalProperties"), dict | bool):
-        line, column = _token_position(token)
-        issues.append(_issue(text, line, max(column - 1, 1), f"undefined field '{name}'"))  # at the "."
-    if isinstance(schema.get("additionalProperties"), dict):
-        return None  # a map's value: a key, not a field
-    return None
+    env = _rule_types(schema, root).environment(_LIBRARY, optional_old_self=optional_old_self)
+    try:
+        checked = cel_checker.check_expression(tree, text, env)
+    except cel_checker.CheckError as e:
+        raise CELCompileError(cel_checker.issues_text(text, e.issues)) from None
+    if result == "bool" and checked.type != cel_checker.BOOL:
+        raise CELResultTypeError("cel expression must evaluate to a bool")
+    if result == "string" and checked.type != cel_checker.STRING:
+        raise CELResultTypeError("messageExpression must evaluate to a string")
+    program = _env().program(cel_runnable.runnable(tree, checked), functions=_library())
+    cost = cel_cost.rule_cost(checked, schema, root=root) if schema is not None else cel_cost.Estimate(0, True)
+    return Compiled(program, OLD_SELF in checked.references, cost)
 
 
 # --- checking a CRD's rules ------------------------------------------------------------------------------------
@@ -884,28 +716,88 @@ def _go_rule(rule: Obj) -> str:
 
 
 def check_schema(schema: Obj, path: str) -> list[FieldError]:
-    """The errors of every ``x-kubernetes-validations`` rule of a version's schema (see the module docstring)."""
+    """The errors of every ``x-kubernetes-validations`` rule of a version's schema (see the module docstring), then
+    the schema's cost total: over 100,000,000, each of the (up to four) most expensive rules "contributed", and the
+    schema itself is refused."""
+    # upstream reports every malformed rule first, then the CEL errors (compilation, cost, transition rules)
     errs: list[FieldError] = []
-    _check_node(schema, path, errs, root=True)
+    cel_errs: list[FieldError] = []
+    costs = _CostTotal()
+    _check_node(schema, path, errs, cel_errs, costs, root=True)
+    errs += cel_errs
+    refusal = cel_cost.refusal(cel_cost.Estimate(costs.total, costs.exact),
+                               "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                               limit=cel_cost.CRD_COST_LIMIT)
+    if refusal is not None:
+        for _, where in costs.most_expensive:
+            errs.append(fe.forbidden(where, "contributed to estimated rule cost total exceeding cost limit for "
+                                            "entire OpenAPIv3 schema"))
+        errs.append(fe.forbidden(path, refusal))
     return errs
 
 
-def _check_node(schema: Obj, path: str, errs: list[FieldError], *, root: bool = False) -> None:
-    rules = schema.get("x-kubernetes-validations")
-    if isinstance(rules, list) and rules:
-        _check_rules(schema, rules, path, errs, root=root)
+@dataclass
+class _CostTotal:
+    """apiextensions' TotalCost: every rule's and messageExpression's cost (times its cardinality), and the four
+    most expensive of those over 1% of the CRD limit."""
+
+    total: int = 0
+    exact: bool = True
+    most_expensive: list[tuple[int, str]] = field(default_factory=list)
+
+    def observe(self, where: str, estimate: cel_cost.Estimate, cardinality: int = 1) -> None:
+        cost = (estimate.cost or 0) * cardinality
+        self.total += cost
+        self.exact = self.exact and estimate.exact
+        if cost >= cel_cost.CRD_COST_LIMIT // 100:
+            self.most_expensive.append((cost, where))
+            self.most_expensive.sort(key=lambda entry: -entry[0])
+            del self.most_expensive[4:]
+
+
+def _check_node(schema: Obj, path: str, errs: list[FieldError], cel_errs: list[FieldError], costs: _CostTotal, *,
+                root: bool = False, uncorrelatable: str | None = None, cardinality: int | None = 1) -> bool:
+    """Checks the node's children, then its own rules (upstream's order). ``uncorrelatable``: the path of the
+    highest ancestor under which an update's old value cannot be found for this node (an array that is not a map
+    list, an atomic map's fields): no transition rule may be declared here. ``cardinality``: the product of the list
+    and map ancestors' maxItems/maxProperties (None: one is unbounded). Returns whether a rule at this level or
+    deeper is malformed (upstream then compiles none here)."""
+    malformed = False
     props = schema.get("properties")
     if isinstance(props, dict):
+        within = uncorrelatable or (path if schema.get("x-kubernetes-map-type") == "atomic" else None)
         for key, sub in sorted(props.items()):
             if isinstance(sub, dict):
-                _check_node(sub, f"{path}.properties[{key}]", errs)
+                malformed |= _check_node(sub, f"{path}.properties[{key}]", errs, cel_errs, costs,
+                                         uncorrelatable=within, cardinality=cardinality)
     if isinstance(schema.get("items"), dict):
-        _check_node(schema["items"], f"{path}.items", errs)
+        within = uncorrelatable or (path if schema.get("x-kubernetes-list-type") != "map" else None)
+        malformed |= _check_node(schema["items"], f"{path}.items", errs, cel_errs, costs, uncorrelatable=within,
+                                 cardinality=_times(cardinality, schema.get("maxItems")))
     if isinstance(schema.get("additionalProperties"), dict):
-        _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs)
+        malformed |= _check_node(schema["additionalProperties"], f"{path}.additionalProperties", errs, cel_errs,
+                                 costs, uncorrelatable=uncorrelatable,
+                                 cardinality=_times(cardinality, schema.get("maxProperties")))
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list) and rules:
+        schema_errs = _rule_form_errors(schema, rules, path)
+        errs += schema_errs
+        malformed |= bool(schema_errs)
+        if not malformed:
+            _compile_rules(schema, rules, path, cel_errs, costs, root=root, uncorrelatable=uncorrelatable,
+                           cardinality=cel_cost.max_cardinality(schema, cardinality))
+    return malformed
 
 
-def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], *, root: bool) -> None:
+def _times(cardinality: int | None, limit: Any) -> int | None:
+    """A child's cardinality under a list or map of at most ``limit`` entries (None: unbounded)."""
+    if cardinality is None or not isinstance(limit, int) or isinstance(limit, bool):
+        return None
+    return cardinality * max(limit, 0)
+
+
+def _rule_form_errors(schema: Obj, rules: list[Any], path: str) -> list[FieldError]:
+    """Upstream's checks of each rule's fields before anything compiles."""
     schema_errs: list[FieldError] = []
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
@@ -935,26 +827,42 @@ def _check_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError
             schema_errs.append(fe.invalid(f"{rpath}.fieldPath", field_path, "must not contain line breaks"))
         if field_path and _field_path(field_path, schema) is None:
             schema_errs.append(fe.invalid(f"{rpath}.fieldPath", field_path, "must be a valid path"))
-    errs += schema_errs
-    if schema_errs:
-        return  # upstream compiles only when the rules are otherwise well-formed
+    return schema_errs
+
+
+def _compile_rules(schema: Obj, rules: list[Any], path: str, errs: list[FieldError], costs: _CostTotal, *,
+                   root: bool, uncorrelatable: str | None, cardinality: int) -> None:
     for i, rule in enumerate(rules):
         if not isinstance(rule, dict):
             continue
         rpath = f"{path}.x-kubernetes-validations[{i}]"
+        optional_old_self = bool(rule.get("optionalOldSelf"))
         try:
-            compiled = compile_rule(str(rule.get("rule")), schema, root=root)
+            compiled = compile_rule(str(rule.get("rule")), schema, root=root, optional_old_self=optional_old_self)
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(FieldError(fe.INVALID, f"{rpath}.rule", detail, fe.GoRepr(_go_rule(rule))))
             continue
+        refusal = cel_cost.refusal(compiled.cost, "estimated rule cost", cardinality)
+        if refusal is not None:
+            errs.append(fe.forbidden(f"{rpath}.rule", refusal))
+        costs.observe(f"{rpath}.rule", compiled.cost, cardinality)
         expression = str(rule.get("messageExpression") or "")
         if expression.strip():
             try:
-                compile_rule(expression, schema, root=root, result="string")
+                message = compile_rule(expression, schema, root=root, result="string",
+                                       optional_old_self=optional_old_self)
             except CELCompileError as e:
                 detail = str(e) if isinstance(e, CELResultTypeError) else f"messageExpression compilation failed: {e}"
                 errs.append(FieldError(fe.INVALID, f"{rpath}.messageExpression", detail, fe.GoRepr(_go_rule(rule))))
+            else:
+                refusal = cel_cost.refusal(message.cost, "estimated messageExpression cost")
+                if refusal is not None:
+                    errs.append(fe.forbidden(f"{rpath}.messageExpression", refusal))
+                costs.observe(f"{rpath}.messageExpression", message.cost)
+        if compiled.uses_old_self and uncorrelatable is not None:
+            errs.append(fe.invalid(f"{rpath}.rule", rule.get("rule"), "oldSelf cannot be used on the uncorrelatable "
+                                                                      f"portion of the schema within {uncorrelatable}"))
         if rule.get("optionalOldSelf") is not None and not compiled.uses_old_self:
             errs.append(fe.invalid(f"{rpath}.optionalOldSelf", rule["optionalOldSelf"],
                                    "may not be set if oldSelf is not used in rule"))
@@ -1071,7 +979,7 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
             continue
         text = str(rule["rule"])
         try:
-            compiled = compile_rule(text, schema, root=root)
+            compiled = compile_rule(text, schema, root=root, optional_old_self=bool(rule.get("optionalOldSelf")))
         except CELCompileError as e:
             detail = str(e) if isinstance(e, CELResultTypeError) else f"compilation failed: {e}"
             errs.append(fe.invalid(shown_path, _type_of(schema), f"rule compile error: {detail}"))
@@ -1080,8 +988,10 @@ def _evaluate(schema: Obj, rules: list[Any], value: Any, old: Any, path: str, er
         if compiled.uses_old_self and old is None and not optional:
             continue  # a transition rule runs only where an old value correlates
         activation: dict[str, Any] = {SELF: self_value}
-        if compiled.uses_old_self:
-            activation[OLD_SELF] = Optional(old_value, old is not None) if optional else old_value
+        if optional:
+            activation[OLD_SELF] = cel_runnable.Optional(old_value, old is not None)
+        elif old is not None:  # (the messageExpression may use oldSelf where the rule does not)
+            activation[OLD_SELF] = old_value
         result, error = _run(compiled, activation)
         if error is not None:
             errs.append(_eval_error(shown_path, schema, rule, error))
@@ -1118,6 +1028,10 @@ def _run(compiled: Compiled, activation: dict[str, Any]) -> tuple[Any, str | Non
 def _eval_text(e: CELEvalError) -> str:
     """cel-go's words for a runtime error: ``no such key: x``, ``division by zero``, ``no such overload``."""
     message = str(e.args[0]) if e.args else str(e)
+    if len(e.args) >= 3 and isinstance(e.args[1], type) and issubclass(
+            e.args[1], _RegexError | cel_runnable.OptionalError | cel_net.NetError | cel_semver.SemverError) \
+            and e.args[2]:
+        return str(e.args[2][0])  # the library's own error, which celpy wraps as an overflow
     m = re.match(r"no such member in mapping: '(.*)'", message)
     if m:
         return f"no such key: {m.group(1)}"
@@ -1146,7 +1060,8 @@ def _message(rule: Obj, activation: dict[str, Any], schema: Obj, root: bool) -> 
     expression = str(rule.get("messageExpression") or "")
     if expression.strip():
         try:
-            compiled = compile_rule(expression, schema, root=root, result="string")
+            compiled = compile_rule(expression, schema, root=root, result="string",
+                                    optional_old_self=bool(rule.get("optionalOldSelf")))
         except CELCompileError:
             compiled = None
         if compiled is not None:
