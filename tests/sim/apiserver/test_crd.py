@@ -81,19 +81,19 @@ async def test_create_sets_names_and_conditions(client: Client) -> None:
     (lambda c: c["spec"]["versions"][0].update(storage=False),
      "must have exactly one version marked as storage version"),
     (lambda c: c["spec"]["versions"][0].pop("schema"),
-     "spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"),
+     "spec.versions[0].schema.openAPIV3Schema: Required value"),
     (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].update(
         x={"description": "no type"}),
-     "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value: "
+     "spec.validation.openAPIV3Schema.properties[spec].properties[x].type: Required value: "
      "must not be empty for specified object fields"),
     (lambda c: c["spec"]["versions"][0].update(subresources={"scale": {"specReplicasPath": ".replicas",
                                                                        "statusReplicasPath": ".status.replicas"}}),
-     'spec.versions[0].subresources.scale.specReplicasPath: Invalid value: ".replicas": should be a json path '
+     'spec.subresources.scale.specReplicasPath: Invalid value: ".replicas": should be a json path '
      "under .spec"),
     (lambda c: c["spec"].update(conversion={"strategy": "Magic"}),
      'spec.conversion.strategy: Unsupported value: "Magic": supported values: "None", "Webhook"'),
     (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].update(uniqueItems=True),
-     "spec.versions[0].schema.openAPIV3Schema.properties[spec].uniqueItems: Forbidden: uniqueItems cannot be set "
+     "spec.validation.openAPIV3Schema.properties[spec].uniqueItems: Forbidden: uniqueItems cannot be set "
      "to true since the runtime complexity becomes quadratic"),
     (lambda c: c["spec"]["names"].update(kind="Cron_Tab"),
      'spec.names.kind: Invalid value: "Cron_Tab": may have mixed case, but should otherwise match: '),
@@ -105,6 +105,54 @@ async def test_invalid_definitions(client: Client, mutate: Any, message: str) ->
     assert code == 422, status
     assert message in status["message"]
     assert status["details"]["kind"] == "CustomResourceDefinition"
+
+
+def _two_versions(second: dict[str, Any]) -> dict[str, Any]:
+    body = crd()
+    v1beta1 = copy.deepcopy(body["spec"]["versions"][0])
+    v1beta1.update(name="v1beta1", storage=False, **second)
+    body["spec"]["versions"].append(v1beta1)
+    return body
+
+
+def _untyped(version_schema: dict[str, Any]) -> None:
+    version_schema["openAPIV3Schema"]["properties"]["spec"]["properties"]["x"] = {"description": "no type"}
+
+
+async def test_error_paths_follow_where_the_real_server_moves_identical_per_version_fields(client: Client) -> None:
+    """Identical per-version schemas and subresources are validated as spec.validation / spec.subresources (the
+    internal version's top-level fields); different ones at their own version, and a missing schema always there."""
+    untyped = ".openAPIV3Schema.properties[spec].properties[x].type: Required value"
+    same = _two_versions({})
+    for v in same["spec"]["versions"]:
+        _untyped(v["schema"])
+    code, status = await client.post(CRDS, same)
+    assert code == 422, status
+    assert f"spec.validation{untyped}" in status["message"]
+    assert "spec.versions[" not in status["message"]
+
+    differ = _two_versions({})
+    _untyped(differ["spec"]["versions"][1]["schema"])
+    code, status = await client.post(CRDS, differ)
+    assert code == 422, status
+    assert f"spec.versions[1].schema{untyped}" in status["message"]
+    assert "spec.validation" not in status["message"] and "spec.versions[0]" not in status["message"]
+
+    missing = _two_versions({})
+    del missing["spec"]["versions"][1]["schema"]
+    _untyped(missing["spec"]["versions"][0]["schema"])
+    code, status = await client.post(CRDS, missing)
+    assert code == 422, status
+    causes = [c["field"] for c in status["details"]["causes"]]
+    assert causes == ["spec.versions[1].schema.openAPIV3Schema",  # first, as upstream checks it before the rest
+                      "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type"], causes
+
+    scale = {"subresources": {"scale": {"specReplicasPath": ".replicas", "statusReplicasPath": ".status.replicas"}}}
+    body = _two_versions(scale)
+    body["spec"]["versions"][0].update(scale)
+    code, status = await client.post(CRDS, body)
+    assert code == 422, status
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.subresources.scale.specReplicasPath"]
 
 
 async def test_unserved_versions_are_written_false(client: Client) -> None:

@@ -13,7 +13,7 @@ import pytest
 from tests.sim.apiserver.conftest import Client
 from tests.sim.apiserver.test_crd import CRDS, CRONTABS, crd, crontab
 
-SPEC_PATH = "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+SPEC_PATH = "spec.validation.openAPIV3Schema.properties[spec]"
 
 
 def crd_with_rules(rules: list[dict[str, Any]], *, root_rules: list[dict[str, Any]] | None = None,

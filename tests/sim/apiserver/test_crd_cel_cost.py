@@ -133,7 +133,7 @@ async def test_rules_over_the_budget_are_refused_with_the_schema_total(client: C
         f"than 100x {hint}",
         f"{rules}[2].messageExpression: {contributed}",
         f"{rules}[0].rule: {contributed}",
-        "spec.versions[0].schema.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for "
+        "spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for "
         f"entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}"]
 
 
@@ -168,7 +168,7 @@ async def test_the_schema_total_is_limited_even_when_each_rule_is_within_budget(
     contributed = "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"
     assert [f'{c["field"]}: {c["message"]}' for c in status["details"]["causes"]] == [
         *(f"{SPEC_PATH}.x-kubernetes-validations[{i}].rule: {contributed}" for i in range(4)),
-        "spec.versions[0].schema.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for "
+        "spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for "
         "entire OpenAPIv3 schema exceeds budget by factor of 1.022361x (try simplifying the rule, or adding maxItems, "
         "maxProperties, and maxLength where arrays, maps, and strings are declared)"]
     code, body = await client.post(CRDS, crd_with_rules(

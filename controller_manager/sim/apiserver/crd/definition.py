@@ -169,12 +169,22 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
         errs.append(fe.required(f"{path}.scope"))
     elif scope not in SCOPES:
         errs.append(fe.not_supported(f"{path}.scope", scope, SCOPES))
-    versions = _list(spec.get("versions"))
+    versions = [_dict(v) for v in _list(spec.get("versions"))]
+    # As the real server validates the internal version: per-version schemas and subresources that are the same in
+    # every version are moved up to spec.validation and spec.subresources first (so a single-version CRD's errors
+    # name spec.validation.openAPIV3Schema...), and only the others are checked where they are.
+    schema_hoisted = bool(versions) and all(v.get("schema") == versions[0].get("schema") for v in versions)
+    subresources_hoisted = bool(versions) and all(v.get("subresources") == versions[0].get("subresources")
+                                                  for v in versions)
+    top_schema = _dict(versions[0].get("schema")) if schema_hoisted else {}
+    if not isinstance(top_schema.get("openAPIV3Schema"), dict):  # v1 requires a schema for every version
+        for i, v in enumerate(versions):
+            if not isinstance(_dict(v.get("schema")).get("openAPIV3Schema"), dict):
+                errs.append(fe.required(f"{path}.versions[{i}].schema.openAPIV3Schema"))
     storage = 0
     seen: set[str] = set()
     unique = True
     for i, v in enumerate(versions):
-        v = _dict(v)
         vpath = f"{path}.versions[{i}]"
         storage += v.get("storage") is True
         vname = str(v.get("name") or "")
@@ -182,8 +192,10 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
         seen.add(vname)
         if found := is_dns1035_label(vname):
             errs.append(fe.invalid(f"{vpath}.name", vname, ",".join(found)))
-        errs += _validate_version_schema(v, vpath)
-        errs += _validate_subresources(_dict(v.get("subresources")), f"{vpath}.subresources")
+        if not schema_hoisted:
+            errs += _validate_schema(_dict(v.get("schema")), f"{vpath}.schema")
+        if not subresources_hoisted:
+            errs += _validate_subresources(_dict(v.get("subresources")), f"{vpath}.subresources")
     bad_versions = fe.GoRepr("[]apiextensions.CustomResourceDefinitionVersion{...}")
     if not versions:
         errs.append(fe.invalid(f"{path}.versions", bad_versions, "must have exactly one version marked as storage "
@@ -194,14 +206,17 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
         if storage != 1:
             errs.append(fe.invalid(f"{path}.versions", bad_versions,
                                    "must have exactly one version marked as storage version"))
-    strategy = _dict(spec.get("conversion")).get("strategy")
-    if strategy not in ("None", "Webhook"):
-        errs.append(fe.not_supported(f"{path}.conversion.strategy", strategy, ("None", "Webhook")))
     names = _dict(spec.get("names"))
     for key in ("plural", "singular", "kind", "listKind"):
         if not names.get(key):
             errs.append(fe.required(f"{path}.names.{key}"))
     errs += validate_names(names, f"{path}.names")
+    errs += _validate_schema(top_schema, f"{path}.validation")
+    if subresources_hoisted:
+        errs += _validate_subresources(_dict(versions[0].get("subresources")), f"{path}.subresources")
+    strategy = _dict(spec.get("conversion")).get("strategy")
+    if strategy not in ("None", "Webhook"):
+        errs.append(fe.not_supported(f"{path}.conversion.strategy", strategy, ("None", "Webhook")))
     return errs
 
 
@@ -249,12 +264,14 @@ def _validate_subresources(subresources: Obj, path: str) -> list[FieldError]:
     return errs
 
 
-def _validate_version_schema(version: Obj, path: str) -> list[FieldError]:
-    """v1 requires a structural schema for every version (``schemas are required``)."""
-    schema = _dict(version.get("schema")).get("openAPIV3Schema")
-    spath = f"{path}.schema.openAPIV3Schema"
+def _validate_schema(validation: Obj, path: str) -> list[FieldError]:
+    """A CustomResourceValidation (a version's ``schema``, or the one moved up to ``spec.validation``) at ``path``:
+    the structural-schema rules, then its x-kubernetes-validations. Absent, nothing (the required check is the
+    spec's)."""
+    schema = validation.get("openAPIV3Schema")
     if not isinstance(schema, dict):
-        return [fe.required(spath, "schemas are required")]
+        return []
+    spath = f"{path}.openAPIV3Schema"
     errs: list[FieldError] = []
     if not schema.get("type"):
         errs.append(fe.required(f"{spath}.type", "must not be empty at the root"))
