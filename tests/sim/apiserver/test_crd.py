@@ -95,6 +95,18 @@ async def test_create_sets_names_and_conditions(client: Client) -> None:
     (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"].update(uniqueItems=True),
      "spec.validation.openAPIV3Schema.properties[spec].uniqueItems: Forbidden: uniqueItems cannot be set "
      "to true since the runtime complexity becomes quadratic"),
+    (lambda c: c["spec"]["versions"][0]["additionalPrinterColumns"][0].update(type="str"),
+     'spec.additionalPrinterColumns[0].type: Invalid value: "str": must be one of boolean,date,integer,number,string'),
+    (lambda c: c["spec"]["versions"][0]["additionalPrinterColumns"][0].update(format="uuid"),
+     'spec.additionalPrinterColumns[0].format: Invalid value: "uuid": must be one of '
+     "byte,date,date-time,double,float,int32,int64,password"),
+    (lambda c: c["spec"]["versions"][0]["additionalPrinterColumns"][1].pop("jsonPath"),
+     "spec.additionalPrinterColumns[1].JSONPath: Required value"),
+    (lambda c: c["spec"]["versions"][0]["additionalPrinterColumns"][1].update(jsonPath="spec.replicas"),
+     'spec.additionalPrinterColumns[1].JSONPath: Invalid value: "spec.replicas": must be a simple json path '
+     "starting with ."),
+    (lambda c: c["spec"]["versions"][0]["additionalPrinterColumns"][1].pop("type"),
+     "spec.additionalPrinterColumns[1].type: Required value: must be one of boolean,date,integer,number,string"),
     (lambda c: c["spec"]["names"].update(kind="Cron_Tab"),
      'spec.names.kind: Invalid value: "Cron_Tab": may have mixed case, but should otherwise match: '),
 ])

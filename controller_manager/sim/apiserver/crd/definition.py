@@ -176,6 +176,8 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
     schema_hoisted = bool(versions) and all(v.get("schema") == versions[0].get("schema") for v in versions)
     subresources_hoisted = bool(versions) and all(v.get("subresources") == versions[0].get("subresources")
                                                   for v in versions)
+    columns_hoisted = bool(versions) and all(v.get("additionalPrinterColumns")
+                                             == versions[0].get("additionalPrinterColumns") for v in versions)
     top_schema = _dict(versions[0].get("schema")) if schema_hoisted else {}
     if not isinstance(top_schema.get("openAPIV3Schema"), dict):  # v1 requires a schema for every version
         for i, v in enumerate(versions):
@@ -196,6 +198,8 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
             errs += _validate_schema(_dict(v.get("schema")), f"{vpath}.schema")
         if not subresources_hoisted:
             errs += _validate_subresources(_dict(v.get("subresources")), f"{vpath}.subresources")
+        if not columns_hoisted:
+            errs += _validate_columns(_list(v.get("additionalPrinterColumns")), f"{vpath}.additionalPrinterColumns")
     bad_versions = fe.GoRepr("[]apiextensions.CustomResourceDefinitionVersion{...}")
     if not versions:
         errs.append(fe.invalid(f"{path}.versions", bad_versions, "must have exactly one version marked as storage "
@@ -214,6 +218,9 @@ def validate_spec(spec: Obj, path: str) -> list[FieldError]:
     errs += _validate_schema(top_schema, f"{path}.validation")
     if subresources_hoisted:
         errs += _validate_subresources(_dict(versions[0].get("subresources")), f"{path}.subresources")
+    if columns_hoisted:
+        errs += _validate_columns(_list(versions[0].get("additionalPrinterColumns")),
+                                  f"{path}.additionalPrinterColumns")
     strategy = _dict(spec.get("conversion")).get("strategy")
     if strategy not in ("None", "Webhook"):
         errs.append(fe.not_supported(f"{path}.conversion.strategy", strategy, ("None", "Webhook")))
@@ -261,6 +268,35 @@ def _validate_subresources(subresources: Obj, path: str) -> list[FieldError]:
     if selector and not (str(selector).startswith(".spec.") or str(selector).startswith(".status.")):
         errs.append(fe.invalid(f"{spath}.labelSelectorPath", selector,
                                "should be a json path under either .spec or .status"))
+    return errs
+
+
+COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")  # sorted, as upstream lists them in its message
+COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
+
+
+def _validate_columns(columns: list[Any], path: str) -> list[FieldError]:
+    """additionalPrinterColumns: a name, a known type and format, and a simple JSON path (upstream names that field
+    ``JSONPath``, its internal Go name, in the error)."""
+    errs: list[FieldError] = []
+    for i, column in enumerate(columns):
+        column = _dict(column)
+        cpath = f"{path}[{i}]"
+        if not column.get("name"):
+            errs.append(fe.required(f"{cpath}.name"))
+        type_ = column.get("type") or ""
+        if not type_:
+            errs.append(fe.required(f"{cpath}.type", "must be one of " + ",".join(COLUMN_TYPES)))
+        elif type_ not in COLUMN_TYPES:
+            errs.append(fe.invalid(f"{cpath}.type", type_, "must be one of " + ",".join(COLUMN_TYPES)))
+        format_ = column.get("format") or ""
+        if format_ and format_ not in COLUMN_FORMATS:
+            errs.append(fe.invalid(f"{cpath}.format", format_, "must be one of " + ",".join(COLUMN_FORMATS)))
+        json_path = str(column.get("jsonPath") or "")
+        if not json_path:
+            errs.append(fe.required(f"{cpath}.JSONPath"))
+        elif not json_path.startswith("."):
+            errs.append(fe.invalid(f"{cpath}.JSONPath", json_path, "must be a simple json path starting with ."))
     return errs
 
 
