@@ -292,7 +292,13 @@ def normalize(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None = N
     schema. ``old``: the stored version it replaces, and ``like``: the request body as :func:`typed` decoded
     it; parts equal to theirs are reused as they are."""
     st = schema.kind(res.api_version, res.kind)
-    return gojson.normalize(obj, st, old, like) if st is not None else obj
+    if st is None:
+        return obj
+    if old is None:  # (an update's walk shares what did not change with the stored object: kept)
+        written = gostructs.normalized(obj, st)
+        if written is not None:
+            return written
+    return gojson.normalize(obj, st, old, like)
 
 
 def warning_header(message: str) -> str:

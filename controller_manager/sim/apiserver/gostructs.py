@@ -32,7 +32,7 @@ import msgspec
 from controller_manager.sim.apiserver import gojson
 from controller_manager.sim.apiserver.schema import OMIT, Field, Struct, Type, zero_json
 
-__all__ = ["convert", "struct_type"]
+__all__ = ["convert", "normalized", "struct_type"]
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1),
                "uint64": (0, 2**64 - 1)}
@@ -126,7 +126,7 @@ class _Unsupported(Exception):
     """A type this module does not express (the struct then has no Struct type: always the walk)."""
 
 
-def _value_type(t: Type, empty: int) -> Any:
+def _value_type(t: Type, empty: int, strict: bool) -> Any:
     """The msgspec type of a non-null value of ``t``; ``empty``, the walk's omitempty code for it."""
     kind = t.kind
     if kind == "string":
@@ -137,14 +137,14 @@ def _value_type(t: Type, empty: int) -> Any:
     if kind == "bool":
         return _custom("bool_true", False, 0) if empty == 3 else bool
     if kind == "struct":
-        st = struct_type(t.struct)
+        st = struct_type(t.struct, strict)
         if st is None:
             raise _Unsupported(t.name)
         return st
     if kind in ("list", "wrapper", "map"):
         elem = t.elem
         assert elem is not None
-        item = _value_type(elem, 0)
+        item = _value_type(elem, 0, strict)
         if t.elem_pointer or elem.kind in _NULLABLE_ELEMS:
             item = item | None
         container = dict[str, item] if kind == "map" else list[item]  # type: ignore[valid-type]
@@ -155,7 +155,7 @@ def _value_type(t: Type, empty: int) -> Any:
     raise _Unsupported(kind)
 
 
-def _field(f: Field) -> tuple[str, Any, Any]:
+def _field(f: Field, strict: bool) -> tuple[str, Any, Any]:
     """(attribute name, type, msgspec field) of one JSON field."""
     t = f.type
     kind = t.kind
@@ -177,7 +177,7 @@ def _field(f: Field) -> tuple[str, Any, Any]:
         # A null reaches the custom type's UnmarshalJSON: its converter reads it (a Time's is null again).
         typ: Any = _custom(kind, True, empty)
     else:
-        typ = _value_type(t, empty)
+        typ = _value_type(t, empty, strict)
         if zero is None and kind != "struct":
             typ = typ | None  # a null Go leaves as its zero value, written as null
         elif zero is None:
@@ -185,7 +185,7 @@ def _field(f: Field) -> tuple[str, Any, Any]:
     if zero is OMIT:
         spec = msgspec.field(default=msgspec.UNSET, name=f.json)
     elif isinstance(zero, dict):
-        sub = struct_type(t.struct) if kind == "struct" else None
+        sub = struct_type(t.struct, strict) if kind == "struct" else None
         if sub is None:
             raise _Unsupported(f.json)
         spec = msgspec.field(default_factory=sub, name=f.json)
@@ -196,21 +196,23 @@ def _field(f: Field) -> tuple[str, Any, Any]:
     return f"f_{f.json}", typ, spec
 
 
-_TYPES: dict[int, type | None] = {}  # id(Struct) -> its Struct type (None: not expressible)
-_BUILDING: set[int] = set()
+_TYPES: dict[tuple[int, bool], type | None] = {}  # (id(Struct), strict) -> its Struct type (None: not expressible)
+_BUILDING: set[tuple[int, bool]] = set()
 
 
-def struct_type(st: Struct) -> type | None:
-    """The msgspec Struct type of ``st`` (built once), or None where one cannot express it exactly."""
-    key = id(st)
+def struct_type(st: Struct, strict: bool = True) -> type | None:
+    """The msgspec Struct type of ``st`` (built once), or None where one cannot express it exactly.
+    ``strict``: unknown fields decline (a decode reports them); else they are dropped (as normalize does)."""
+    key = (id(st), strict)
     if key in _TYPES:
         return _TYPES[key]
     if key in _BUILDING:
         return None  # a recursive type: left to the walk
     _BUILDING.add(key)
     try:
-        fields = [_field(f) for f in st.json_fields.values()]
-        built: type | None = msgspec.defstruct(f"{st.go}Struct", fields, forbid_unknown_fields=True)
+        fields = [_field(f, strict) for f in st.json_fields.values()]
+        # (gc=False: a Struct holds only what JSON holds, never a cycle, and lives for one conversion)
+        built: type | None = msgspec.defstruct(f"{st.go}Struct", fields, forbid_unknown_fields=strict, gc=False)
     except _Unsupported:
         built = None
     finally:
@@ -223,12 +225,23 @@ def convert(body: dict[str, Any], st: Struct) -> dict[str, Any] | None:
     """``body`` decoded into ``st`` as :func:`gojson.decode` would return it with no strict errors, or None
     when the walk must read it (see the module docstring). ``body`` must be a plain dict from a JSON body
     with no repeated keys."""
-    cls = struct_type(st)
+    return _converted(body, st, True)
+
+
+def normalized(obj: dict[str, Any], st: Struct) -> dict[str, Any] | None:
+    """``obj`` as :func:`gojson.normalize` writes it (fields ``st`` lacks dropped), or None when the walk
+    must (see the module docstring)."""
+    return _converted(obj, st, False)
+
+
+def _converted(value: dict[str, Any], st: Struct, strict: bool) -> dict[str, Any] | None:
+    cls = struct_type(st, strict)
     if cls is None:
         return None
     try:
-        typed = msgspec.convert(body, cls, dec_hook=_dec_hook)
-    except (msgspec.ValidationError, _Decline):
+        typed = msgspec.convert(value, cls, dec_hook=_dec_hook)
+        result: dict[str, Any] = msgspec.to_builtins(typed, enc_hook=_enc_hook)
+    except (msgspec.ValidationError, _Decline, TypeError, AttributeError):
+        # (TypeError, AttributeError: raw JSON holding what JSON cannot, such as a number kept with its text)
         return None
-    result: dict[str, Any] = msgspec.to_builtins(typed, enc_hook=_enc_hook)
     return result
