@@ -294,7 +294,7 @@ def normalize(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None = N
     st = schema.kind(res.api_version, res.kind)
     if st is None:
         return obj
-    if old is None:  # (an update's walk shares what did not change with the stored object: kept)
+    if old is None:  # (an update's walk shares what it did not change with the stored version: kept)
         written = gostructs.normalized(obj, st)
         if written is not None:
             return written

@@ -2,8 +2,9 @@
 
 Whatever it accepts must be the walk's object byte for byte (key order, ``true`` against ``1``, ``1`` against
 ``1.0``) with no strict-decoding report; every body the walk would report on or refuse must be declined, so
-that the walk words the error. Held on generated objects of every kind, plain and with wrong types, nulls,
-empties and unknown fields put in; and, through the codec, repeated keys and bodies the walk words errors for.
+that the walk words the error. The same for normalize (unknown fields dropped, not declined). Held on
+generated objects of every kind, plain and with wrong types, nulls, empties and unknown fields put in; and,
+through the codec, repeated keys and bodies the walk words errors for.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def _assert_same_as_walk(sent: dict[str, Any], struct: schema.Struct) -> bool:
     return True
 
 
+def _assert_written_as_walk(obj: dict[str, Any], struct: schema.Struct) -> bool:
+    fast = gostructs.normalized(obj, struct)
+    if fast is None:
+        return False
+    assert orjson.dumps(fast) == orjson.dumps(gojson.normalize(obj, struct)), (struct.name, obj)
+    return True
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(_NAMES).flatmap(lambda name: st.tuples(st.just(name), schema_strategies.objects(name, 4))),
        st.randoms(use_true_random=False))
@@ -60,6 +69,7 @@ def test_what_the_structs_take_they_read_as_the_walk(drawn: tuple[str, dict[str,
     body = orjson.loads(orjson.dumps(obj))  # as parsed from a request
     for sent in (body, _mutated(body, rnd, 0.02), _mutated(body, rnd, 0.1), _mutated(body, rnd, 0.3)):
         _assert_same_as_walk(sent, struct)
+        _assert_written_as_walk(sent, struct)
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -76,6 +86,7 @@ def test_a_pod_as_controllers_send_it_is_read_in_c() -> None:
     pod = schema.kind("v1", "Pod")
     assert pod is not None
     assert _assert_same_as_walk(_pod(), pod)
+    assert _assert_written_as_walk({**_pod(), "unknown": 1}, pod)
     assert _assert_same_as_walk(_pod(nodeName="node-1", terminationGracePeriodSeconds=0), pod)
     # Canonical text made by the walk's own converters: a quantity, a time with an offset.
     changed = _pod()
