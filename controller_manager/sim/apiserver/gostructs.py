@@ -126,6 +126,11 @@ class _Unsupported(Exception):
     """A type this module does not express (the struct then has no Struct type: always the walk)."""
 
 
+# A metav1.Time as Go writes it (UTC, whole seconds): the walk takes that text as it is, and so do the Structs,
+# checked in C; any other spelling of a time declines (it is rare: Go clients send this form).
+_GO_TIME = Annotated[str, msgspec.Meta(pattern=r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")]
+
+
 def _value_type(t: Type, empty: int, strict: bool) -> Any:
     """The msgspec type of a non-null value of ``t``; ``empty``, the walk's omitempty code for it."""
     kind = t.kind
@@ -149,7 +154,9 @@ def _value_type(t: Type, empty: int, strict: bool) -> Any:
             item = item | None
         container = dict[str, item] if kind == "map" else list[item]  # type: ignore[valid-type]
         return Annotated[container, msgspec.Meta(min_length=1)] if empty == 2 else container
-    if kind in ("time", "microtime", "duration", "quantity", "intorstring", "bytes", "float64", "any", "raw",
+    if kind == "time":
+        return _GO_TIME
+    if kind in ("microtime", "duration", "quantity", "intorstring", "bytes", "float64", "any", "raw",
                 "fieldsv1"):
         return _custom(kind, False, empty)
     raise _Unsupported(kind)
@@ -173,9 +180,11 @@ def _field(f: Field, strict: bool) -> tuple[str, Any, Any]:
         empty = 3
     zero = zero_json(f)
     null_aware = kind in _NULL_AWARE and not f.pointer
-    if null_aware:
+    if null_aware and kind == "time":
+        typ: Any = _GO_TIME | None  # (the null a Time's UnmarshalJSON reads is the zero time, written as null)
+    elif null_aware:
         # A null reaches the custom type's UnmarshalJSON: its converter reads it (a Time's is null again).
-        typ: Any = _custom(kind, True, empty)
+        typ = _custom(kind, True, empty)
     else:
         typ = _value_type(t, empty, strict)
         if zero is None and kind != "struct":
