@@ -469,8 +469,8 @@ class _Walk:
                 sub = fp.sub
                 if sub is None:
                     sub = fp.sub = _plan(fp.type.struct)
-                fast = self.fast
-                done = None if fast is None or isinstance(before, dict) else fast(item, sub.struct)
+                converter = self.fast
+                done = None if converter is None or isinstance(before, dict) else converter(item, sub.struct)
                 if done is not None:
                     decoded[key] = done  # (a struct is never empty to omitempty)
                     continue

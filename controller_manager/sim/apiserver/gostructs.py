@@ -248,7 +248,7 @@ def _converted(value: dict[str, Any], st: Struct, strict: bool) -> dict[str, Any
     if cls is None:
         return None
     try:
-        typed = msgspec.convert(value, cls, dec_hook=_dec_hook)
+        typed: Any = msgspec.convert(value, cls, dec_hook=_dec_hook)
         result: dict[str, Any] = msgspec.to_builtins(typed, enc_hook=_enc_hook)
     except (msgspec.ValidationError, _Decline, TypeError, AttributeError):
         # (TypeError, AttributeError: raw JSON holding what JSON cannot, such as a number kept with its text)
