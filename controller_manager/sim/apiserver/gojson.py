@@ -470,7 +470,7 @@ class _Walk:
                 if sub is None:
                     sub = fp.sub = _plan(fp.type.struct)
                 converter = self.fast
-                done = None if converter is None or isinstance(before, dict) else converter(item, sub.struct)
+                done = None if converter is None else converter(item, sub.struct)
                 if done is not None:
                     decoded[key] = done  # (a struct is never empty to omitempty)
                     continue
@@ -825,7 +825,7 @@ def _emit_field(fp: _FieldPlan, indent: str, emit: Callable[[str], None], const:
         walk = "decode" if report else "normalize"
         emit(f"{indent}if type(item) is dict:")
         if report:
-            emit(f"{indent}    done = None if w.fast is None or isinstance(before, dict) else "
+            emit(f"{indent}    done = None if w.fast is None else "
                  f"w.fast(item, {sub}.struct)")
             emit(f"{indent}    if done is not None:")
             emit(f"{indent}        decoded[{key}] = done")
