@@ -182,6 +182,8 @@ def _field(f: Field, strict: bool) -> tuple[str, Any, Any]:
     null_aware = kind in _NULL_AWARE and not f.pointer
     if null_aware and kind == "time":
         typ: Any = _GO_TIME | None  # (the null a Time's UnmarshalJSON reads is the zero time, written as null)
+    elif null_aware and kind in ("microtime", "raw") and empty == 0:
+        typ = _custom(kind, False, 0) | None  # (their null is null again: read in C, not by a hook)
     elif null_aware:
         # A null reaches the custom type's UnmarshalJSON: its converter reads it (a Time's is null again).
         typ = _custom(kind, True, empty)
