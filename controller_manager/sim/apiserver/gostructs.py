@@ -1,24 +1,26 @@
-"""A typed decode in one C pass: msgspec Structs generated from the schema, for the common request body.
+"""A typed decode in C: msgspec Structs generated from the schema, for the common request body and new object.
 
 :func:`gojson.decode` reads a body field by field in Python, about 3 K instructions per object it makes. For
 a body that needs none of its error wording (no field of the wrong type, no unknown or repeated field, no
 null where Go would leave a zero, no empty value that ``omitempty`` drops), msgspec converts it into Structs
-built from the same schema and back into dicts without leaving C, with Go's field order, zero values and
-omissions: :func:`convert` returns that object, or ``None`` when the body needs more than this, and then the
-Python walk, which words every error and strict report, reads it as before. The two are held to the same
-objects by a hypothesis test; anything a Struct cannot express exactly declines rather than answers.
+built from the same schema and back into dicts (``msgspec.convert``, then ``to_builtins``), with Go's field
+order, zero values and omissions: :func:`convert` returns that object, or ``None`` when the body needs more
+than this, and then the Python walk, which words every error and strict report, reads it as before.
+:func:`normalized` is the same for :func:`gojson.normalize` (fields the type lacks dropped, not declined).
+Hypothesis tests hold both to the walk's bytes; anything a Struct cannot express exactly declines.
 
 How Go's rules are expressed:
 - a field Go leaves out when unset (``omitempty``, a nil pointer) defaults to ``UNSET``, which msgspec does
   not write; one Go always writes defaults to its zero value (a struct's is that struct's own zero);
 - an ``omitempty`` string, list or map must be non-empty and an ``omitempty`` integer positive (otherwise
   decline: an empty value Go would drop, or a negative one, are left to the walk);
-- a null is accepted only where Go's result is the same null (a pointer, slice or map written as ``null``,
-  a ``metav1.Time``); elsewhere (Go leaves the zero value, or a custom type's UnmarshalJSON reads it) it
-  declines;
-- the custom types (times, quantities, durations, IntOrString, bytes, floats, raw JSON) are converted by the
-  walk's own functions, called from msgspec's ``dec_hook``; integers are range-checked in C and never taken
-  from a bool or a float (msgspec's strict mode).
+- a null is taken where Go writes null for it again (a pointer, slice or map written as ``null``, a zero
+  ``Time`` or ``MicroTime``, raw JSON) or where a custom type's UnmarshalJSON reads it (converted as the walk
+  converts it); where Go leaves the field's zero value, it declines;
+- a ``metav1.Time`` spelled as Go writes it (UTC, whole seconds) is checked by a pattern in C; any other
+  spelling declines. The other custom types (quantities, durations, IntOrString, bytes, floats, microtimes,
+  raw JSON) are converted by the walk's own functions, called from msgspec's ``dec_hook``; integers are
+  range-checked in C and never taken from a bool or a float (msgspec's strict mode).
 """
 
 from __future__ import annotations
@@ -67,12 +69,6 @@ def _enc_hook(held: _Custom) -> Any:
     return held.value
 
 
-def _custom(kind: str, accepts_null: bool, empty: int) -> type:
-    """The marker type of a custom kind: ``accepts_null``, a null is the custom type's own to read (else
-    it declines); ``empty``, the walk's omitempty code (a value it would drop declines)."""
-    return _custom_type(kind, accepts_null, empty)
-
-
 def _float64(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Decline
@@ -96,7 +92,9 @@ def _true(value: Any) -> bool:
 
 
 @functools.cache
-def _custom_type(kind: str, accepts_null: bool, empty: int) -> type:
+def _custom(kind: str, accepts_null: bool, empty: int) -> type:
+    """The holder type of a custom kind: ``accepts_null``, a null is the custom type's own to read (else
+    it declines); ``empty``, the walk's omitempty code (a value it would drop declines)."""
     if kind == "float64":
         base: Callable[[Any], Any] = _float64
     elif kind == "bytes":
@@ -162,8 +160,8 @@ def _value_type(t: Type, empty: int, strict: bool) -> Any:
     raise _Unsupported(kind)
 
 
-def _field(f: Field, strict: bool) -> tuple[str, Any, Any]:
-    """(attribute name, type, msgspec field) of one JSON field."""
+def _field(i: int, f: Field, strict: bool) -> tuple[str, Any, Any]:
+    """(attribute name, type, msgspec field) of the ``i``-th JSON field (JSON names need not be identifiers)."""
     t = f.type
     kind = t.kind
     if f.json_string:
@@ -189,10 +187,8 @@ def _field(f: Field, strict: bool) -> tuple[str, Any, Any]:
         typ = _custom(kind, True, empty)
     else:
         typ = _value_type(t, empty, strict)
-        if zero is None and kind != "struct":
-            typ = typ | None  # a null Go leaves as its zero value, written as null
-        elif zero is None:
-            typ = typ | None
+        if zero is None:
+            typ = typ | None  # a null Go leaves as its zero value, which it writes as null
     if zero is OMIT:
         spec = msgspec.field(default=msgspec.UNSET, name=f.json)
     elif isinstance(zero, dict):
@@ -204,7 +200,7 @@ def _field(f: Field, strict: bool) -> tuple[str, Any, Any]:
         raise _Unsupported(f.json)
     else:
         spec = msgspec.field(default=zero, name=f.json)
-    return f"f_{f.json}", typ, spec
+    return f"f{i}", typ, spec
 
 
 _TYPES: dict[tuple[int, bool], type | None] = {}  # (id(Struct), strict) -> its Struct type (None: not expressible)
@@ -221,7 +217,7 @@ def struct_type(st: Struct, strict: bool = True) -> type | None:
         return None  # a recursive type: left to the walk
     _BUILDING.add(key)
     try:
-        fields = [_field(f, strict) for f in st.json_fields.values()]
+        fields = [_field(i, f, strict) for i, f in enumerate(st.json_fields.values())]
         # (gc=False: a Struct holds only what JSON holds, never a cycle, and lives for one conversion)
         built: type | None = msgspec.defstruct(f"{st.go}Struct", fields, forbid_unknown_fields=strict, gc=False)
     except _Unsupported:
