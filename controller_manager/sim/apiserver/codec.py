@@ -26,7 +26,7 @@ import orjson
 
 from controller_manager.api import quantity
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import errors, gojson, protobuf, schema, yamlbody
+from controller_manager.sim.apiserver import errors, gojson, gostructs, protobuf, schema, yamlbody
 from controller_manager.sim.apiserver.crd import structural
 
 JSON = "application/json"
@@ -228,10 +228,15 @@ def _json_error(e: Exception) -> str:
     return str(e).split(":")[0] if isinstance(e, orjson.JSONDecodeError) else str(e)
 
 
-def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None = None) -> Decoded:
+def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None = None, *,
+          parsed: bool = False) -> Decoded:
     """A parsed body decoded into ``res``'s kind (see the module docstring). Kinds without a schema (custom
     resources) are taken as they are. ``old``: the stored object an update or patch replaces (a speed-up
-    only: parts equal to it are not walked again)."""
+    only: parts equal to it are not walked again). ``parsed``: ``body`` is :func:`parse`'s own result, whose
+    top shows any key repeated anywhere in it, so a plain one may take :mod:`gostructs`' decode in C where
+    that reads it as the walk would."""
+    # (a YAML body, or one with numbers kept with their text, is always walked)
+    fast = gostructs.convert if parsed and type(body) is dict else None
     yaml_strict: list[str] = []
     number_texts = isinstance(body, _NumberTextDocument)
     if number_texts:
@@ -248,7 +253,7 @@ def typed(res: Resource, body: Any, validation: str, old: dict[str, Any] | None 
     if st is not None:
         go_name = f"{_package(st.name)}.{st.go}"
         try:
-            obj, json_strict = gojson.decode(body, st, go_name, old)
+            obj, json_strict = gojson.decode(body, st, go_name, old, fast)
         except gojson.GoTypeError as e:
             raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {res.kind}: {e}') \
                 from None
@@ -287,7 +292,13 @@ def normalize(res: Resource, obj: dict[str, Any], old: dict[str, Any] | None = N
     schema. ``old``: the stored version it replaces, and ``like``: the request body as :func:`typed` decoded
     it; parts equal to theirs are reused as they are."""
     st = schema.kind(res.api_version, res.kind)
-    return gojson.normalize(obj, st, old, like) if st is not None else obj
+    if st is None:
+        return obj
+    if old is None:  # (an update's walk shares what it did not change with the stored version: kept)
+        written = gostructs.normalized(obj, st)
+        if written is not None:
+            return written
+    return gojson.normalize(obj, st, old, like)
 
 
 def warning_header(message: str) -> str:

@@ -329,9 +329,10 @@ class _FieldPlan:
 
 
 class _StructPlan:
-    __slots__ = ("decode", "fields", "go", "index", "normalize", "walks", "zeros")
+    __slots__ = ("decode", "fields", "go", "index", "normalize", "struct", "walks", "zeros")
 
     def __init__(self, st: Struct) -> None:
+        self.struct = st
         self.go = st.go
         self.fields = {key: _FieldPlan(f) for key, f in st.json_fields.items()}
         self.index = {key: i for i, key in enumerate(self.fields)}  # Go's field order
@@ -371,13 +372,21 @@ def _is_empty(code: int, value: Any) -> bool:
     return value is None or value is False or (value == 0 and value is not True)
 
 
+FastDecode = Callable[[dict[str, Any], Struct], "dict[str, Any] | None"]
+"""A struct's decode that answers only when it reads a value exactly as the walk would with nothing to
+report, else None (see :mod:`gostructs`)."""
+
+
 class _Walk:
     """One body's walk: the path being read (for errors), the innermost struct, and the strict errors."""
 
-    __slots__ = ("_seen", "path", "report", "strict", "struct_name")
+    __slots__ = ("_seen", "fast", "path", "report", "strict", "struct_name")
 
-    def __init__(self, report: bool) -> None:
+    def __init__(self, report: bool, fast: FastDecode | None = None) -> None:
         self.report = report        # collect unknown/duplicate fields (decode) or drop them silently (normalize)
+        # Tried first on each struct value not equal to its stored version (decode only): its answer shares
+        # nothing with the stored version, which costs less than walking the value to share its equal parts.
+        self.fast = fast
         self.strict: list[str] = []
         self._seen: set[str] = set()
         # Segments: a struct field's key (str), a list index (int) or a map key (1-tuple).
@@ -461,6 +470,11 @@ class _Walk:
                 sub = fp.sub
                 if sub is None:
                     sub = fp.sub = _plan(fp.type.struct)
+                converter = self.fast
+                done = None if converter is None else converter(item, sub.struct)
+                if done is not None:
+                    decoded[key] = done  # (a struct is never empty to omitempty)
+                    continue
                 path.append(key)
                 self.struct_name = plan.go
                 item = self._struct(item, sub, before if isinstance(before, dict) else None,
@@ -553,6 +567,11 @@ class _Walk:
                                                                                or _same_json(item, before)))):
                 out.append(before)
                 continue
+            if sub is not None and type(item) is dict and self.fast is not None:
+                done = self.fast(item, sub.struct)
+                if done is not None:
+                    out.append(done)
+                    continue
             path.append(i)
             self.struct_name = struct_name
             if sub is not None and type(item) is dict:
@@ -806,6 +825,12 @@ def _emit_field(fp: _FieldPlan, indent: str, emit: Callable[[str], None], const:
         sub = const(_plan(fp.type.struct))  # (a plan compiles on its first walk: recursive types end)
         walk = "decode" if report else "normalize"
         emit(f"{indent}if type(item) is dict:")
+        if report:
+            emit(f"{indent}    done = None if w.fast is None else "
+                 f"w.fast(item, {sub}.struct)")
+            emit(f"{indent}    if done is not None:")
+            emit(f"{indent}        decoded[{key}] = done")
+            emit(f"{indent}        continue")
         emit(f"{indent}    path.append({key}); w.struct_name = GO")
         emit(f"{indent}    item = {sub}.{walk}(w, item, before if isinstance(before, dict) else None, "
              "other if isinstance(other, dict) else None)")
@@ -841,12 +866,20 @@ def _emit_field(fp: _FieldPlan, indent: str, emit: Callable[[str], None], const:
         emit(f"{indent}    decoded[{key}] = item")
 
 
-def decode(body: Any, st: Struct, go_name: str, old: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+def decode(body: Any, st: Struct, go_name: str, old: dict[str, Any] | None = None,
+           fast: FastDecode | None = None) -> tuple[dict[str, Any], list[str]]:
     """A parsed request body as the server's typed decode sees it: (the object in Go's JSON form, the strict
     errors). ``go_name`` is how Go names the kind's type (``v1.Deployment``). ``old``, the stored object an
     update replaces, lets parts equal to it be taken without a walk (they hold no unknown fields, being
-    equal to what was written). Raises :class:`GoTypeError`."""
-    walk = _Walk(report=True)
+    equal to what was written). ``fast`` is tried on the body (when there is no ``old``), and on each struct
+    value of it not equal to its stored version, before the walk; only for a body whose every part is plain
+    (no repeated keys anywhere).
+    Raises :class:`GoTypeError`."""
+    if fast is not None and old is None and type(body) is dict:
+        done = fast(body, st)
+        if done is not None:
+            return done, []
+    walk = _Walk(report=True, fast=fast)
     if not isinstance(body, dict):
         raise GoTypeError(f"json: cannot unmarshal {_json_kind(body)} into Go value of type {go_name}")
     result = walk.struct(body, st, go_name, None if isinstance(body, _DuplicateKeys) else old)

@@ -467,7 +467,7 @@ class _Handlers:
                 raise errors.method_not_allowed()
             if body is None:
                 raise errors.bad_request("the body of the request is empty")
-            decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"))
+            decoded = codec.typed(res, body, codec.field_validation(q, "CreateOptions"), parsed=True)
             if isinstance(decoded.obj, dict):
                 decoded.obj = kind.on_create_request(decoded.obj, request[_USER])
             self._restrict(request, res, "CREATE", "", namespace or "",
@@ -496,7 +496,7 @@ class _Handlers:
                 raise errors.bad_request("the body of the request is empty" if body is None
                                          else "the object provided is not a JSON object")
             current = api.stored_object(res, namespace, name)  # a PUT may create (201) for some kinds
-            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current)
+            decoded = codec.typed(res, body, codec.field_validation(q, "UpdateOptions"), current, parsed=True)
             self._restrict(request, res, "UPDATE" if current is not None else "CREATE", sub or "", namespace or "",
                            name, decoded.obj, current)
             self.auth.check_escalation(request[_USER], res.kind, res.group, namespace or "", decoded.obj)

@@ -303,7 +303,7 @@ class ApiServer:
         :mod:`gojson`), so get, list and watch all return the same bytes. ``like``: an object already in that
         form whose parts equal to ``obj``'s are taken as they are."""
         if not normalized:
-            obj = codec.normalize(store.resource, obj, like)
+            obj = codec.normalize(store.resource, obj, like=like)
         if dry_run:
             # The dry-run storage returns the prepared object unstored: an update keeps the stored
             # resourceVersion, a create has none.
@@ -459,7 +459,7 @@ class ApiServer:
         if self.webhook_point is not None:
             self.webhook_point.validating(stored_res, obj, None, stored_res)
         quota_usage = admission.validate(self, res, obj, namespace, create=True)
-        obj = codec.normalize(store.resource, obj, body)
+        obj = codec.normalize(store.resource, obj, like=body)
         meta = _with_managed_fields(obj["metadata"], managed_fields)
         for _ in range(_MAX_GENERATE_ATTEMPTS if generate else 1):
             key = self.key(stored_res, namespace, meta["name"])
