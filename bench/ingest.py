@@ -85,7 +85,7 @@ class _ReplayClient:
         self._chunks: list[bytes] | None = chunks
 
     async def list_all(self, res: Resource, namespace: str | None = None, *, metadata_only: bool = False,
-                       decode: Any = None) -> tuple[list[dict[str, Any]], str]:
+                       decode: Any = None, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
         return [], "1"
 
     def watch(self, res: Resource, namespace: str | None = None, *, decode: Decode | None = None,

@@ -30,7 +30,7 @@ from controller_manager.api.resources import PODS
 from controller_manager.client import ApiClient, load_config
 from controller_manager.sim.apiserver import ApiServerOptions
 from controller_manager.sim.cluster import SimCluster
-from controller_manager.sim.main import GC_GEN0_THRESHOLD
+from controller_manager.gctuning import GEN0_THRESHOLD
 
 NAMESPACE_PODS = 3000
 CONCURRENCY = 16
@@ -137,7 +137,7 @@ async def wait_running(cluster: SimCluster, total: int, timeout: float) -> None:
 
 
 async def run(args: argparse.Namespace) -> None:
-    gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
+    gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
     options = ApiServerOptions(service_account_admission=True)
     async with SimCluster(nodes=args.nodes, zones=3, api_options=options, ready_timeout=300) as cluster:
         config = await load_config(str(cluster.kubeconfig_path))
