@@ -28,9 +28,9 @@ from typing import Any
 from bench.envelope import ensure_namespace
 from controller_manager.api.resources import PODS
 from controller_manager.client import ApiClient, load_config
+from controller_manager.gctuning import GEN0_THRESHOLD
 from controller_manager.sim.apiserver import ApiServerOptions
 from controller_manager.sim.cluster import SimCluster
-from controller_manager.gctuning import GEN0_THRESHOLD
 
 NAMESPACE_PODS = 3000
 CONCURRENCY = 16
