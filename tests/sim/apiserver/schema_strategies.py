@@ -89,3 +89,10 @@ def objects(struct_name: str, depth: int = 3) -> st.SearchStrategy[dict[str, Any
             continue  # not on the protobuf wire (TypeMeta: the envelope carries it)
         optional[json_name] = _deferred(f.type, depth)
     return st.fixed_dictionaries({}, optional=optional)
+
+
+def struct_with_two_objects(names: list[str], depth: int = 4) -> st.SearchStrategy[tuple[str, dict[str, Any],
+                                                                                   dict[str, Any]]]:
+    """A struct name from ``names`` and two independent objects of it (a body and a stored version)."""
+    return st.sampled_from(names).flatmap(
+        lambda name: st.tuples(st.just(name), objects(name, depth), objects(name, depth)))

@@ -74,8 +74,7 @@ _NAMES = sorted(set(schema.kinds().values()))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(_NAMES).flatmap(lambda name: st.tuples(st.just(name), schema_strategies.objects(name, 4),
-                                                              schema_strategies.objects(name, 4))),
+@given(schema_strategies.struct_with_two_objects(_NAMES),
        st.randoms(use_true_random=False))
 def test_compiled_walks_read_bodies_as_the_interpreter(drawn: tuple[str, dict[str, Any], dict[str, Any]],
                                                       rnd: random.Random) -> None:

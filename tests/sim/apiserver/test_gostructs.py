@@ -84,8 +84,7 @@ def _outcome(body: dict[str, Any], struct: schema.Struct, old: dict[str, Any] | 
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(_NAMES).flatmap(lambda name: st.tuples(st.just(name), schema_strategies.objects(name, 4),
-                                                              schema_strategies.objects(name, 4))),
+@given(schema_strategies.struct_with_two_objects(_NAMES),
        st.randoms(use_true_random=False))
 def test_the_walk_with_the_structs_inside_reads_bodies_as_without(drawn: tuple[str, dict[str, Any], dict[str, Any]],
                                                                   rnd: random.Random) -> None:
