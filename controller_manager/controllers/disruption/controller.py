@@ -50,6 +50,7 @@ from controller_manager.controllerutil.consistency import ConsistencyStore, Stal
 from controller_manager.controllerutil.selector_cache import SelectorCache
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.informers.labelindex import NAMESPACE_LABEL_INDEX, namespace_label_index, select
 from controller_manager.runtime.workqueue import DelayingQueue
 
 from . import messages
@@ -103,7 +104,7 @@ class DisruptionController(Controller):
         self.stale_pod_disruption_queue = ctx.new_queue("stale_pod_disruption")
         self.pdb_selectors = SelectorCache()
 
-        self.pod_informer = ctx.informers.informer(PODS)
+        self.pod_informer = ctx.informers.informer(PODS, indexers={NAMESPACE_LABEL_INDEX: namespace_label_index})
         self.pdb_informer = ctx.informers.informer(PODDISRUPTIONBUDGETS)
         pdb_informer = self.pdb_informer
         self.consistency = ConsistencyStore(
@@ -237,8 +238,7 @@ class DisruptionController(Controller):
     def pods_for_pdb(self, pdb: Obj) -> list[Obj]:
         """The PDB's pods, by name; InvalidSelector if its selector cannot be parsed."""
         selector = from_label_selector((pdb.get("spec") or {}).get("selector"))
-        candidates = self.pod_informer.store.by_index(NAMESPACE_INDEX, str(meta(pdb).get("namespace") or ""))
-        pods: list[Obj] = [p for p in candidates if selector.matches(meta(p).get("labels") or {})]
+        pods: list[Obj] = list(select(self.pod_informer.store, str(meta(pdb).get("namespace") or ""), selector))
         pods.sort(key=lambda p: str(meta(p).get("name") or ""))
         return pods
 

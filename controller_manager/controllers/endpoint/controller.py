@@ -49,6 +49,7 @@ from controller_manager.controllerutil.endpoints import (
 )
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Deleted, Event, Updated
+from controller_manager.runtime.informers.labelindex import NAMESPACE_LABEL_INDEX, namespace_label_index, select
 
 from .pods import CLUSTER_IP_NONE, endpoint_port, pod_to_endpoint_address
 from .subsets import (
@@ -97,7 +98,7 @@ class EndpointsController(Controller):
         self._stale: dict[str, str] = {}
 
         self.service_informer = ctx.informers.informer(SERVICES)
-        self.pod_informer = ctx.informers.informer(PODS)
+        self.pod_informer = ctx.informers.informer(PODS, indexers={NAMESPACE_LABEL_INDEX: namespace_label_index})
         self.endpoints_informer = ctx.informers.informer(ENDPOINTS)
         self.service_informer.add_handler(self._on_service)
         self.pod_informer.add_handler(self._on_pod)
@@ -162,9 +163,7 @@ class EndpointsController(Controller):
         if selector is None:
             return None  # its Endpoints are written out of band, through the API
 
-        matches = from_set(selector).matches
-        pods = [p for p in self.pod_informer.store.by_index(NAMESPACE_INDEX, namespace)
-                if matches(meta(p).get("labels") or {})]
+        pods = select(self.pod_informer.store, namespace, from_set(selector))
         # Computed before deciding whether to write, so the tracker moves on even when nothing is written.
         trigger_time = self.trigger_times.compute(namespace, service, pods)
         subsets = repack_subsets(self._subsets(service, pods))

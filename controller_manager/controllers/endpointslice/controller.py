@@ -40,6 +40,7 @@ from controller_manager.controllerutil.endpointslice import (
 )
 from controller_manager.runtime.controller import Controller, ControllerContext, Result
 from controller_manager.runtime.informers import NAMESPACE_INDEX, Added, Deleted, Event, Updated
+from controller_manager.runtime.informers.labelindex import NAMESPACE_LABEL_INDEX, namespace_label_index, select
 from controller_manager.runtime.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -107,7 +108,7 @@ class EndpointSliceController(Controller):
         self.trigger_times = TriggerTimeTracker()
 
         self.service_informer = ctx.informers.informer(SERVICES)
-        self.pod_informer = ctx.informers.informer(PODS)
+        self.pod_informer = ctx.informers.informer(PODS, indexers={NAMESPACE_LABEL_INDEX: namespace_label_index})
         self.node_informer = ctx.informers.informer(NODES)
         self.slice_informer = ctx.informers.informer(ENDPOINTSLICES, indexers={SERVICE_INDEX: service_index})
         self.reconciler = Reconciler(ctx.client, self.node_informer.store.get, self.max_endpoints_per_slice,
@@ -218,9 +219,7 @@ class EndpointSliceController(Controller):
         if selector is None:
             return  # slices of a Service without selector are written by someone else (or mirrored)
 
-        matches = from_set(selector).matches
-        pods = [p for p in self.pod_informer.store.by_index(NAMESPACE_INDEX, namespace)
-                if matches(meta(p).get("labels") or {})]
+        pods = select(self.pod_informer.store, namespace, from_set(selector))
         slices = [s for s in self.slice_informer.store.by_index(SERVICE_INDEX, key)
                   if (meta(s).get("labels") or {}).get(LABEL_MANAGED_BY) == CONTROLLER_QUALIFIED_NAME
                   # A slice already being deleted must not keep the controller waiting on it.

@@ -103,6 +103,9 @@ class Store:
         """The registered index functions by name (a copy)."""
         return dict(self._indexers)
 
+    def has_index(self, name: str) -> bool:
+        return name in self._indexers
+
     def __len__(self) -> int:
         return len(self._items)
 
