@@ -342,8 +342,12 @@ class ApiClient:
 
     # --- verbs -------------------------------------------------------------------------------------
 
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self._json("GET", res.path(namespace, name))
+    async def get(self, res: Resource, name: str, namespace: str | None = None, *,
+                  metadata_only: bool = False) -> dict[str, Any]:
+        """The object; with ``metadata_only``, its PartialObjectMetadata (client-go's metadata client: what the
+        garbage collector reads, a fraction of a pod's bytes to encode, send and decode)."""
+        result: dict[str, Any] = await self._json("GET", res.path(namespace, name),
+                                                  accept=METADATA_WATCH_ACCEPT if metadata_only else None)
         return result
 
     async def list(

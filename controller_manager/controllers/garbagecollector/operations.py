@@ -69,14 +69,14 @@ class Operations:
         if res.namespaced and not namespace:
             # A namespaced kind without a namespace: only a cluster-scoped dependent names an owner this way.
             raise NamespacedOwnerOfClusterScopedObject()
-        return await self.client.get(res, item.name, namespace)
+        return await self.client.get(res, item.name, namespace, metadata_only=True)
 
     async def read_owner(self, res: Resource, name: str, namespace: str | None) -> Obj:
         """GET an owner; a read of the same object already in flight is shared instead of sent again."""
         key = (res.group, res.plural, namespace or "", name)
         read = self._owner_reads.get(key)
         if read is None:
-            read = asyncio.ensure_future(self.client.get(res, name, namespace))
+            read = asyncio.ensure_future(self.client.get(res, name, namespace, metadata_only=True))
             self._owner_reads[key] = read
             read.add_done_callback(lambda done: self._read_done(key, done))
         # Shielded: a caller cancelled mid-read must not cancel the read the others wait on.
@@ -100,7 +100,7 @@ class Operations:
                 raise
             conflict = err
         try:
-            live = await self.client.get(res, item.name, namespace)
+            live = await self.client.get(res, item.name, namespace, metadata_only=True)
         except NotFound:
             return  # the object we wanted gone is gone
         m = meta(live)
@@ -129,7 +129,7 @@ class Operations:
         cached = self.builder.cached_metadata(res, namespace or "", item.name)
         if cached is not None:
             return meta(cached)
-        return meta(await self.client.get(res, item.name, namespace))
+        return meta(await self.client.get(res, item.name, namespace, metadata_only=True))
 
     async def delete_owner_ref_merge_patch(self, item: Node, owner_uids: Sequence[str]) -> Mapping[str, Any]:
         m = await self.get_metadata(item.identity)

@@ -73,9 +73,13 @@ class FakeClient:
             raise NotFound(404, "NotFound", f'{res.group_resource} "{name}" not found')
         return obj
 
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+    async def get(self, res: Resource, name: str, namespace: str | None = None, *,
+                  metadata_only: bool = False) -> dict[str, Any]:
         self._record("get", res, namespace, name)
-        return self._lookup(res, namespace, name)
+        obj = self._lookup(res, namespace, name)
+        if metadata_only:  # what the metadata client gets: no spec or status to lean on
+            return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}
+        return obj
 
     async def delete(self, res: Resource, name: str, namespace: str | None = None, **options: Any) -> dict[str, Any]:
         self._record("delete", res, namespace, name)
