@@ -30,6 +30,16 @@ def test_quantile_interpolates_as_histogram_quantile() -> None:
     assert envelope.quantile(0.99, series) == pytest.approx(0.1 + 0.9 * 9 / 10)
     assert envelope.quantile(0.99, [(0.1, 0.0), (math.inf, 0.0)]) is None
     assert envelope.quantile(0.99, [(0.1, 0.0), (1.0, 0.0), (math.inf, 5.0)]) == 1.0  # past the last bound
+
+
+def test_quantile_bounds_name_the_bucket_holding_it() -> None:
+    # 100 waits: 90 under 1 s, 9 in (1, 10], 1 in (100, 1000]: the p99 is in (1, 10], the max in (100, 1000].
+    series = [(1.0, 90.0), (10.0, 99.0), (100.0, 99.0), (1000.0, 100.0), (math.inf, 100.0)]
+    assert envelope.quantile_bounds(0.99, series) == (1.0, 10.0)
+    assert envelope.quantile_bounds(1.0, series) == (100.0, 1000.0)
+    assert envelope.quantile_bounds(0.5, series) == (0.0, 1.0)
+    assert envelope.quantile_bounds(0.99, [(1.0, 0.0), (math.inf, 0.0)]) is None
+    assert envelope.quantile_bounds(0.99, [(1.0, 0.0), (math.inf, 3.0)]) == (1.0, math.inf)
     before = {'workqueue_queue_duration_seconds_bucket{name="a",le="0.1"}': 5.0,
               'workqueue_queue_duration_seconds_bucket{name="a",le="+Inf"}': 5.0}
     after = {'workqueue_queue_duration_seconds_bucket{name="a",le="0.1"}': 5.0,
