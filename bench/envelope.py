@@ -363,6 +363,21 @@ def quantile(q: float, series: list[tuple[float, float]]) -> float | None:
     return series[-1][0]
 
 
+def pauses_and_latency(before: dict[str, float], after: dict[str, float], sim_before: dict[str, float],
+                       sim_after: dict[str, float], wall: float) -> dict[str, float]:
+    """Over the churn: the share of the wall time each process spent in its cyclic garbage collector, and the
+    daemon's mean API request time as its client measured it (kube-sim's loop, the wire and the daemon's own
+    loop together: what every serial write of a sync waits)."""
+    api0, n0 = procs.api_seconds(before)
+    api1, n1 = procs.api_seconds(after)
+    out = {"daemon_gc_pause_share": (procs.gc_pause_seconds(after) - procs.gc_pause_seconds(before)) / wall,
+           "sim_gc_pause_share": (procs.gc_pause_seconds(sim_after) - procs.gc_pause_seconds(sim_before)) / wall}
+    if n1 > n0:
+        out["daemon_api_request_mean_ms"] = (api1 - api0) / (n1 - n0) * 1000
+        out["daemon_api_requests_per_s"] = (n1 - n0) / wall
+    return out
+
+
 def quantile_bounds(q: float, series: list[tuple[float, float]]) -> tuple[float, float] | None:
     """The bucket ``(lower, upper]`` holding the ``q`` quantile: all the histogram knows. The work queue's buckets
     grow tenfold, so an interpolated p99 of 904 s says only "between 100 s and 1,000 s" (the waits read from the
@@ -474,6 +489,7 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom",
                 churn = Churn(client, planned, profile.rate, random.Random(seed))
                 sampler = Sampler(daemon, sim)
                 before = await procs.scrape(daemon)
+                sim_before = procs.parse_metrics(await client.request("GET", "/metrics"))
                 offset = reaction.log_end(audit)  # every request completed from here on is logged past this point
                 watch = reaction.PodWatch(client)
                 await watch.start()
@@ -482,7 +498,9 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom",
                 await sampler.stop()
                 churn_end = time.time()
                 after = await procs.scrape(daemon)
+                sim_after = procs.parse_metrics(await client.request("GET", "/metrics"))
                 usage = sampler.summary()
+                usage.update(pauses_and_latency(before, after, sim_before, sim_after, usage["wall_s"]))
                 p99 = queue_p99s(before, after)
                 p99_buckets = {name: bounds for name, delta in queue_waits(before, after).items()
                                if (bounds := quantile_bounds(0.99, delta)) is not None}
@@ -551,6 +569,12 @@ def figures(profile: Profile, usage: dict[str, float], p99: dict[str, float], ov
         Figure("envelope", "daemon CPU, busiest 5 s of the churn", usage["daemon_cpu_peak_cores"], "cores"),
         Figure("envelope", "daemon's main thread runnable but waiting for a CPU (share of the churn)",
                usage["daemon_runqueue_wait_share"] * 100, "%", None, "", "", None),
+        Figure("envelope", "cyclic garbage collector's pauses, share of the churn: daemon (kube-sim)",
+               usage.get("daemon_gc_pause_share", math.nan) * 100, "%", usage.get("sim_gc_pause_share", math.nan) * 100,
+               "kube-sim"),
+        Figure("envelope", "daemon's API requests during churn: mean time, as its client measures it",
+               usage.get("daemon_api_request_mean_ms", math.nan), "ms", None, "", "", None,
+               {"requests_per_s": usage.get("daemon_api_requests_per_s")}),
     ]
     if p99:
         worst = max(p99, key=lambda k: p99[k])

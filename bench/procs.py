@@ -232,6 +232,11 @@ async def scrape(daemon: Proc) -> dict[str, float]:
         if resp.status != 200:
             raise RuntimeError(f"/metrics answered {resp.status}")
         text = await resp.text()
+    return parse_metrics(text)
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """The Prometheus text format as ``{"name{labels}": value}``."""
     out: dict[str, float] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
@@ -240,6 +245,11 @@ async def scrape(daemon: Proc) -> dict[str, float]:
         with contextlib.suppress(ValueError):
             out[name] = float(value)
     return out
+
+
+def gc_pause_seconds(metrics: dict[str, float]) -> float:
+    """Seconds the cyclic garbage collector held the process, every generation (``python_gc_pause_seconds``)."""
+    return sum(v for k, v in metrics.items() if k.startswith("python_gc_pause_seconds_total"))
 
 
 def api_seconds(metrics: dict[str, float]) -> tuple[float, float]:

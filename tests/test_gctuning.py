@@ -73,3 +73,33 @@ def test_every_run_leaves_the_survivors_frozen() -> None:
     gctuning.collect_young()
     assert gc.get_freeze_count() > before, "what survived the run was frozen too"
     assert gc.is_tracked(survivors)
+
+
+def test_pauses_add_up_each_collection_by_generation() -> None:
+    pauses = gctuning.Pauses()
+    gc.callbacks.append(pauses)
+    try:
+        gc.collect(0)
+        gc.collect(2)
+    finally:
+        gc.callbacks.remove(pauses)
+    assert pauses.count[0] >= 1 and pauses.count[2] >= 1
+    assert all(s >= 0.0 for s in pauses.seconds) and pauses.seconds[2] > 0.0
+    text = pauses.prometheus_text()
+    assert "# TYPE python_gc_pause_seconds counter" in text
+    assert f'python_gc_pause_seconds_total{{generation="2"}} {pauses.seconds[2]!r}' in text
+
+
+def test_configure_installs_the_pause_counter_once_and_the_registry_exports_it() -> None:
+    from prometheus_client import REGISTRY, generate_latest
+
+    threshold = gc.get_threshold()
+    try:
+        gctuning.configure()
+        gctuning.configure()
+        assert gc.callbacks.count(gctuning.PAUSES) == 1
+        gc.collect()
+        assert 'python_gc_pause_seconds_total{generation="2"}' in generate_latest(REGISTRY).decode()
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(gctuning.PAUSES)

@@ -52,7 +52,8 @@ async def test_tiny_profile_runs_end_to_end() -> None:
     figures, details = await envelope.run(envelope.PROFILES["tiny"], label="tiny")
     names = " | ".join(f.name for f in figures)
     for part in ("daemon RSS", "daemon CPU, average", "workqueue queue time p99", "initial cache sync, streaming",
-                 "kube-sim peak RSS", "kube-sim CPU", "event-to-action p99, every pair", "fail-over: standby holds"):
+                 "kube-sim peak RSS", "kube-sim CPU", "event-to-action p99, every pair", "fail-over: standby holds",
+                 "cyclic garbage collector's pauses", "daemon's API requests during churn"):
         assert part in names
     assert all(f.value >= 0 and not math.isnan(f.value) for f in figures)
     assert details["churn"]["job_pods"] > 0
@@ -60,6 +61,10 @@ async def test_tiny_profile_runs_end_to_end() -> None:
     assert details["churn"]["errors"] == 0
     assert details["sync"]["watch-list"]["fallbacks"] == 0
     assert details["queue_p99_s"]  # queues saw work during the churn
+    # Both processes count their collector's pauses (python_gc_pause_seconds), the daemon its requests' time.
+    usage = details["usage"]
+    assert 0 <= usage["daemon_gc_pause_share"] < 1 and 0 <= usage["sim_gc_pause_share"] < 1
+    assert usage["daemon_api_request_mean_ms"] > 0
     # Every kind of trigger the churn makes was answered and timed from kube-sim's audit log.
     reacted = details["event_to_action"]
     assert reacted["pod_creates_attributed"] > 0

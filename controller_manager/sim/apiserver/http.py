@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
+from controller_manager import gctuning
 from controller_manager.api.resources import FLOWSCHEMAS, Resource
 from controller_manager.sim.apiserver import (
     audit,
@@ -287,7 +288,7 @@ class _Handlers:
         for r in self.api.resources:
             if "get" in r.verbs:
                 lines.append(f'apiserver_storage_objects{{resource="{r.group_resource}"}} {len(self.api.store(r))}')
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n" + gctuning.PAUSES.prometheus_text()
 
     # --- list / watch ------------------------------------------------------------------------------
 
