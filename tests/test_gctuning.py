@@ -83,8 +83,10 @@ def test_pauses_add_up_each_collection_by_generation() -> None:
         gc.collect(2)
     finally:
         gc.callbacks.remove(pauses)
-    assert pauses.count[0] >= 1 and pauses.count[2] >= 1
-    assert all(s >= 0.0 for s in pauses.seconds) and pauses.seconds[2] > 0.0
+    assert pauses.count[0] >= 1
+    assert pauses.count[2] >= 1
+    assert all(s >= 0.0 for s in pauses.seconds)
+    assert pauses.seconds[2] > 0.0
     text = pauses.prometheus_text()
     assert "# TYPE python_gc_pause_seconds counter" in text
     assert f'python_gc_pause_seconds_total{{generation="2"}} {pauses.seconds[2]!r}' in text
