@@ -7,8 +7,9 @@ Guarantees (upstream ``garbagecollector.go``):
   workers each serve the ``garbage_collector_attempt_to_delete`` and ``garbage_collector_attempt_to_orphan``
   queues, starting once every monitor has synced or after 30 s, whichever comes first.
 - Nothing is deleted on the cache's word alone: before a delete, the object is re-read from the API (a 404 or
-  another uid removes it from the graph instead) and every owner is looked up live by name (concurrent look-ups
-  of one owner share a request: ``Operations.read_owner``); an owner is absent only on 404 or a uid mismatch
+  another uid removes it from the graph instead) and every owner is looked up live by name, both as metadata
+  only (``as=PartialObjectMetadata``, upstream's metadata client; concurrent look-ups of one owner share a
+  request: ``Operations.read_owner``); an owner is absent only on 404 or a uid mismatch
   (then remembered in the absent-owner cache). The delete carries the object's uid and resourceVersion as
   preconditions. Two reads upstream makes are skipped, neither before a write: an observed object its
   monitor's cache no longer holds, whose delete event is already queued for the graph (upstream reads it, gets
