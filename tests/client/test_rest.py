@@ -379,3 +379,37 @@ def test_a_pause_while_the_request_is_being_built_sends_nothing_on_uvloop(monkey
     # sit above it, in the writer.
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(paused_while_the_request_is_built("https", monkeypatch))
+
+
+async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> None:
+    """A burst of 40 concurrent reads opens 40 connections; once they are handed back, the pool keeps 25 (Go's
+    MaxIdleConnsPerHost in client-go's transport) and closes the rest, and still serves from those."""
+    from controller_manager.client.rest import MAX_IDLE_CONNECTIONS_PER_HOST
+
+    gate = asyncio.Event()
+    transports: list[asyncio.BaseTransport] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.transport is not None and request.transport not in transports:
+            transports.append(request.transport)
+        await gate.wait()
+        return web.json_response({"kind": "Pod", "metadata": {"name": request.match_info["name"]}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/pods/{name}", handler)
+    async with TestServer(app) as server:
+        api = ApiClient(ClientConfig(host=str(server.make_url("")).rstrip("/")), qps=0)
+        try:
+            reads = [asyncio.create_task(api.get(PODS, f"p{i}", "default")) for i in range(40)]
+            async with asyncio.timeout(10):
+                while len(transports) < 40:
+                    await asyncio.sleep(0.01)
+                gate.set()
+                await asyncio.gather(*reads)
+                while sum(not t.is_closing() for t in transports) > MAX_IDLE_CONNECTIONS_PER_HOST:
+                    await asyncio.sleep(0.01)
+            assert sum(not t.is_closing() for t in transports) == MAX_IDLE_CONNECTIONS_PER_HOST
+            assert (await api.get(PODS, "again", "default"))["metadata"]["name"] == "again"
+            assert len(transports) == 40  # served on a kept connection, none opened
+        finally:
+            await api.close()
