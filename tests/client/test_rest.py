@@ -385,6 +385,7 @@ async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> No
     """A burst of 40 concurrent reads opens 40 connections; once they are handed back, the pool keeps 25 (Go's
     MaxIdleConnsPerHost in client-go's transport) and closes the rest, and still serves from those."""
     from controller_manager.client.rest import MAX_IDLE_CONNECTIONS_PER_HOST
+    from tests.runtime.informers.fakes import eventually
 
     gate = asyncio.Event()
     transports: list[asyncio.BaseTransport] = []
@@ -401,13 +402,11 @@ async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> No
         api = ApiClient(ClientConfig(host=str(server.make_url("")).rstrip("/")), qps=0)
         try:
             reads = [asyncio.create_task(api.get(PODS, f"p{i}", "default")) for i in range(40)]
-            async with asyncio.timeout(10):
-                while len(transports) < 40:
-                    await asyncio.sleep(0.01)
-                gate.set()
-                await asyncio.gather(*reads)
-                while sum(not t.is_closing() for t in transports) > MAX_IDLE_CONNECTIONS_PER_HOST:
-                    await asyncio.sleep(0.01)
+            await eventually(lambda: len(transports) == 40, timeout=10)
+            gate.set()
+            await asyncio.gather(*reads)
+            await eventually(lambda: sum(not t.is_closing() for t in transports) <= MAX_IDLE_CONNECTIONS_PER_HOST,
+                             timeout=10)
             assert sum(not t.is_closing() for t in transports) == MAX_IDLE_CONNECTIONS_PER_HOST
             assert (await api.get(PODS, "again", "default"))["metadata"]["name"] == "again"
             assert len(transports) == 40  # served on a kept connection, none opened
