@@ -405,10 +405,10 @@ def queue_waits(before: dict[str, float], after: dict[str, float]) -> dict[str, 
     return out
 
 
-def queue_p99s(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """Each queue's p99 of workqueue_queue_duration_seconds over what was observed between two scrapes."""
+def queue_p99s(waits: dict[str, list[tuple[float, float]]]) -> dict[str, float]:
+    """Each queue's p99 of workqueue_queue_duration_seconds from its waits between two scrapes (queue_waits)."""
     out: dict[str, float] = {}
-    for name, delta in queue_waits(before, after).items():
+    for name, delta in waits.items():
         p99 = quantile(0.99, delta)
         if p99 is not None:
             out[name] = p99
@@ -501,10 +501,11 @@ async def run(profile: Profile, *, seed: int = 1, label: str = "custom",
                 sim_after = procs.parse_metrics(await client.request("GET", "/metrics"))
                 usage = sampler.summary()
                 usage.update(pauses_and_latency(before, after, sim_before, sim_after, usage["wall_s"]))
-                p99 = queue_p99s(before, after)
-                p99_buckets = {name: bounds for name, delta in queue_waits(before, after).items()
+                waits = queue_waits(before, after)
+                p99 = queue_p99s(waits)
+                p99_buckets = {name: bounds for name, delta in waits.items()
                                if (bounds := quantile_bounds(0.99, delta)) is not None}
-                over_1s = {name: share_over(1.0, delta) for name, delta in queue_waits(before, after).items()}
+                over_1s = {name: share_over(1.0, delta) for name, delta in waits.items()}
                 usage["daemon_peak_rss_mib_lifetime"] = procs.peak_rss(daemon.pid) / 2**20
                 # The last triggers' answers: leaving out the slowest would bias the figure down.
                 waited = time.monotonic()

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily
 
 from controller_manager.clock import Clock
@@ -66,29 +66,33 @@ class Pauses:
         self.seconds[generation] += time.perf_counter() - self._started
         self.count[generation] += 1
 
-    def prometheus_text(self) -> str:
-        lines = [f"# HELP {PAUSE_METRIC} Time the cyclic garbage collector held the process, by generation.",
-                 f"# TYPE {PAUSE_METRIC} counter"]
-        lines += [f'{PAUSE_METRIC}_total{{generation="{g}"}} {s!r}' for g, s in enumerate(self.seconds)]
-        return "\n".join(lines) + "\n"
-
 
 PAUSE_METRIC = "python_gc_pause_seconds"
 PAUSES = Pauses()
 
 
 class PauseCollector:
-    """:data:`PAUSES` for a ``prometheus_client`` registry (the daemon's ``/metrics``)."""
+    """A :class:`Pauses` for a ``prometheus_client`` registry."""
+
+    def __init__(self, pauses: Pauses) -> None:
+        self.pauses = pauses
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(PAUSE_METRIC, "Time the cyclic garbage collector held the process, by "
                                      "generation.", labels=["generation"])
-        for generation, seconds in enumerate(PAUSES.seconds):
+        for generation, seconds in enumerate(self.pauses.seconds):
             family.add_metric([str(generation)], seconds)
         yield family
 
 
-REGISTRY.register(PauseCollector())
+REGISTRY.register(PauseCollector(PAUSES))  # the daemon's /metrics
+_PAUSES_ALONE = CollectorRegistry(auto_describe=False)
+_PAUSES_ALONE.register(PauseCollector(PAUSES))
+
+
+def pauses_text() -> str:
+    """:data:`PAUSES` in the Prometheus text format, for a process that writes its own ``/metrics`` (kube-sim)."""
+    return generate_latest(_PAUSES_ALONE).decode()
 
 
 def configure() -> None:

@@ -288,7 +288,7 @@ class _Handlers:
         for r in self.api.resources:
             if "get" in r.verbs:
                 lines.append(f'apiserver_storage_objects{{resource="{r.group_resource}"}} {len(self.api.store(r))}')
-        return "\n".join(lines) + "\n" + gctuning.PAUSES.prometheus_text()
+        return "\n".join(lines) + "\n" + gctuning.pauses_text()
 
     # --- list / watch ------------------------------------------------------------------------------
 
