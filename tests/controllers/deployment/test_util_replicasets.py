@@ -284,3 +284,29 @@ def test_filter_active_replica_sets() -> None:
     d = deployment("nginx")
     active, idle = replica_set(d, 2), replica_set(d, 0)
     assert filter_active_replica_sets([active, None, idle]) == [active]
+
+
+def test_template_cache_keys_hold_their_size_not_orjsons_buffer() -> None:
+    """The normalized-template cache keeps template JSON as keys; orjson's output holds a buffer ~10x its length,
+    which 1,024 kept keys turned into ~16 MiB of a leader's RSS. A kept key must cost about its own length."""
+    import tracemalloc
+
+    from controller_manager.controllers.deployment import util_replicasets
+
+    util_replicasets._normalized_cache.clear()
+    image = "registry.example.com/team/" + "x" * 1500
+    templates = [{"metadata": {"labels": {"app": f"a{i}"}}, "spec": {"containers": [{"name": "c", "image": image}]}}
+                 for i in range(50)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for t in templates:
+            assert equal_ignore_hash(t, t)
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+        util_replicasets._normalized_cache.clear()
+    held = sum(s.size_diff for s in after.compare_to(before, "filename")
+               if s.traceback[0].filename == util_replicasets.__file__)
+    # Each template's JSON is ~1.6 KB; its normalized copy is small dicts sharing the image string.
+    assert held / len(templates) < 4096
