@@ -4,7 +4,10 @@ Guarantees:
 - Objects go out and come back as the API's JSON in plain dicts, encoded and parsed with orjson.
   No model classes. Caller-owned dicts are never mutated.
 - One ``aiohttp.ClientSession`` per client with keep-alive and no connection-count cap, so
-  long-lived watches never starve ordinary requests of a connection.
+  long-lived watches never starve ordinary requests of a connection. Clients built from one
+  ``ClientConfig`` in one event loop share one connection pool (at most 25 idle connections per host
+  between them), as client-go's clientsets built from one rest config share one transport; the last
+  of them to close closes it.
 - Every HTTP attempt (retries and watch opens included) first takes a token from the client-side
   limiter (``qps``/``burst``, as ``--kube-api-qps``/``--kube-api-burst``; ``qps <= 0`` disables it).
 - Retries, bounded by ``max_retries`` (client-go's 10), with exponential backoff unless the server
@@ -152,6 +155,46 @@ class IdleBoundedConnector(aiohttp.TCPConnector):
                 self._cleanup_closed_transports.append(transport)
 
 
+@dataclass(slots=True)
+class _SharedPool:
+    config: ClientConfig
+    loop: asyncio.AbstractEventLoop
+    connector: IdleBoundedConnector
+    users: int = 0
+
+
+# One pool per (config, event loop), shared by every ApiClient built from that config: client-go's transport cache
+# hands every clientset made from one rest config the same http.Transport, so a kube-controller-manager's
+# controller, leader-election and namespace clients draw on one pool of 25 idle connections, not 25 each. (The
+# entry holds its config and loop, so neither id can be reused while it exists.)
+_SHARED_POOLS: dict[tuple[int, int], _SharedPool] = {}
+
+
+def _acquire_pool(config: ClientConfig) -> IdleBoundedConnector:
+    loop = asyncio.get_running_loop()
+    key = (id(config), id(loop))
+    pool = _SHARED_POOLS.get(key)
+    if pool is None or pool.connector.closed:
+        # limit=0: watches hold a connection each for minutes; a cap would queue requests behind them.
+        connector = IdleBoundedConnector(limit=0, limit_per_host=0, ssl=config.ssl_context or True,
+                                         keepalive_timeout=30.0)
+        pool = _SHARED_POOLS[key] = _SharedPool(config, loop, connector)
+    pool.users += 1
+    return pool.connector
+
+
+async def _release_pool(config: ClientConfig, connector: IdleBoundedConnector) -> None:
+    """The last client of a pool to close closes its connections."""
+    for key, pool in list(_SHARED_POOLS.items()):
+        if pool.connector is connector:
+            pool.users -= 1
+            if pool.users > 0:
+                return
+            del _SHARED_POOLS[key]
+            break
+    await connector.close()
+
+
 class ApiClient:
     """Talks to one API server. Use ``async with ApiClient(config) as client`` or ``await client.close()``."""
 
@@ -188,6 +231,7 @@ class ApiClient:
         if config.proxy:
             self._extra["proxy"] = config.proxy
         self._session: aiohttp.ClientSession | None = None
+        self._connector: IdleBoundedConnector | None = None
         self._closed = False
         self._write_fence: Callable[[], bool] | None = None
 
@@ -215,18 +259,18 @@ class ApiClient:
     async def close(self) -> None:
         self._closed = True
         session, self._session = self._session, None
+        connector, self._connector = self._connector, None
         if session is not None:
             await session.close()
+        if connector is not None:
+            await _release_pool(self.config, connector)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is not None:
             return self._session
         if self._closed:
             raise RuntimeError("ApiClient is closed")
-        # limit=0: watches hold a connection each for minutes; a cap would queue requests behind them.
-        connector = IdleBoundedConnector(
-            limit=0, limit_per_host=0, ssl=self.config.ssl_context or True, keepalive_timeout=30.0
-        )
+        connector = self._connector = _acquire_pool(self.config)
         headers = {"User-Agent": self._user_agent, "Accept": JSON}
         if self.config.source is None and self.config.authorization:
             headers["Authorization"] = self.config.authorization
@@ -235,8 +279,8 @@ class ApiClient:
         fence = aiohttp.TraceConfig()
         fence.on_connection_reuseconn.append(self._fence_on_connection)
         fence.on_connection_create_end.append(self._fence_on_connection)
-        self._session = aiohttp.ClientSession(connector=connector, headers=headers, auto_decompress=True,
-                                              trace_configs=[fence])
+        self._session = aiohttp.ClientSession(connector=connector, connector_owner=False, headers=headers,
+                                              auto_decompress=True, trace_configs=[fence])
         return self._session
 
     async def _fence_on_connection(self, _session: aiohttp.ClientSession, ctx: Any, _params: Any) -> None:

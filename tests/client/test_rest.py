@@ -412,3 +412,48 @@ async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> No
             assert len(transports) == 40  # served on a kept connection, none opened
         finally:
             await api.close()
+
+
+async def test_clients_of_one_config_share_one_pool_of_25_idle_connections() -> None:
+    """client-go hands every clientset built from one rest config the same transport: a daemon's controller,
+    leader-election and namespace clients keep 25 idle connections between them, not 25 each. Closing one client
+    leaves the others' pool serving; the last one to close closes it."""
+    from controller_manager.client.rest import MAX_IDLE_CONNECTIONS_PER_HOST
+    from tests.runtime.informers.fakes import eventually
+
+    gate = asyncio.Event()
+    transports: list[asyncio.BaseTransport] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.transport is not None and request.transport not in transports:
+            transports.append(request.transport)
+        await gate.wait()
+        return web.json_response({"kind": "Pod", "metadata": {"name": request.match_info["name"]}})
+
+    def open_transports() -> int:
+        return sum(not t.is_closing() for t in transports)
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/default/pods/{name}", handler)
+    async with TestServer(app) as server:
+        config = ClientConfig(host=str(server.make_url("")).rstrip("/"))
+        first, second, other = ApiClient(config, qps=0), ApiClient(config, qps=0), ApiClient(
+            ClientConfig(host=config.host), qps=0)
+        try:
+            reads = [asyncio.create_task(api.get(PODS, f"p{i}", "default"))
+                     for i in range(20) for api in (first, second)]
+            await eventually(lambda: len(transports) == 40, timeout=10)
+            gate.set()
+            await asyncio.gather(*reads)
+            await eventually(lambda: open_transports() <= MAX_IDLE_CONNECTIONS_PER_HOST, timeout=10)
+            assert open_transports() == MAX_IDLE_CONNECTIONS_PER_HOST
+            await first.close()
+            assert (await second.get(PODS, "again", "default"))["metadata"]["name"] == "again"
+            assert len(transports) == 40  # the closed client's sibling still served from the shared pool
+            assert (await other.get(PODS, "elsewhere", "default"))["metadata"]["name"] == "elsewhere"
+            assert len(transports) == 41  # another config: a pool of its own
+            await second.close()
+            await eventually(lambda: open_transports() == 1, timeout=10)  # only the other config's connection
+        finally:
+            for api in (first, second, other):
+                await api.close()
