@@ -66,6 +66,36 @@ def test_a_cycle_frozen_while_alive_is_reclaimed_by_the_unfreezing_run() -> None
     assert ref() is None
 
 
+async def test_the_hourly_unfreezing_run_is_skipped_while_too_much_is_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walking a large frozen heap would stop the process for seconds (kube-sim at 120,000 pods: long enough to
+    cost the daemon its Lease), so above the bound the hourly run collects only what is young, and says so once."""
+    clock = FakeClock()
+    log = structlog.testing.CapturingLogger()
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    gctuning.collect_young()  # the cycle is alive: frozen with the survivors
+    del a, b
+    monkeypatch.setattr(gctuning, "UNFREEZE_MAX_FROZEN", gc.get_freeze_count() - 1)
+    task = asyncio.create_task(gctuning.collect_periodically(clock, log, interval=60))
+    try:
+        for _ in range(2 * gctuning.UNFREEZE_EVERY):
+            await asyncio.sleep(0)
+            clock.advance(60)
+            await asyncio.sleep(0)
+        assert ref() is not None, "two hours of runs, none walked the frozen heap"
+        skipped = [c for c in log.calls if "skipped" in str(c.args)]
+        assert len(skipped) == 1
+        monkeypatch.setattr(gctuning, "UNFREEZE_MAX_FROZEN", gc.get_freeze_count() + 1_000_000)
+        for _ in range(gctuning.UNFREEZE_EVERY):
+            await asyncio.sleep(0)
+            clock.advance(60)
+            await asyncio.sleep(0)
+        assert ref() is None, "within the bound again, the hourly run reclaims the frozen cycle"
+    finally:
+        task.cancel()
+
+
 def test_every_run_leaves_the_survivors_frozen() -> None:
     gctuning.collect_young()
     survivors = Node()
