@@ -73,6 +73,13 @@ def _selector_params(label_selector: str | None, field_selector: str | None) -> 
     return params
 
 
+def _body(obj: Any) -> bytes:
+    """``obj`` as JSON, in a bytes object of its own size. orjson (3.13) hands back its working buffer: 16-32 KiB
+    for a 2-3 KB pod. A request body lives as long as its request, and a burst of writes (hundreds in flight when
+    a namespace is emptied) grew the heap by that much more each time, a high-water mark RSS kept."""
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
@@ -403,7 +410,7 @@ class ApiClient:
     ) -> Any:
         data: bytes | None = None
         if body is not None:
-            data = body if isinstance(body, bytes) else orjson.dumps(body)
+            data = body if isinstance(body, bytes) else _body(body)
             content_type = content_type or JSON
         _, raw = await self._exchange(method, path, params=params, data=data, content_type=content_type,
                                       accept=accept, idempotent=idempotent)
@@ -597,7 +604,7 @@ class ApiClient:
             params["force"] = "true"
         name = str((obj.get("metadata") or {}).get("name") or "")
         result: dict[str, Any] = await self._json(
-            "PATCH", res.path(namespace, name, subresource), params=params, body=orjson.dumps(obj),
+            "PATCH", res.path(namespace, name, subresource), params=params, body=_body(obj),
             content_type=APPLY_PATCH_CONTENT_TYPE)
         return result
 
@@ -676,7 +683,7 @@ class ApiClient:
         method = method.upper()
         data: bytes | None = None
         if body is not None:
-            data = body if isinstance(body, bytes) else orjson.dumps(body)
+            data = body if isinstance(body, bytes) else _body(body)
             content_type = content_type or JSON
         idempotent = method != "POST" and content_type != PATCH_CONTENT_TYPES["json"]
         resp, raw = await self._exchange(method, path, params=params, data=data, content_type=content_type,
