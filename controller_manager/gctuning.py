@@ -22,6 +22,12 @@ Guarantees:
   the process longer than any lease allows: kube-sim at 5,000 nodes and 120,000 pods (6 GiB) stopped answering
   long enough for the envelope's leader to lose its Lease (10 s renew deadline) at the first hourly run. What
   that leaves uncollected is only what was alive at some freeze and later died in a cycle.
+- :func:`trim_heap` hands the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere it does
+  nothing), and :func:`collect_periodically` calls it after each run. Why: objects over 512 bytes (dict tables,
+  request and response bodies) come from the C heap, which returns memory only from its top; after a burst of
+  writes its freed middle stays resident. A calm chaos-soak leader at 130 MiB held 22 MiB of free heap (glibc's
+  ``malloc_stats``), and one ``malloc_trim(0)`` took its RSS to 117 MiB. Go's runtime returns freed spans the
+  same way (its scavenger).
 - :data:`PAUSES` (installed by :func:`configure`) adds up the time each collection held the process, exported as
   ``python_gc_pause_seconds_total{generation}`` by both (Go processes export ``go_gc_duration_seconds``).
 - kube-sim runs the same policy: its store grows for the whole run, and CPython's own full collections (each time
@@ -32,6 +38,8 @@ Guarantees:
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import itertools
 import time
@@ -125,9 +133,33 @@ def collect_young(*, unfreeze: bool = False) -> int:
     return found
 
 
+def _malloc_trim() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim  # glibc only (musl and macOS have none)
+    except (OSError, AttributeError, TypeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def trim_heap() -> bool:
+    """Return the C heap's free pages to the system; False where the C library cannot (not glibc)."""
+    if _MALLOC_TRIM is None:
+        return False
+    _MALLOC_TRIM(0)
+    return True
+
+
 async def collect_periodically(clock: Clock, log: Any, interval: float = COLLECT_INTERVAL) -> None:
     """Forever: a young collection every ``interval`` seconds (an unfreezing one every
-    :data:`UNFREEZE_EVERY`-th); one longer than :data:`SLOW_COLLECTION` is logged on ``log`` (a structlog logger)."""
+    :data:`UNFREEZE_EVERY`-th), then the C heap trimmed; one run longer than :data:`SLOW_COLLECTION` is logged on
+    ``log`` (a structlog logger)."""
     said_skipped = False
     for run in itertools.count(1):
         await clock.sleep(interval)
@@ -140,6 +172,7 @@ async def collect_periodically(clock: Clock, log: Any, interval: float = COLLECT
                          frozen=gc.get_freeze_count(), limit=UNFREEZE_MAX_FROZEN)
         started = time.perf_counter()
         found = collect_young(unfreeze=unfreeze)
+        trim_heap()
         took = time.perf_counter() - started
         if took > SLOW_COLLECTION:
             log.info("slow garbage collection", seconds=round(took, 3), unreachable=found, unfrozen=unfreeze)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import sys
 import weakref
 from collections.abc import Iterator
 
@@ -138,3 +140,37 @@ def test_configure_installs_the_pause_counter_once_and_the_registry_exports_it()
     finally:
         gc.set_threshold(*threshold)
         gc.callbacks.remove(gctuning.PAUSES)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim and /proc: Linux only")
+def test_trim_heap_returns_the_freed_middle_of_the_c_heap() -> None:
+    """Objects over 512 bytes live in the C heap, which gives back only its top: after a burst, its freed middle
+    stays resident until trimmed (a calm soak leader: 130 -> 117 MiB from one trim)."""
+    burst = [bytes(2048) for _ in range(40_000)]  # ~80 MiB of C-heap blocks
+    kept = burst[::64]  # a survivor every 128 KiB pins the heap: nothing is freed from its top
+    del burst
+    before = _rss_bytes()
+    assert gctuning.trim_heap()
+    after = _rss_bytes()
+    assert before - after > 40 * 1024 * 1024
+    assert len(kept) == 625
+
+
+async def test_every_periodic_run_trims_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    trims: list[int] = []
+    monkeypatch.setattr(gctuning, "trim_heap", lambda: trims.append(1) or True)
+    task = asyncio.create_task(gctuning.collect_periodically(clock, structlog.get_logger("test"), interval=60))
+    try:
+        for _ in range(3):
+            await asyncio.sleep(0)
+            clock.advance(60)
+            await asyncio.sleep(0)
+        assert len(trims) == 3
+    finally:
+        task.cancel()
