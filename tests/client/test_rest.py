@@ -381,12 +381,8 @@ def test_a_pause_while_the_request_is_being_built_sends_nothing_on_uvloop(monkey
         runner.run(paused_while_the_request_is_built("https", monkeypatch))
 
 
-async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> None:
-    """A burst of 40 concurrent reads opens 40 connections; once they are handed back, the pool keeps 25 (Go's
-    MaxIdleConnsPerHost in client-go's transport) and closes the rest, and still serves from those."""
-    from controller_manager.client.rest import MAX_IDLE_CONNECTIONS_PER_HOST
-    from tests.runtime.informers.fakes import eventually
-
+def gated_pod_reads() -> tuple[web.Application, asyncio.Event, list[asyncio.BaseTransport]]:
+    """A server whose pod reads wait for the gate, recording every connection (transport) they arrive on."""
     gate = asyncio.Event()
     transports: list[asyncio.BaseTransport] = []
 
@@ -398,6 +394,16 @@ async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> No
 
     app = web.Application()
     app.router.add_get("/api/v1/namespaces/default/pods/{name}", handler)
+    return app, gate, transports
+
+
+async def test_idle_connections_beyond_client_gos_25_per_host_are_closed() -> None:
+    """A burst of 40 concurrent reads opens 40 connections; once they are handed back, the pool keeps 25 (Go's
+    MaxIdleConnsPerHost in client-go's transport) and closes the rest, and still serves from those."""
+    from controller_manager.client.rest import MAX_IDLE_CONNECTIONS_PER_HOST
+    from tests.runtime.informers.fakes import eventually
+
+    app, gate, transports = gated_pod_reads()
     async with TestServer(app) as server:
         api = ApiClient(ClientConfig(host=str(server.make_url("")).rstrip("/")), qps=0)
         try:
@@ -421,20 +427,11 @@ async def test_clients_of_one_config_share_one_pool_of_25_idle_connections() -> 
     from controller_manager.client.rest import MAX_IDLE_CONNECTIONS_PER_HOST
     from tests.runtime.informers.fakes import eventually
 
-    gate = asyncio.Event()
-    transports: list[asyncio.BaseTransport] = []
-
-    async def handler(request: web.Request) -> web.Response:
-        if request.transport is not None and request.transport not in transports:
-            transports.append(request.transport)
-        await gate.wait()
-        return web.json_response({"kind": "Pod", "metadata": {"name": request.match_info["name"]}})
+    app, gate, transports = gated_pod_reads()
 
     def open_transports() -> int:
         return sum(not t.is_closing() for t in transports)
 
-    app = web.Application()
-    app.router.add_get("/api/v1/namespaces/default/pods/{name}", handler)
     async with TestServer(app) as server:
         config = ClientConfig(host=str(server.make_url("")).rstrip("/"))
         first, second, other = ApiClient(config, qps=0), ApiClient(config, qps=0), ApiClient(
