@@ -190,7 +190,7 @@ def _acquire_pool(config: ClientConfig) -> IdleBoundedConnector:
     return pool.connector
 
 
-async def _release_pool(config: ClientConfig, connector: IdleBoundedConnector) -> None:
+async def _release_pool(connector: IdleBoundedConnector) -> None:
     """The last client of a pool to close closes its connections."""
     for key, pool in list(_SHARED_POOLS.items()):
         if pool.connector is connector:
@@ -270,7 +270,7 @@ class ApiClient:
         if session is not None:
             await session.close()
         if connector is not None:
-            await _release_pool(self.config, connector)
+            await _release_pool(connector)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is not None:
