@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from controller_manager.api import selectors
+from controller_manager.api.jsonbytes import kept
 from controller_manager.api.meta import deep_copy, meta, parse_time
 from controller_manager.api.quantity import parse_quantity
 from controller_manager.controllers.deployment.util_annotations import revision
@@ -106,8 +107,8 @@ def _normalize(value: Any, key: str = "") -> Any:
 # Normalized templates by their JSON bytes: a Deployment sync compares the same few templates several times
 # (scaling check, rollout, status), and the normalization walk is the expensive part. Equal bytes mean equal
 # input, hence equal output; entries are never mutated (only compared). Cleared when full (a working set is small).
-# A kept key is an exact-size copy of orjson's output: orjson (3.13) hands back its working buffer, ~16 KiB for a 1.6 KB
-# template, so 1,024 kept outputs held ~16 MiB that the calm chaos soak saw as the leader's RSS rising.
+# A kept key is an exact-size copy of orjson's output (api.jsonbytes): 1,024 of orjson's own results held ~16 MiB,
+# which the calm chaos soak saw as the leader's RSS rising.
 _NORMALIZED_CACHE_SIZE = 1024
 _normalized_cache: dict[bytes, Any] = {}
 
@@ -121,7 +122,7 @@ def _template_without_hash(template: Obj | None) -> Any:
     if cached is None:
         if len(_normalized_cache) >= _NORMALIZED_CACHE_SIZE:
             _normalized_cache.clear()
-        cached = _normalized_cache[bytes(memoryview(key))] = _compute_template_without_hash(template)
+        cached = _normalized_cache[kept(key)] = _compute_template_without_hash(template)
     return cached
 
 

@@ -36,6 +36,8 @@ from typing import Any
 
 import orjson
 
+from controller_manager.api.jsonbytes import kept
+
 Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
@@ -202,7 +204,7 @@ class Sharer:
         second = (h >> 24) & self._door_mask
         if door[first] == h or door[second] == h:
             # A copy: orjson's buffer keeps its spare capacity (4 KiB), which the pool would hold for good.
-            self._pool[bytes(memoryview(form))] = value
+            self._pool[kept(form)] = value
         else:
             door[first if self._rng.getrandbits(1) else second] = h
 

@@ -14,19 +14,13 @@ from typing import Any
 
 import orjson
 
+from controller_manager.api.jsonbytes import encode_kept
+
 Obj = dict[str, Any]
 
 
 def encode(obj: Any) -> bytes:
     return orjson.dumps(obj)
-
-
-def encode_kept(obj: Any) -> bytes:
-    """``obj``'s JSON in a bytes object of its own size, for bytes kept as long as a stored version lives.
-    orjson hands back its working buffer as the result, sized for the worst case: 4 KiB for a few bytes of
-    JSON, 32 KiB for 3 KB (orjson 3.13, measured with tracemalloc); kept, that is most of kube-sim's heap.
-    The copy costs a memcpy of the JSON's length."""
-    return bytes(memoryview(orjson.dumps(obj)))
 
 
 def decode(raw: bytes | str) -> Any:

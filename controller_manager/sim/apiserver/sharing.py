@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from controller_manager.api.jsonbytes import kept
+
 Obj = dict[str, Any]
 
 DEPTH = 3  # down to a pod's spec.volumes[i].projected (a token volume's name is its own, its source is not)
@@ -90,8 +92,8 @@ class SharedParts:
             value = self._share_children(value, depth - 1)
         if len(self._canonical) >= self.capacity:
             del self._canonical[next(iter(self._canonical))]
-        # A key of its own size: orjson's result holds its worst-case buffer (objects.encode_kept)
-        self._canonical[bytes(memoryview(key))] = value
+        # A key of its own size: orjson's result holds its worst-case buffer (api.jsonbytes)
+        self._canonical[kept(key)] = value
         return value
 
     def _share_children(self, value: Any, depth: int, prev: Any = None) -> Any:

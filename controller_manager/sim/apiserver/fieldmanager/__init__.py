@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from controller_manager.api.jsonbytes import kept
 from controller_manager.api.resources import Resource
 from controller_manager.sim.apiserver import codec, errors, schema, strategy
 from controller_manager.sim.apiserver.fieldmanager import managed as managed_fields
@@ -225,8 +226,8 @@ def _created_fields(res: Resource, new: Obj) -> Set:
     if owned is not None:
         _created.move_to_end(key)
         return owned
-    # A kept key gets bytes of its own size (orjson's result holds its worst-case buffer: objects.encode_kept).
-    key = (*key[:3], bytes(memoryview(key[3])))
+    # A kept key gets bytes of its own size (orjson's result holds its worst-case buffer: api.jsonbytes).
+    key = (*key[:3], kept(key[3]))
     cmp = typed.compare(empty_object(res.api_version, res.kind), codec.normalize(res, new), kind_atom(res))
     owned = cmp.excluding(ignored_fields(res, "")).changed().difference(updater.STRIPPED)
     _created[key] = owned
