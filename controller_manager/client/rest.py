@@ -163,6 +163,10 @@ class _SharedPool:
     connector: IdleBoundedConnector
     users: int = 0
 
+    @property
+    def key(self) -> tuple[int, int]:
+        return id(self.config), id(self.loop)
+
 
 # One pool per (config, event loop), shared by every ApiClient built from that config: client-go's transport cache
 # hands every clientset made from one rest config the same http.Transport, so a kube-controller-manager's
@@ -171,29 +175,27 @@ class _SharedPool:
 _SHARED_POOLS: dict[tuple[int, int], _SharedPool] = {}
 
 
-def _acquire_pool(config: ClientConfig) -> IdleBoundedConnector:
+def _acquire_pool(config: ClientConfig) -> _SharedPool:
     loop = asyncio.get_running_loop()
-    key = (id(config), id(loop))
-    pool = _SHARED_POOLS.get(key)
+    pool = _SHARED_POOLS.get((id(config), id(loop)))
     if pool is None or pool.connector.closed:
         # limit=0: watches hold a connection each for minutes; a cap would queue requests behind them.
         connector = IdleBoundedConnector(limit=0, limit_per_host=0, ssl=config.ssl_context or True,
                                          keepalive_timeout=30.0)
-        pool = _SHARED_POOLS[key] = _SharedPool(config, loop, connector)
+        pool = _SharedPool(config, loop, connector)
+        _SHARED_POOLS[pool.key] = pool
     pool.users += 1
-    return pool.connector
+    return pool
 
 
-async def _release_pool(connector: IdleBoundedConnector) -> None:
+async def _release_pool(pool: _SharedPool) -> None:
     """The last client of a pool to close closes its connections."""
-    for key, pool in list(_SHARED_POOLS.items()):
-        if pool.connector is connector:
-            pool.users -= 1
-            if pool.users > 0:
-                return
-            del _SHARED_POOLS[key]
-            break
-    await connector.close()
+    pool.users -= 1
+    if pool.users > 0:
+        return
+    if _SHARED_POOLS.get(pool.key) is pool:
+        del _SHARED_POOLS[pool.key]
+    await pool.connector.close()
 
 
 class ApiClient:
@@ -232,7 +234,7 @@ class ApiClient:
         if config.proxy:
             self._extra["proxy"] = config.proxy
         self._session: aiohttp.ClientSession | None = None
-        self._connector: IdleBoundedConnector | None = None
+        self._pool: _SharedPool | None = None
         self._closed = False
         self._write_fence: Callable[[], bool] | None = None
 
@@ -260,18 +262,18 @@ class ApiClient:
     async def close(self) -> None:
         self._closed = True
         session, self._session = self._session, None
-        connector, self._connector = self._connector, None
+        pool, self._pool = self._pool, None
         if session is not None:
             await session.close()
-        if connector is not None:
-            await _release_pool(connector)
+        if pool is not None:
+            await _release_pool(pool)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is not None:
             return self._session
         if self._closed:
             raise RuntimeError("ApiClient is closed")
-        connector = self._connector = _acquire_pool(self.config)
+        pool = self._pool = _acquire_pool(self.config)
         headers = {"User-Agent": self._user_agent, "Accept": JSON}
         if self.config.source is None and self.config.authorization:
             headers["Authorization"] = self.config.authorization
@@ -280,7 +282,7 @@ class ApiClient:
         fence = aiohttp.TraceConfig()
         fence.on_connection_reuseconn.append(self._fence_on_connection)
         fence.on_connection_create_end.append(self._fence_on_connection)
-        self._session = aiohttp.ClientSession(connector=connector, connector_owner=False, headers=headers,
+        self._session = aiohttp.ClientSession(connector=pool.connector, connector_owner=False, headers=headers,
                                               auto_decompress=True, trace_configs=[fence])
         return self._session
 
