@@ -162,7 +162,7 @@ class Report:
                 f"longest without a leader: {self.longest_leaderless_seconds:.1f} s; RSS {rss}"
                 + "".join(f"; calm {self.calm_minutes:g} min, {k} RSS {v['first']:.0f}->{v['last']:.0f} MiB "
                           f"({v['slope_mib_per_min']:+.2f} MiB/min; second half "
-                          f"{v.get('second_half_slope_mib_per_min', 0.0):+.2f})"
+                          f"{v.get('second_half_slope_mib_per_min', 0.0):+.2f})" + _verdict(v)
                           for k, v in sorted(self.rss_calm.items()))
                 + ("; cluster objects over the calm stretch "
                    + "->".join(str(self.calm_cluster_objects[k]) for k in ("first", "half", "last")
@@ -1016,10 +1016,15 @@ class Soak:
             samples = self.report.rss_samples.get(key, [])[start:]
             if key in lived and len(samples) >= 3:
                 second_half = samples[len(samples) // 2:]
+                rise, noise = _trend(samples, self.profile.rss_interval)
+                half_rise, half_noise = _trend(second_half, self.profile.rss_interval)
                 self.report.rss_calm[key] = {
                     "first": samples[0], "half": samples[len(samples) // 2], "last": samples[-1],
                     "slope_mib_per_min": round(_slope(samples, self.profile.rss_interval), 3),
-                    "second_half_slope_mib_per_min": round(_slope(second_half, self.profile.rss_interval), 3)}
+                    "second_half_slope_mib_per_min": round(_slope(second_half, self.profile.rss_interval), 3),
+                    "rise_mib": round(rise, 2), "noise_mib": round(noise, 2), "flat": rise <= noise,
+                    "second_half_rise_mib": round(half_rise, 2), "second_half_noise_mib": round(half_noise, 2),
+                    "second_half_flat": half_rise <= half_noise}
 
     async def _cluster_objects(self, api: Api) -> int:
         """How many objects of the kinds the leader caches the cluster holds now: a growing cluster grows the
@@ -1056,6 +1061,32 @@ def _slope(samples: list[float], interval: float) -> float:
     mean_x, mean_y = sum(xs) / n, sum(samples) / n
     var = sum((x - mean_x) ** 2 for x in xs)
     return sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, samples, strict=True)) / var if var else 0.0
+
+
+def _trend(samples: list[float], interval: float) -> tuple[float, float]:
+    """(rise, noise) of evenly spaced samples, in their unit: how much the least-squares line rises from the first
+    sample's time to the last's, and twice the samples' standard deviation about that line. A rise within the
+    noise is no trend beyond noise: the 5-minute collections make the daemon's RSS a sawtooth a few MiB high,
+    and a leak shows as a line that climbs out of its own scatter."""
+    n = len(samples)
+    if n < 3:
+        return 0.0, 0.0
+    slope = _slope(samples, interval)
+    minutes = [i * interval / 60 for i in range(n)]
+    mean_x, mean_y = sum(minutes) / n, sum(samples) / n
+    residuals = [y - (mean_y + slope * (x - mean_x)) for x, y in zip(minutes, samples, strict=True)]
+    spread = (sum(r * r for r in residuals) / (n - 2)) ** 0.5
+    return slope * minutes[-1], 2 * spread
+
+
+def _verdict(calm: dict[str, float]) -> str:
+    """How a calm stretch's trend reads beside its noise (reports written before the band was kept: nothing)."""
+    if "rise_mib" not in calm:
+        return ""
+    def reads(rise: float, noise: float) -> str:
+        return f"{'flat' if rise <= noise else 'rising'}: {rise:+.1f} MiB in a {noise:.1f} MiB band"
+    return (f" [{reads(calm['rise_mib'], calm['noise_mib'])}; second half "
+            f"{reads(calm['second_half_rise_mib'], calm['second_half_noise_mib'])}]")
 
 
 def _last_error(log: Path | None) -> str:
