@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.chaos import Report, _slope, _trend
+from bench.chaos import FLAT_FLOOR_MIB, Report, _flat, _slope, _trend
 
 
 def test_a_flat_series_has_no_slope_and_a_leak_shows_per_minute() -> None:
@@ -66,3 +66,10 @@ def test_the_summary_says_whether_the_trend_is_beyond_noise() -> None:
                                               "second_half_noise_mib": 3.9, "second_half_flat": True}})
     assert ("[flat: +3.0 MiB in a 4.2 MiB band; second half flat: +0.1 MiB in a 3.9 MiB band]"
             in report.summary())
+
+
+def test_a_few_pages_are_no_trend_however_quiet_the_process() -> None:
+    # An idle standby: +0.15 MiB over 50 minutes with almost no scatter.
+    assert _flat(0.15, 0.05)
+    assert not _flat(FLAT_FLOOR_MIB + 0.1, 0.05)
+    assert not _flat(12.0, 3.0)
