@@ -18,7 +18,8 @@ import orjson
 
 from controller_manager.api.jsonbytes import kept
 from controller_manager.api.resources import Resource
-from controller_manager.sim.apiserver import codec, errors, schema, strategy
+from controller_manager.sim.apiserver import codec, errors, schema, strategy, versions
+from controller_manager.sim.apiserver.crd.resource import CustomResource
 from controller_manager.sim.apiserver.fieldmanager import managed as managed_fields
 from controller_manager.sim.apiserver.fieldmanager import typed, updater
 from controller_manager.sim.apiserver.fieldmanager.fieldpath import Path, Set, field, path_string
@@ -94,11 +95,13 @@ def _go_quote(s: str) -> str:
 def kind_atom(res: Resource) -> typed.Atom:
     """The kind's schema for field management: built-in kinds' from kube-sim's schema, a custom resource's
     from its version's structural schema (the deduced, untyped one when it has none)."""
-    from controller_manager.sim.apiserver.crd.resource import CustomResource
-
     if isinstance(res, CustomResource):
         return typed.crd_atom(res.schema) if isinstance(res.schema, dict) else typed.UNTYPED
-    return typed.kind_atom(res.api_version, res.kind)
+    return _builtin_atom(res.api_version, res.kind)
+
+
+# (kube-sim's schema of the built-in kinds never changes: each kind's atom is looked up once)
+_builtin_atom = functools.cache(typed.kind_atom)
 
 
 @functools.cache
@@ -151,8 +154,6 @@ def other_versions(res: Resource, subresource: str) -> updater.OtherVersions | N
     """How a write to ``res`` compares in another served version of its kind (the managed fields'
     VersionConverter): both objects converted, compared with that version's schema and reset fields. None
     for kinds served in one version here (entries naming another version are compared in the writer's)."""
-    from controller_manager.sim.apiserver import versions
-
     if not versions.multi_version(res):
         return None
 

@@ -356,13 +356,17 @@ class Comparison:
     removed: Set
     modified: Set
     added: Set
+    # changed(), made once: an update asks for it once for itself and once per other manager.
+    _changed: Set | None = field(default=None, init=False, repr=False, compare=False)
 
     def is_same(self) -> bool:
         return self.removed.empty() and self.modified.empty() and self.added.empty()
 
     def changed(self) -> Set:
         """Modified and added: what another owner loses (a conflict in apply)."""
-        return self.modified.union(self.added)
+        if self._changed is None:
+            self._changed = self.modified.union(self.added)
+        return self._changed
 
     def excluding(self, ignored: Set | None) -> Comparison:
         """The comparison without anything at or under ``ignored`` (SMD's reset-fields filter)."""
@@ -402,6 +406,11 @@ class _Compare:
             return
         if lhs is not MISSING and rhs is not MISSING and equal(lhs, rhs):
             return
+        self.differ(lhs, rhs, atom, path)
+
+    def differ(self, lhs: Any, rhs: Any, atom: Atom, path: Path) -> None:
+        """:meth:`walk` of values known not to be equal (or one of them MISSING, the other not): called
+        where the caller has just compared them, so that no subtree is compared twice at one level."""
         alhs = atom.deduce(lhs)
         arhs = atom.deduce(rhs)
         if rhs is MISSING:
@@ -459,7 +468,7 @@ class _Compare:
         except (TypedError, TypeError):  # an item the full walk reports, a key value that is not hashable
             return False
         for pe, left, right in walks:
-            self.walk(left, right, elem, (*path, pe))
+            self.differ(left, right, elem, (*path, pe))
         return True
 
     def leaf(self, lhs: Any, rhs: Any, path: Path) -> bool:
@@ -484,7 +493,12 @@ class _Compare:
             for key, right in rm.items():
                 left = lm.get(key, MISSING)
                 if left is not MISSING:
-                    self.walk(left, right, m.child(key), (*path, ("f", key)))
+                    # equal(), inline: most fields of an update are unchanged, and are passed over here
+                    # without a call (or their schema looked up).
+                    if left == right and (type(left) is type(right)
+                                          or (type(left) is not bool and type(right) is not bool)):
+                        continue
+                    self.differ(left, right, m.child(key), (*path, ("f", key)))
                     continue
                 # A field the old value lacks: added whole, into this map's node of the added set.
                 if added is None:
@@ -572,7 +586,7 @@ def added_set(value: Any, atom: Atom) -> Set:
             under = added_set(val, found if found is not None else elem() if elem is not None else NONE)
             if under is not EMPTY:
                 children[("f", key)] = under
-        return Set(_field_members(tuple(value)), children)
+        return _shared(_field_members(tuple(value)), children)
     lt = a.list
     if a.scalar or lt is None or not lt.associative or not isinstance(value, list):
         return EMPTY
@@ -592,7 +606,7 @@ def added_set(value: Any, atom: Atom) -> Set:
             under = added_set(item, item_atom)
             if under is not EMPTY:
                 children[pe] = under
-    return Set(frozenset(items), children)
+    return _shared(frozenset(items), children)
 
 
 _FIELD_MEMBERS: dict[tuple[str, ...], frozenset[PathElement]] = {}
@@ -606,6 +620,27 @@ def _field_members(keys: tuple[str, ...]) -> frozenset[PathElement]:
         if len(_FIELD_MEMBERS) >= 4096:
             _FIELD_MEMBERS.clear()
         found = _FIELD_MEMBERS[keys] = frozenset([("f", key) for key in keys])
+    return found
+
+
+_SHARED_SIZE = 4096
+# Set nodes of added values by their members and (already shared) children: objects of one kind add the
+# same shapes over and over (a pod's conditions, its container statuses), and a shared node keeps the
+# FieldsV1 it was once written as, so the entry of every later owner of that shape is mostly copied, not
+# written again. A key names children by identity: they are held here (as parts of the nodes above them
+# are) for as long as the key, so no other node can take their id meanwhile.
+_SHARED: dict[tuple[frozenset[PathElement], tuple[tuple[PathElement, int], ...]], Set] = {}
+
+
+def _shared(members: frozenset[PathElement], children: dict[PathElement, Set]) -> Set:
+    """``Set(members, children)``, the very node an earlier added value of that shape got when there is one
+    (sets are never changed once built, so sharing one is safe)."""
+    key = (members, tuple([(pe, id(child)) for pe, child in children.items()]) if children else ())
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= _SHARED_SIZE:
+            _SHARED.clear()
+        found = _SHARED[key] = Set(members, children)
     return found
 
 
