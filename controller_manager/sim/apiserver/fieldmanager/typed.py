@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from controller_manager.sim.apiserver import schema
@@ -594,6 +596,21 @@ def added_set(value: Any, atom: Atom) -> Set:
     lt = a.list
     if a.scalar or lt is None or not lt.associative or not isinstance(value, list):
         return EMPTY
+    if len(lt.keys) == 1 and value:
+        shape = _flat_shape(lt, value)
+        if shape is not None:
+            hit = _FLAT_LISTS.get(shape)
+            if hit is not None and hit[0] is lt:
+                return hit[1]
+            if len(_FLAT_LISTS) >= _SHARED_SIZE:
+                _FLAT_LISTS.clear()
+            built = _added_items(lt, value)
+            _FLAT_LISTS[shape] = (lt, built)
+            return built
+    return _added_items(lt, value)
+
+
+def _added_items(lt: ListType, value: list[Any]) -> Set:
     items: dict[PathElement, Any] = {}
     for item in value:
         try:
@@ -611,6 +628,24 @@ def added_set(value: Any, atom: Atom) -> Set:
             if under is not EMPTY:
                 children[pe] = under
     return _shared(frozenset(items), children)
+
+
+# The sets of added keyed lists of flat items, by their shape (see _flat_shape), each with its list type
+# (whose id the shape holds).
+_FLAT_LISTS: dict[tuple[Any, ...], tuple[ListType, Set]] = {}
+
+
+def _flat_shape(lt: ListType, value: list[Any]) -> tuple[Any, ...] | None:
+    """What the set of ``value``, a list keyed by one field whose items are maps of plain scalars (a pod's
+    conditions, most keyed lists), depends on: each item's fields and its key's value and type. Read in C,
+    where a walk would visit each item and field. None for any other list (the walk takes it)."""
+    try:
+        if not _PLAIN_SCALARS.issuperset(map(type, chain.from_iterable(map(dict.values, value)))):
+            return None
+        keys = tuple(map(itemgetter(lt.keys[0]), value))
+    except (TypeError, KeyError):  # an item that is not a map, or that lacks the key (the walk reports it)
+        return None
+    return id(lt), tuple(map(tuple, value)), keys, tuple(map(type, keys))
 
 
 _FIELD_MEMBERS: dict[tuple[str, ...], frozenset[PathElement]] = {}

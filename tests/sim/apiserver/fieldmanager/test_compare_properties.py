@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller_manager.sim.apiserver.fieldmanager import typed
-from controller_manager.sim.apiserver.fieldmanager.fieldpath import Path, Set, field
+from controller_manager.sim.apiserver.fieldmanager.fieldpath import Path, Set, field, path_string
 
 POD = typed.kind_atom("v1", "Pod")
 MISSING = typed.MISSING
@@ -140,3 +140,20 @@ def test_added_values_of_one_shape_share_their_sets() -> None:
     other["conditions"][0]["message"] = "m"
     assert conditions(other) is not first
     assert conditions(other) != first
+
+
+def test_flat_keyed_lists_are_told_apart_by_their_keys_types_and_fields() -> None:
+    # A list keyed by one field, its items maps of scalars: its set is looked up by its shape; true, 1 and
+    # 1.0 are distinct keys, and a field more or less is another shape.
+    lt = typed.ListType(elem=lambda: typed.UNTYPED, associative=True, keys=("k",))
+    keyed = typed.Atom(list=lt)
+    lists: list[list[Any]] = [
+        [{"k": 1, "a": "x"}], [{"k": True, "a": "x"}], [{"k": 1.0, "a": "x"}], [{"k": 1}],
+        [{"k": 1, "a": None, "b": False}], [{"k": 1, "a": "x"}, {"k": 1, "b": "y"}],
+        [{"k": "a", "x": [1]}], [{"k": "a"}, "b"], [{"a": "x"}],
+    ]
+    for _ in range(2):  # (the second time round, from what the first left behind)
+        for value in lists:
+            assert typed.added_set(value, keyed) == typed._added_items(lt, value)
+    assert [path_string(p) for p in typed.added_set(lists[1], keyed).paths()] == ["[k=true]", "[k=true].a",
+                                                                                   "[k=true].k"]
