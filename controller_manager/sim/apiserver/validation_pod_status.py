@@ -49,6 +49,9 @@ _HEALTH = ("Healthy", "Unhealthy", "Unknown")
 _MAX_ID = 2**31 - 1
 _ID_RANGE = f"must be between 0 and {_MAX_ID}, inclusive"
 _V4_SLOPPY = re.compile(r"(\d+)\.(\d+)\.(\d+)\.(\d+)")
+# Dotted-quad IPv4 as Go prints it: four octets of 0-255, ASCII digits without leading zeros.
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_CANONICAL_V4 = re.compile(rf"{_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}")
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -67,7 +70,7 @@ def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
     for i, cond in enumerate(_list(status.get("conditions"))):
         ctype = str(_dict(cond).get("type") or "")
         if ctype not in _SYSTEM_CONDITIONS:
-            errs.extend(invalid(f"metadata.conditions[{i}].Type", ctype, msg) for msg in is_label_key(ctype))
+            errs.extend(invalid(f"metadata.conditions[{i}].Type", ctype, msg) for msg in _condition_type(ctype))
     nominated = str(status.get("nominatedNodeName") or "")
     if nominated and nominated != str(old_status.get("nominatedNodeName") or ""):
         errs.extend(invalid("status.nominatedNodeName", nominated, msg)
@@ -98,6 +101,11 @@ def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
             errs.append(forbidden(f"status.ephemeralContainerStatuses[{i}].allocatedResourcesStatus",
                                   "must not be specified in container status"))
     return errs
+
+
+@functools.lru_cache(maxsize=1024)  # (a kubelet reports the same few condition types for every pod)
+def _condition_type(ctype: str) -> tuple[str, ...]:
+    return tuple(is_label_key(ctype))
 
 
 def _terminated(cs: Any) -> Mapping[str, Any] | None:
@@ -258,6 +266,8 @@ def _go_ip_string(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
 
 def is_valid_ip(path: str, text: str) -> list[FieldError]:
     """validation.IsValidIP: a parseable IP without leading zeros or IPv4 mapping, in canonical form."""
+    if _CANONICAL_V4.fullmatch(text):
+        return []  # (the usual pod or host IP: nothing below could object to it)
     ip = _parse_sloppy(text)
     if ip is None:
         return [invalid(path, text, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]

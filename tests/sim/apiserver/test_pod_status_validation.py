@@ -5,11 +5,15 @@ allocated resource health (cases after upstream's validation_test.go)."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from controller_manager.sim.apiserver import validation_pod_status
 from tests.sim.apiserver.conftest import Client, pod
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -261,3 +265,19 @@ async def test_node_allocatable_resource_claim_statuses(client: Client, change: 
         return
     assert code == 422, got
     assert _messages(got) == want
+
+
+_octets = st.one_of(st.integers(0, 300).map(str),
+                    st.sampled_from(["00", "01", "007", "0255", "\u0663", "1e1", "", "-1"]))
+
+
+@given(st.lists(_octets, min_size=3, max_size=5).map(".".join))
+def test_the_canonical_ipv4_shortcut_answers_as_the_full_check(text: str) -> None:
+    # is_valid_ip passes a plain dotted quad at once; anything else, and what it passes, the full check reads.
+    shortcut = validation_pod_status.is_valid_ip("status.podIP", text)
+    saved = validation_pod_status._CANONICAL_V4
+    validation_pod_status._CANONICAL_V4 = re.compile(r"(?!)")  # (matches nothing)
+    try:
+        assert validation_pod_status.is_valid_ip("status.podIP", text) == shortcut
+    finally:
+        validation_pod_status._CANONICAL_V4 = saved
