@@ -383,15 +383,27 @@ def recursive_difference(s: Set, other: Set) -> Set:
     """``s`` without every path of ``other`` and everything under it."""
     if s.empty() or other.empty():
         return s
-    children = {}
+    # ``s`` itself when nothing of it is under ``other`` (the usual case: a write rarely touches what its
+    # endpoint resets), so that nodes, and the FieldsV1 they have written, are kept rather than copied.
+    children = s.children
     for pe, child in s.children.items():
         if pe in other.members:
-            continue
-        theirs = other.children.get(pe)
-        rest = child if theirs is None else recursive_difference(child, theirs)
+            rest = EMPTY
+        else:
+            theirs = other.children.get(pe)
+            rest = child if theirs is None else recursive_difference(child, theirs)
+            if rest is child and child:
+                continue
+        if children is s.children:
+            children = dict(children)
         if rest:
             children[pe] = rest
-    return Set(s.members - other.members, children)
+        else:
+            del children[pe]
+    members = s.members if s.members.isdisjoint(other.members) else s.members - other.members
+    if children is s.children and members is s.members:
+        return s
+    return Set(members, children)
 
 
 class _Compare:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller_manager.sim.apiserver.fieldmanager import typed
 from controller_manager.sim.apiserver.fieldmanager.fieldpath import (
     Set,
     field,
@@ -88,3 +89,12 @@ def test_set_algebra(a: Set, b: Set, c: Set) -> None:
 @given(sets)
 def test_fields_v1_round_trip(a: Set) -> None:
     assert from_fields_v1(orjson.loads(orjson.dumps(a.to_fields_v1()))) == a
+
+
+@given(sets, sets)
+def test_recursive_difference_drops_what_is_at_or_under_the_other(a: Set, b: Set) -> None:
+    gone = set(b.paths())
+    rest = typed.recursive_difference(a, b)
+    assert set(rest.paths()) == {p for p in a.paths() if not any(p[:i] in gone for i in range(1, len(p) + 1))}
+    if rest == a:
+        assert rest is a  # (kept, not copied, when nothing goes)
