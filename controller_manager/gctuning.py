@@ -11,26 +11,34 @@ Guarantees:
 - :func:`freeze_cache` moves everything alive now (the synced caches) into the permanent generation, so later
   collections never walk it again. Objects the cache later drops are still freed by reference counting.
 - :func:`collect_periodically` runs a full collection every :data:`COLLECT_INTERVAL` seconds and freezes what
-  survives it, so each one walks only what was made since the last. Why: with the raised threshold a full
-  collection comes only after millions of allocations, and until then cyclic garbage stays: an exception kept in
-  a list in the frame its traceback holds, with the responses and requests those frames hold. A leader under
-  the chaos soak's calm churn grew ~0.7-1.75 MiB a minute that way (Python blocks +38,000 in 8 minutes; with a
-  full collection every 90 s, flat). Cycles made on every request are fixed where they are made (the write
-  fence's shadow of the request writer held the writer's method: ~40 objects a write, ~40,000 in two calm
-  minutes, now none; ``tests/client/test_rest.py`` asserts a write leaves no cyclic garbage); these runs reclaim
-  what the error paths still leave (~1,500 objects in two calm minutes). Every :data:`UNFREEZE_EVERY`-th run unfreezes everything first, so an
-  object frozen while alive that later died in a cycle is reclaimed within the hour; that run walks the whole
-  heap (~0.6-3 s at 100,000 cached pods, by machine load), the others a few milliseconds. It is skipped (and
-  said so once in the log) while more than :data:`UNFREEZE_MAX_FROZEN` objects are frozen, since it would hold
-  the process longer than any lease allows: kube-sim at 5,000 nodes and 120,000 pods (6 GiB) stopped answering
-  long enough for the envelope's leader to lose its Lease (10 s renew deadline) at the first hourly run. What
-  that leaves uncollected is only what was alive at some freeze and later died in a cycle.
+  survives it, so each one walks only what was made since the last. Why: with the raised threshold a full collection
+  comes only after millions of allocations, and until then cyclic garbage stays: an exception kept in a list in the
+  frame its traceback holds, with the responses and requests those frames hold. A leader under the chaos soak's calm
+  churn grew ~0.7-1.75 MiB a minute that way (Python blocks +38,000 in 8 minutes; with a full collection every 90 s,
+  flat). Cycles made on every request are fixed where they are made (the write fence's shadow of the request writer
+  held the writer's method: ~40 objects a write, ~40,000 in two calm minutes, now none;
+  ``tests/client/test_rest.py`` asserts a write leaves no cyclic garbage); these runs reclaim what the error paths
+  still leave (~1,500 objects in two calm minutes). Every :data:`UNFREEZE_EVERY`-th run unfreezes everything first,
+  so an object frozen while alive that later died in a cycle is reclaimed within the hour; that run walks the whole
+  heap (~0.6-3 s at 100,000 cached pods, by machine load), the others a few milliseconds. It is skipped (and said so
+  once in the log) while more than :data:`UNFREEZE_MAX_FROZEN` objects are frozen, since it would hold the process
+  longer than any lease allows: kube-sim at 5,000 nodes and 120,000 pods (6 GiB) stopped answering long enough for
+  the envelope's leader to lose its Lease (10 s renew deadline) at the first hourly run. What that leaves
+  uncollected is only what was alive at some freeze and later died in a cycle.
 - :func:`trim_heap` hands the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere it does
   nothing), and :func:`collect_periodically` calls it after each run. Why: objects over 512 bytes (dict tables,
   request and response bodies) come from the C heap, which returns memory only from its top; after a burst of
   writes its freed middle stays resident. A calm chaos-soak leader at 130 MiB held 22 MiB of free heap (glibc's
   ``malloc_stats``), and one ``malloc_trim(0)`` took its RSS to 117 MiB. Go's runtime returns freed spans the
   same way (its scavenger).
+- :func:`pin_mmap_threshold` (the daemon calls it at start) gives every allocation of 128 KiB or more a mapping of
+  its own, returned to the system when freed. Why: uvloop gives each TLS connection a 256 KiB read buffer from
+  malloc (the leader holds 60-80 connections: a watch each, the pool, requests in flight), and glibc raises its
+  mapping threshold to the largest mapped block freed so far, so after the first closed connection these
+  buffers extended the heap, where each closed connection left a hole that small allocations then pinned. A
+  calm chaos-soak leader's heap grew a few MiB every five minutes that way; with the threshold pinned its heap
+  stayed at ~21 MiB. kube-sim keeps glibc's default: its large allocations are list responses, which the
+  dynamic threshold serves from reused heap without faulting fresh pages.
 - :data:`PAUSES` (installed by :func:`configure`) adds up the time each collection held the process, exported as
   ``python_gc_pause_seconds_total{generation}`` by both (Go processes export ``go_gc_duration_seconds``).
 - kube-sim runs the same policy: its store grows for the whole run, and CPython's own full collections (each time
@@ -64,6 +72,8 @@ SLOW_COLLECTION = 0.1  # seconds: a collection longer than this is logged
 # Frozen objects beyond which the hourly unfreezing run is skipped: walking 4 million took 1.0 s on a loaded 2-core
 # machine (~250 ns each), and a pause is time no Lease renewal and no request is served.
 UNFREEZE_MAX_FROZEN = 4_000_000
+# Allocations from this size up get a mapping of their own (glibc's default before it starts raising the threshold).
+MMAP_THRESHOLD = 128 * 1024
 
 
 class Pauses:
@@ -136,19 +146,26 @@ def collect_young(*, unfreeze: bool = False) -> int:
     return found
 
 
-def _malloc_trim() -> Any:
-    name = ctypes.util.find_library("c")
+def _glibc(name: str, argtypes: list[Any]) -> Any:
+    """glibc's function ``name`` (returning int), or None where the C library has none (musl, macOS)."""
     try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim  # glibc only (musl and macOS have none)
+        function = getattr(ctypes.CDLL(ctypes.util.find_library("c")), name)
     except (OSError, AttributeError, TypeError):
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
+    function.argtypes = argtypes
+    function.restype = ctypes.c_int
+    return function
 
 
-_MALLOC_TRIM = _malloc_trim()
+_MALLOC_TRIM = _glibc("malloc_trim", [ctypes.c_size_t])
+_MALLOPT = _glibc("mallopt", [ctypes.c_int, ctypes.c_int])
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def pin_mmap_threshold(size: int = MMAP_THRESHOLD) -> bool:
+    """From now on every allocation of ``size`` bytes or more gets a mapping of its own, handed back to the system
+    when it is freed; False where the C library cannot (not glibc)."""
+    return _MALLOPT is not None and _MALLOPT(_M_MMAP_THRESHOLD, size) == 1
 
 
 def trim_heap() -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import subprocess
 import sys
 import weakref
 from collections.abc import Iterator
@@ -174,3 +175,36 @@ async def test_every_periodic_run_trims_the_heap(monkeypatch: pytest.MonkeyPatch
         assert len(trims) == 3
     finally:
         task.cancel()
+
+
+
+# Run in a fresh interpreter (a long-lived test process has free heap chunks that malloc reuses whatever the
+# threshold): after a 4 MiB block is mapped and freed, is a 256 KiB allocation in the heap?
+_HEAP_PROBE = """
+import ctypes, ctypes.util, sys
+from controller_manager import gctuning
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+if sys.argv[1] == "pinned":
+    assert gctuning.pin_mmap_threshold()
+libc.free(libc.malloc(4 << 20))
+buffer = libc.malloc(256 * 1024)
+for line in open("/proc/self/maps"):
+    if line.rstrip().endswith("[heap]"):
+        start, end = (int(x, 16) for x in line.split()[0].split("-"))
+        print("heap" if start <= buffer < end else "mapped")
+        break
+else:
+    print("mapped")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt and /proc: Linux only")
+@pytest.mark.parametrize(("mode", "where"), [("pinned", "mapped"), ("default", "heap")])
+def test_large_allocations_get_mappings_of_their_own_once_the_threshold_is_pinned(mode: str, where: str) -> None:
+    """uvloop gives each TLS connection a 256 KiB read buffer from malloc. glibc raises its mapping threshold to
+    the largest mapped block freed so far, after which such buffers extend the heap, where a closed
+    connection's buffer leaves a hole that small allocations then pin. Pinned, each is a mapping of its own."""
+    out = subprocess.run([sys.executable, "-c", _HEAP_PROBE, mode], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == where

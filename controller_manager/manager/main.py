@@ -42,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     configure_logging(options.log_format, options.v)
     gctuning.configure()
+    gctuning.pin_mmap_threshold()
 
     # Imported here so --help and flag errors stay fast and never touch the runtime.
     from controller_manager.manager.app import Manager
